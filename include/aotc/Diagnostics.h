@@ -1,0 +1,65 @@
+//===- Diagnostics.h - The one diagnostics engine of aotc -------*- C++ -*-===//
+//
+// Every error aotc reports goes through this file. Two kinds exist:
+//  * user errors (bad input, bad flags): exit code 1;
+//  * internal errors (a compiler bug, a broken invariant): exit code 2.
+// Errors are C++ exceptions of type aotc::Error, thrown by the helpers below and
+// caught once in tools/aotc/main.cpp, which prints Error::what() and exits with
+// Error::exitCode().
+//
+// Message formats (LLVM/MLIR style):
+//   <file>:<line>:<col>: error: <message>          (textual inputs)
+//   <file>: error: <message>                        (no position known)
+//   <where>: error: node '<name>' (<target>): <message>
+//     stack_trace: <the node's FX stack_trace, if any>
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace aotc {
+
+struct Node;
+
+/// A position in a user's file. line/col are 1-based; 0 means "unknown".
+struct SourceLoc {
+  std::string file; ///< Path as the user gave it, or an archive member ("mlp.pt2:models/model.json").
+  int line = 0;
+  int col = 0;
+  std::string str() const; ///< "file:line:col", "file:line", or "file".
+};
+
+/// The exception every diagnostic is carried by.
+class Error : public std::runtime_error {
+public:
+  enum class Kind { User, Internal };
+  Error(Kind kind, std::string message) : std::runtime_error(std::move(message)), kind_(kind) {}
+  Kind kind() const { return kind_; }
+  /// 1 for user errors, 2 for internal errors.
+  int exitCode() const { return kind_ == Kind::User ? 1 : 2; }
+
+private:
+  Kind kind_;
+};
+
+/// Throws a user error "<loc>: error: <msg>".
+[[noreturn]] void userError(const SourceLoc &loc, const std::string &msg);
+/// Throws a user error "error: <msg>" (no location: flags, files that cannot be opened).
+[[noreturn]] void userError(const std::string &msg);
+/// Throws a user error naming a graph node, its target, its location and its FX stack_trace.
+[[noreturn]] void nodeError(const Node &node, const std::string &msg);
+/// Throws an internal error "internal error: <msg>" (exit code 2).
+[[noreturn]] void internalError(const std::string &msg);
+
+/// Formats the node diagnostic without throwing (used for warnings and runtime messages).
+std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);
+
+/// Checks an internal invariant; on failure throws internalError with the message.
+#define AOTC_ASSERT(cond, msg)                                                                     \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ::aotc::internalError(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " + (msg)); \
+  } while (0)
+
+} // namespace aotc

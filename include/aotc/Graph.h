@@ -1,0 +1,168 @@
+//===- Graph.h - aotc's FX-like graph IR ------------------------*- C++ -*-===//
+//
+// The IR of stages 1-5 (capture .. partition). It mirrors torch.fx:
+//  * a Graph is a list of Nodes in topological order;
+//  * a Node is a placeholder (graph input), a call_function (an ATen op or
+//    getitem), or the single output node;
+//  * call_function arguments are stored in *schema order with defaults filled in*
+//    (see OpRegistry.h), so passes never deal with omitted arguments;
+//  * ops with several results (native_layer_norm) have several `types` and are
+//    read through `getitem` nodes (target "getitem", args {node, index}), as in FX.
+// Every node carries a SourceLoc and the FX stack_trace for diagnostics.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Diagnostics.h"
+#include "aotc/Types.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace aotc {
+
+struct Node;
+struct OpDef;
+
+/// Enum-like Python literals we carry but do not interpret: devices, layouts,
+/// memory formats. `text` is the Python spelling, e.g. "device(type='cpu')",
+/// "torch.strided", "torch.contiguous_format".
+struct EnumLit {
+  std::string text;
+  bool operator==(const EnumLit &o) const { return text == o.text; }
+};
+
+/// A dtype argument such as `dtype = torch.int64`.
+struct DTypeLit {
+  DType dtype;
+  bool operator==(const DTypeLit &o) const { return dtype == o.dtype; }
+};
+
+/// One call argument. std::monostate is Python None.
+/// int64_t vs double matters: it is how a Scalar keeps "wrapped int" vs "float".
+using Arg = std::variant<std::monostate, Node *, std::vector<Node *>, int64_t, double, bool,
+                         std::string, std::vector<int64_t>, std::vector<double>, std::vector<bool>,
+                         DTypeLit, EnumLit>;
+
+std::string argStr(const Arg &a); ///< Python spelling (node names for nodes).
+
+enum class NodeKind { Placeholder, CallFunction, Output };
+
+/// What a placeholder is, for the ABI and for autodiff.
+enum class InputRole {
+  Parameter, ///< A module parameter (FQN in `fqn`); requires grad by default.
+  Buffer,    ///< A module buffer (FQN in `fqn`).
+  UserInput, ///< A user input (x, target).
+  Tangent,   ///< The cotangent of a forward output (joint / backward graphs).
+  Saved,     ///< A saved tensor (backward graphs after partition).
+};
+const char *roleName(InputRole r); ///< "parameter", "buffer", "user_input", "tangent", "saved".
+
+struct Node {
+  std::string name;
+  NodeKind kind = NodeKind::CallFunction;
+  /// call_function: canonical target without "torch.ops.", e.g. "aten.add.Tensor";
+  /// "getitem" for tuple access. Placeholders: empty.
+  std::string target;
+  const OpDef *op = nullptr;      ///< Registry entry (nullptr for placeholder/output/getitem).
+  std::vector<Arg> args;          ///< Schema order, defaults filled. Output node: the returned nodes.
+  std::vector<TensorType> types;  ///< Result types; exactly one unless the op returns a tuple.
+  SourceLoc loc;                  ///< Where the node was written (text line, or JSON member).
+  std::string stackTrace;         ///< FX meta["stack_trace"], may be empty.
+
+  // Placeholder-only fields.
+  InputRole role = InputRole::UserInput;
+  std::string fqn;                ///< Parameter/buffer FQN, e.g. "fc1.weight".
+  bool requiresGrad = false;
+
+  const TensorType &type() const; ///< The single result type (internal error if not exactly one).
+  bool isPlaceholder() const { return kind == NodeKind::Placeholder; }
+  bool isCall() const { return kind == NodeKind::CallFunction; }
+  bool isGetitem() const { return kind == NodeKind::CallFunction && target == "getitem"; }
+  /// Every Node* this node reads, in argument order (tensor lists flattened).
+  std::vector<Node *> inputs() const;
+  /// Argument i as a specific type; internal error on a mismatch.
+  Node *tensorArg(size_t i) const;
+  int64_t intArg(size_t i) const;
+  double scalarArg(size_t i) const;  ///< int64_t, double or bool argument as a double.
+  bool boolArg(size_t i) const;
+  const std::vector<int64_t> &intListArg(size_t i) const;
+  bool isNoneArg(size_t i) const;
+};
+
+/// One graph: placeholders first, then call_functions, then exactly one output node.
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  Graph(Graph &&) = default;
+  Graph &operator=(Graph &&) = default;
+
+  /// Appends a placeholder (before the output node if there is one).
+  Node *addPlaceholder(const std::string &name, TensorType type, InputRole role);
+  /// Appends a call_function; `args` must already be in schema order (use
+  /// OpRegistry::buildCall to fill defaults and infer types).
+  Node *addCall(const std::string &name, const std::string &target, std::vector<Arg> args,
+                std::vector<TensorType> types);
+  /// Inserts a call_function right before `before` (for rewrites).
+  Node *insertCallBefore(Node *before, const std::string &name, const std::string &target,
+                         std::vector<Arg> args, std::vector<TensorType> types);
+  /// Sets (or replaces) the output node.
+  Node *setOutputs(std::vector<Node *> outs);
+
+  const std::vector<std::unique_ptr<Node>> &nodes() const { return nodes_; }
+  std::vector<Node *> placeholders() const;
+  Node *outputNode() const; ///< nullptr before setOutputs.
+  std::vector<Node *> outputs() const;
+  Node *find(const std::string &name) const;
+
+  /// A fresh node name: `base`, else `base_1`, `base_2`, ... (FX's rule).
+  std::string uniqueName(const std::string &base);
+  /// Replaces every use of `from` by `to` (in args and outputs).
+  void replaceAllUses(Node *from, Node *to);
+  /// Removes call_function nodes with no users that are not outputs (dead code).
+  void eliminateDeadCode();
+  /// Erases one node; internal error if it still has users.
+  void erase(Node *n);
+  /// Users of every node, in node order.
+  std::unordered_map<const Node *, std::vector<Node *>> users() const;
+  /// Checks topological order, unique names, arg references inside the graph.
+  /// Violations are internal errors (passes must keep the graph valid).
+  void verify() const;
+  /// Moves nodes into a valid topological order, stable for already-ordered graphs.
+  void topoSort();
+  /// Deep copy. `map` (optional) receives old->new node pointers.
+  Graph clone(std::unordered_map<const Node *, Node *> *map = nullptr) const;
+
+private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_map<std::string, Node *> byName_;
+};
+
+/// What a compilation unit carries between stages: one graph (capture ..
+/// lower: the forward, or the joint graph), or two after partition.
+/// Printed and parsed as text by IR/Printer.h and IR/Parser.h.
+struct Program {
+  std::string stage;          ///< "capture", "functionalize", "decompose", "joint", "lower", "partition".
+  std::string name = "model"; ///< C identifier used for entry points.
+  SourceLoc origin;           ///< The input file.
+  Graph forward;              ///< Forward graph, or the joint graph for stages joint/lower.
+  Graph backward;             ///< Backward graph (stage partition only).
+
+  // Joint-graph bookkeeping (stages joint and lower).
+  int numForwardOutputs = 0;  ///< The first N joint outputs are the forward outputs; the rest are grads.
+  /// For each gradient output of the joint graph (and of the backward graph), the
+  /// placeholder name (in the forward) whose gradient it is.
+  std::vector<std::string> gradOf;
+  /// Partition: names of forward outputs that are saved tensors (after the user outputs);
+  /// they are the backward's placeholders with role Saved, in the same order.
+  std::vector<std::string> saved;
+  /// Mutated inputs after functionalization: (output index, input name).
+  std::vector<std::pair<int, std::string>> mutatedInputs;
+};
+
+} // namespace aotc

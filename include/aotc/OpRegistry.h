@@ -1,0 +1,126 @@
+//===- OpRegistry.h - ATen op schemas, categories, shape functions -*- C++ -*-===//
+//
+// One entry per supported ATen overload. Each entry holds:
+//  * the schema string exactly as in ATen's native_functions.yaml (without
+//    "aten::"), parsed so that arguments omitted by the exporter get their defaults;
+//  * a category (pointwise, reduction, view, matmul, index, factory, composite);
+//  * a shape/dtype function following PyTorch's meta functions and
+//    type promotion (torch/_prims_common ELEMENTWISE_TYPE_PROMOTION_KIND);
+//  * a float64 reference implementation (RefEval.h) used as the oracle of
+//    gradchecks and pass-preservation tests.
+// The entries live in lib/IR/ops/*.cpp, one file per category.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+struct RefTensor;
+
+/// One parsed schema argument: "int[1]? dim=None", "*, Scalar alpha=1", ...
+struct SchemaArg {
+  std::string name;
+  std::string type;        ///< Base type without '?': Tensor, Tensor[], int, int[], SymInt, SymInt[],
+                           ///< float, bool, str, Scalar, ScalarType, Layout, Device, MemoryFormat, Tensor?[]
+  bool optional = false;   ///< The '?' suffix.
+  bool kwargOnly = false;  ///< After '*'.
+  bool hasDefault = false;
+  Arg defaultValue;        ///< Valid when hasDefault.
+  bool isTensor() const { return type == "Tensor"; }
+  bool isTensorList() const { return type == "Tensor[]" || type == "Tensor?[]"; }
+};
+
+struct OpSchema {
+  std::string name;        ///< "add"
+  std::string overload;    ///< "Tensor", or "default" when the schema has none.
+  std::vector<SchemaArg> args;
+  int numReturns = 1;      ///< Number of results (a Tensor[] return counts as 1 list).
+  bool returnsAlias = false; ///< "Tensor(a)" results: the op is a view.
+  bool mutates = false;    ///< Some argument is annotated "(a!)": in-place or out=.
+  std::vector<int> mutatedArgs;
+  std::string target() const; ///< "aten.add.Tensor"
+};
+
+/// Parses an ATen schema string, e.g.
+/// "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor".
+/// Throws internalError on malformed schemas (they are ours).
+OpSchema parseSchema(const std::string &text);
+
+enum class OpCategory {
+  Pointwise,  ///< Elementwise with broadcasting (incl. comparisons, where, casts, clone).
+  Reduction,  ///< sum, mean, amax, ...
+  View,       ///< view, permute, expand, unsqueeze, squeeze, slice, select, getitem ...
+  Matmul,     ///< mm, addmm, bmm
+  Index,      ///< gather, scatter_add, index_select, embedding
+  Factory,    ///< full, scalar_tensor, zeros, arange
+  Composite,  ///< Decomposed before autodiff or lowered after it (linear, layer_norm, ...)
+  Other,
+};
+const char *categoryName(OpCategory c);
+
+/// Values of one node's arguments when evaluating in float64 (RefEval).
+using RefArgs = std::vector<const RefTensor *>; // parallel to node.args; nullptr for non-tensors
+
+struct OpDef {
+  OpSchema schema;
+  OpCategory category = OpCategory::Other;
+  /// Shape/dtype inference. Reads node.args (schema order, tensor args already
+  /// typed). Returns one TensorType per result. Bad input: call nodeError(node, ...).
+  std::function<std::vector<TensorType>(const Node &node)> infer;
+  /// float64 reference: results for `node` given its tensor arguments
+  /// (`args[i]` is the value of node.args[i] when it is a tensor, else nullptr;
+  /// tensor lists are passed through `lists`).
+  std::function<std::vector<RefTensor>(const Node &node, const RefArgs &args,
+                                       const std::vector<std::vector<const RefTensor *>> &lists)>
+      eval;
+  /// Random ops are never recomputed (partitioner); none today.
+  bool random = false;
+  /// Marked non-differentiable (argmax, comparisons, factories): autodiff
+  /// passes no gradient through it and needs no rule.
+  bool nonDifferentiable = false;
+  std::string target() const { return schema.target(); }
+};
+
+/// The global registry (filled at static-initialization time by lib/IR/ops/*.cpp
+/// through registerOp; call OpRegistry::get() to use it).
+class OpRegistry {
+public:
+  static OpRegistry &get();
+  /// Registers an op; `schema` is the native_functions.yaml text.
+  OpDef &add(const std::string &schema, OpCategory cat);
+  /// Looks up "aten.add.Tensor" (also accepts "torch.ops.aten.add.Tensor"
+  /// and "aten::add.Tensor"). nullptr when unknown.
+  const OpDef *lookup(const std::string &target) const;
+  const std::map<std::string, OpDef> &all() const { return ops_; }
+
+private:
+  std::map<std::string, OpDef> ops_;
+};
+
+/// Strips "torch.ops." and turns "aten::x.y" into "aten.x.y"; appends ".default"
+/// when the overload is missing ("aten.relu" -> "aten.relu.default").
+std::string canonicalTarget(const std::string &target);
+
+/// Builds a call node from possibly-partial arguments:
+///  * positional `args` fill schema arguments in order; `kwargs` by name;
+///  * the rest get their schema defaults (a missing argument without default is
+///    a nodeError "missing argument 'x'"; too many positional ones "expects N arguments");
+///  * result types are inferred with OpDef::infer.
+/// Unknown targets raise a user error at `loc`. getitem is handled too
+/// (args {tuple node, index}).
+Node *buildCall(Graph &g, const std::string &name, const std::string &target,
+                const std::vector<Arg> &args, const std::vector<std::pair<std::string, Arg>> &kwargs,
+                const SourceLoc &loc = {}, Node *insertBefore = nullptr);
+
+/// Re-runs shape inference for one existing node (used by capture to compare
+/// with exported meta). Returns the inferred types.
+std::vector<TensorType> inferTypes(const Node &node);
+
+} // namespace aotc

@@ -1,0 +1,51 @@
+//===- Stages.h - The entry point of every stage ----------------*- C++ -*-===//
+//
+// The pipeline (tools/aotc/Pipeline.cpp) is one straight function calling these
+// in order: capture, functionalize, decompose, joint, lower, partition, kernels,
+// mlir, llvm. Each stage's output is a Program that IR/Printer.h prints as text
+// (--emit=<stage>) and IR/Parser.h reads back (--start-from=<stage>).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+struct CaptureOptions {
+  std::vector<std::string> requiresGrad; ///< --requires-grad: names (FQN or placeholder) forced on.
+  std::vector<std::string> freeze;       ///< --freeze: names forced off.
+};
+
+/// Stage 1 (lib/Capture). Reads a .pt2 archive, a bare ExportedProgram JSON, or
+/// FX graph-code text (format detected from content), checks every node's
+/// shape/dtype against the exported meta, and applies requires_grad flags.
+/// Weights of a .pt2 are returned in `weights` (FQN -> raw bytes + type) when non-null.
+struct Weight {
+  std::string fqn;
+  TensorType type;
+  std::vector<uint8_t> bytes; ///< Raw little-endian storage, numel*itemsize bytes.
+};
+Program capture(const std::string &path, const CaptureOptions &opts,
+                std::vector<Weight> *weights = nullptr);
+
+/// Stage 2 (lib/Functionalize): removes in-place ops, aliasing and input mutation.
+void functionalize(Program &p);
+/// Stage 3 (lib/Decompose): composites -> Core ATen, before autodiff.
+void decompose(Program &p);
+
+struct JointOptions {
+  std::vector<std::string> extraDerivatives; ///< --derivatives files, added after the built-in one.
+};
+/// Stage 4 (lib/Autodiff): builds the joint forward+backward graph.
+void buildJoint(Program &p, const JointOptions &opts);
+/// Stage 5a (lib/Decompose/Lower*.cpp): rule-bearing composites -> primitives.
+void lower(Program &p);
+
+enum class PartitionerKind { Default, MinCut };
+/// Stage 5b (lib/Partition): splits the joint graph into forward and backward.
+void partition(Program &p, PartitionerKind kind);
+
+} // namespace aotc

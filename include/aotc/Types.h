@@ -1,0 +1,64 @@
+//===- Types.h - Dtypes and tensor types of the aotc IR ---------*- C++ -*-===//
+//
+// aotc supports four dtypes: f32, f64, i64 and bool (1 byte). Shapes are static
+// (dynamic shapes are rejected at capture). A 0-d tensor has an empty shape.
+// Names follow torch/utils/_dtype_abbrs.py ("f32", "f64", "i64", "b8").
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+enum class DType : uint8_t { F32, F64, I64, Bool };
+
+/// Size of one element in bytes (bool is 1 byte, as in PyTorch).
+int64_t itemSize(DType dt);
+/// FX abbreviation: "f32", "f64", "i64", "b8".
+const char *dtypeAbbr(DType dt);
+/// Python spelling: "torch.float32", "torch.float64", "torch.int64", "torch.bool".
+const char *dtypeTorchName(DType dt);
+/// safetensors spelling: "F32", "F64", "I64", "BOOL".
+const char *dtypeSafetensorsName(DType dt);
+/// Parses any of the three spellings above (and "float32"/"int64"/... without "torch.").
+std::optional<DType> parseDType(const std::string &s);
+bool isFloating(DType dt);
+bool isIntegral(DType dt); ///< i64 and bool.
+
+/// PyTorch promotion categories: bool < integral < floating.
+int dtypeCategory(DType dt);
+/// torch.promote_types for two tensor dtypes.
+DType promoteTypes(DType a, DType b);
+
+using Shape = std::vector<int64_t>;
+
+int64_t numelOf(const Shape &s);
+/// "[4, 16]" (the FX spelling).
+std::string shapeStr(const Shape &s);
+
+/// The static type of one tensor value.
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+
+  int64_t numel() const { return numelOf(shape); }
+  int64_t bytes() const { return numel() * itemSize(dtype); }
+  int64_t rank() const { return (int64_t)shape.size(); }
+  /// FX annotation text without quotes: "f32[4, 16]".
+  std::string str() const;
+  bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+};
+
+/// Row-major contiguous strides, in elements.
+std::vector<int64_t> contiguousStrides(const Shape &s);
+/// Normalizes a possibly negative dim against a rank (torch's maybe_wrap_dim);
+/// returns std::nullopt when out of range. Rank 0 accepts dims -1 and 0.
+std::optional<int64_t> wrapDim(int64_t dim, int64_t rank);
+/// torch broadcasting of two shapes; std::nullopt when incompatible.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+} // namespace aotc

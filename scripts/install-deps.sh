@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages aotc builds with (see docs/building.md and
+# ../shared/reference/deps.md). Skips apt entirely when everything is present.
+set -euo pipefail
+pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19 libomp-19-dev
+      nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev
+      cmake ninja-build python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

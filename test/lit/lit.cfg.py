@@ -1,0 +1,15 @@
+import os, lit.formats
+from lit.llvm import llvm_config
+
+config.name = "aotc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".test", ".txt.test", ".py.test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.aotc_bin_dir, "test", "lit")
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "PATH"])
+llvm_config.use_default_substitutions()
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])
+config.substitutions.append(("%aotc", os.path.join(config.aotc_bin_dir, "tools", "aotc", "aotc")))
+config.substitutions.append(("%srcroot", config.aotc_src_root))
+config.substitutions.append(("%python", config.python_executable))
