@@ -33,6 +33,8 @@ struct SchemaArg {
   bool kwargOnly = false;  ///< After '*'.
   bool hasDefault = false;
   Arg defaultValue;        ///< Valid when hasDefault.
+  int64_t listLen = 0;     ///< N of a sized list type such as "int[1]" or "bool[3]" (0: unsized).
+                           ///< A single int given for an "int[N]" argument is repeated N times.
   bool isTensor() const { return type == "Tensor"; }
   bool isTensorList() const { return type == "Tensor[]" || type == "Tensor?[]"; }
 };
