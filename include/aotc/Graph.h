@@ -122,6 +122,9 @@ public:
 
   /// A fresh node name: `base`, else `base_1`, `base_2`, ... (FX's rule).
   std::string uniqueName(const std::string &base);
+  /// Renames a node (keeps the name index in sync); internal error if `newName`
+  /// is taken by another node.
+  void rename(Node *n, const std::string &newName);
   /// Replaces every use of `from` by `to` (in args and outputs).
   void replaceAllUses(Node *from, Node *to);
   /// Removes call_function nodes with no users that are not outputs (dead code).

@@ -215,6 +215,16 @@ Node *Graph::find(const std::string &name) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+void Graph::rename(Node *n, const std::string &newName) {
+  if (n->name == newName) return;
+  AOTC_ASSERT(!byName_.count(newName), "rename: node name '" + newName + "' is taken");
+  auto it = byName_.find(n->name);
+  AOTC_ASSERT(it != byName_.end() && it->second == n, "rename: node '" + n->name + "' is not in this graph");
+  byName_.erase(it);
+  n->name = newName;
+  byName_[newName] = n;
+}
+
 void Graph::replaceAllUses(Node *from, Node *to) {
   for (auto &n : nodes_) {
     if (n.get() == to) continue; // never make a node its own input
