@@ -1,0 +1,182 @@
+"""Shared helpers of the fixture generators (tools/export/gen_*.py).
+
+Everything runs in torch eager, float32, one thread, fixed seeds. Stack traces are made
+machine independent (sanitize_stack_traces); the .pt2 still differs between runs
+(torch writes a random `.data/serialization_id`).
+"""
+import hashlib
+import json
+import operator
+import os
+import re
+import sys
+
+import torch
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LR = 0.1
+STEPS = 20
+
+
+def setup():
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def rel(path):
+    return os.path.relpath(path, REPO)
+
+
+def export_aten(module, args):
+    """torch.export.export (TRAINING dialect) then run_decompositions() (ATEN dialect)."""
+    ep_train = torch.export.export(module, args)
+    ep = ep_train.run_decompositions()
+    assert ep.verifier.dialect == "ATEN", ep.verifier.dialect
+    return ep_train, ep
+
+
+def op_targets(gm):
+    """Distinct op targets of a GraphModule as the archive JSON writes them
+    (`torch.ops.aten.addmm.default`). operator.getitem is left out: the JSON has no getitem
+    nodes (multi-output ops name their outputs directly)."""
+    out = set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target is operator.getitem:
+            continue
+        t = n.target
+        if isinstance(t, torch._ops.OpOverload):
+            out.add(f"torch.ops.{t.namespace}.{t._opname}.{t._overloadname}")
+        else:
+            out.add(f"{t.__module__}.{t.__name__}")
+    return sorted(out)
+
+
+def write_text(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    print("wrote", rel(path))
+
+
+def fx_text(gm, strides=False):
+    return gm.print_readable(print_output=False, include_stride=strides, include_device=strides)
+
+
+def sanitize_stack_traces(*eps):
+    """Makes node stack traces machine independent: the repository prefix and everything up to
+    `site-packages/` are dropped (`tools/export/models.py`, `torch/nn/modules/linear.py`)."""
+    pat = re.compile(r'File "(?:' + re.escape(REPO + os.sep) + r'|[^"]*site-packages/)')
+    for ep in eps:
+        for n in ep.graph.nodes:
+            st = n.meta.get("stack_trace")
+            if st:
+                n.meta["stack_trace"] = pat.sub('File "', st)
+
+
+def save_program(ep, folder, stem, ep_train=None, ops_name="ops.txt"):
+    """Writes <stem>.pt2, the op list, <stem>.fx.txt (and <stem>.training.fx.txt of the TRAINING
+    dialect program if given). Returns the written file names (relative to folder)."""
+    os.makedirs(folder, exist_ok=True)
+    torch.export.save(ep, os.path.join(folder, stem + ".pt2"))
+    print("wrote", rel(os.path.join(folder, stem + ".pt2")))
+    names = [stem + ".pt2", ops_name, stem + ".fx.txt"]
+    write_text(os.path.join(folder, ops_name), "".join(t + "\n" for t in op_targets(ep.graph_module)))
+    write_text(os.path.join(folder, stem + ".fx.txt"), fx_text(ep.graph_module))
+    if ep_train is not None:
+        write_text(os.path.join(folder, stem + ".training.fx.txt"), fx_text(ep_train.graph_module))
+        names.append(stem + ".training.fx.txt")
+    return names
+
+
+def check_roundtrip(ep, path, args):
+    """The saved archive must load back and compute what the in-memory program computes."""
+    ep2 = torch.export.load(path)
+    a = ep.module()(*args)
+    b = ep2.module()(*args)
+    assert torch.equal(a, b), (a, b)
+
+
+def train_golden(module, inputs, extra_grad_inputs=()):
+    """Plain SGD on the same batch for STEPS steps; returns the golden tensor dict.
+
+    inputs: ordered dict forward-arg name -> tensor. Keys produced: input.<name>,
+    param.<FQN> (initial), grad.<FQN> (step 0), grad.<name> for extra_grad_inputs
+    (step 0, that input made requires_grad), loss f32[STEPS] (the loss of step k's
+    forward, before its update), param_final.<FQN>. Update: p <- p - LR*g in float32.
+    """
+    params = dict(module.named_parameters())
+    golden = {f"input.{k}": v.detach().clone().contiguous() for k, v in inputs.items()}
+    golden.update({f"param.{k}": p.detach().clone().contiguous() for k, p in params.items()})
+    losses = []
+    for step in range(STEPS):
+        loss = module(*inputs.values())
+        grads = torch.autograd.grad(loss, list(params.values()))
+        losses.append(loss.detach().clone())
+        if step == 0:
+            golden.update({f"grad.{k}": g.detach().clone() for k, g in zip(params, grads)})
+            for name in extra_grad_inputs:
+                xi = {k: (v.detach().clone().requires_grad_(True) if k == name else v)
+                      for k, v in inputs.items()}
+                (gx,) = torch.autograd.grad(module(*xi.values()), [xi[name]])
+                golden[f"grad.{name}"] = gx.detach().clone()
+        with torch.no_grad():
+            for p, g in zip(params.values(), grads):
+                p.sub_(LR * g)
+    golden["loss"] = torch.stack(losses).to(torch.float32)
+    golden.update({f"param_final.{k}": p.detach().clone().contiguous() for k, p in params.items()})
+    return golden
+
+
+def save_golden(path, golden, metadata):
+    from safetensors.torch import save_file
+    meta = {"torch_version": torch.__version__, "lr": repr(LR), "steps": str(STEPS),
+            "update": "p <- p - lr*g (float32, same batch every step)"}
+    meta.update(metadata)
+    save_file({k: v.contiguous() for k, v in golden.items()}, path, metadata=meta)
+    os.chmod(path, 0o644)
+    print("wrote", rel(path))
+
+
+def write_sha256sums(folder, names):
+    """folder/SHA256SUMS in `sha256sum` format for the given generated files (paths relative to folder)."""
+    lines = []
+    for r in sorted(set(names)):
+        with open(os.path.join(folder, r), "rb") as f:
+            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {r}\n")
+    write_text(os.path.join(folder, "SHA256SUMS"), "".join(lines))
+
+
+def log(*a):
+    print(*a, file=sys.stderr)
+
+
+def check_archive(pt2, ops):
+    """Asserts the archive layout aotc relies on and that the JSON's node targets == ops.
+
+    Returns (top folder, member names). Checks: one top folder named after the file stem,
+    archive_format == 'pt2', models/model.json in the ATEN dialect, every weight raw
+    (use_pickle false) under data/weights/ with the size its tensor_meta implies.
+    """
+    import zipfile
+    with zipfile.ZipFile(pt2) as z:
+        names = z.namelist()
+        top = names[0].split("/", 1)[0]
+        assert top == os.path.splitext(os.path.basename(pt2))[0], top
+        assert all(n.startswith(top + "/") for n in names)
+        assert z.read(f"{top}/archive_format") == b"pt2"
+        model = json.loads(z.read(f"{top}/models/model.json"))
+        assert model["verifiers"] == ["ATEN"], model["verifiers"]
+        targets = sorted({n["target"] for n in model["graph_module"]["graph"]["nodes"]})
+        assert targets == ops, (targets, ops)
+        cfg = json.loads(z.read(f"{top}/data/weights/model_weights_config.json"))["config"]
+        itemsize = {7: 4, 8: 8, 5: 8, 12: 1}
+        for fqn, e in cfg.items():
+            assert not e["use_pickle"], fqn
+            meta = e["tensor_meta"]
+            numel = 1
+            for d in meta["sizes"]:
+                numel *= d["as_int"]
+            info = z.getinfo(f"{top}/data/weights/{e['path_name']}")
+            assert info.compress_type == zipfile.ZIP_STORED
+            assert info.file_size == numel * itemsize[meta["dtype"]], fqn
+    return top, names
