@@ -1,0 +1,196 @@
+//===- runtime.h - Calling aotc-generated training steps from C++ -*- C++ -*-===//
+//
+// The C++ side of the ABI in aotc/abi.h. A user links the object emitted by
+// `aotc IN -o OUT.o` with this library (aotc_runtime) and:
+//
+//   #include "OUT.h"              // declares extern const aotc_program <name>_program
+//   #include "aotc/runtime.h"
+//   aotc::rt::DifferentiableFunction f(mlp_program);
+//   auto fwd = f.forward({&w1, &b1, &w2, &b2, &x, &target});   // fwd.outputs[0] = loss
+//   auto grads = f.backward(fwd.ctx, {});                       // ones as the loss cotangent
+//   aotc::rt::sgdStep({&w1, &b1, &w2, &b2}, grads, 0.1);
+//
+// Everything lives in namespace aotc::rt (the compiler's own aotc::DType and
+// friends are a different, compiler-side type). This library never includes lib/.
+//
+// Errors: every misuse (wrong shape or dtype, wrong number of tensors, a context
+// used twice) and every non-zero return code of an entry point throws
+// aotc::rt::RuntimeError with a message naming the tensor, or the node and the
+// offending value (from aotc_program::errors / error_value).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/abi.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace aotc::rt {
+
+/// What the runtime throws. The message is complete (no prefix needs adding).
+class RuntimeError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Element types of the ABI, numerically equal to aotc_dtype.
+enum class DType : int32_t { F32 = AOTC_F32, F64 = AOTC_F64, I64 = AOTC_I64, Bool = AOTC_BOOL };
+
+/// Bytes per element: 4, 8, 8, 1 (bool is one byte, as in PyTorch).
+int64_t itemSize(DType dt);
+/// FX spelling "f32", "f64", "i64", "b8" (used in messages).
+const char *dtypeName(DType dt);
+/// safetensors spelling "F32", "F64", "I64", "BOOL".
+const char *safetensorsDTypeName(DType dt);
+/// Converts an aotc_dtype value; throws RuntimeError for an unknown value.
+DType dtypeFromAbi(int32_t abiDType);
+/// "f32[64, 784]" (FX annotation spelling).
+std::string typeString(DType dt, const std::vector<int64_t> &shape);
+
+/// An owning, zero-initialized byte buffer aligned to AOTC_ALIGNMENT (64) bytes.
+/// Move-only. A zero-byte buffer still has a valid, aligned, non-null pointer.
+class AlignedBuffer {
+public:
+  AlignedBuffer() = default;
+  /// Allocates `bytes` bytes (rounded up internally to a multiple of 64) filled with 0.
+  explicit AlignedBuffer(int64_t bytes);
+  AlignedBuffer(AlignedBuffer &&) noexcept = default;
+  AlignedBuffer &operator=(AlignedBuffer &&) noexcept = default;
+
+  uint8_t *data() { return ptr_.get(); }
+  const uint8_t *data() const { return ptr_.get(); }
+  int64_t size() const { return size_; }
+  /// Fills every byte with `byte` (0xFF bytes read as NaN in f32 and f64).
+  void fill(uint8_t byte);
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const;
+  };
+  std::unique_ptr<uint8_t, Free> ptr_;
+  int64_t size_ = 0;
+};
+
+/// A dense, row-major tensor owning 64-byte aligned storage.
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zero-filled tensor. Throws RuntimeError for a negative dimension.
+  Tensor(DType dtype, std::vector<int64_t> shape);
+  /// A tensor with the given raw little-endian bytes; `bytes` must be numel*itemsize long.
+  static Tensor fromBytes(DType dtype, std::vector<int64_t> shape, const void *bytes,
+                          int64_t numBytes);
+  /// A zero-filled tensor with the descriptor's dtype and shape.
+  static Tensor like(const aotc_tensor_desc &desc);
+  /// A tensor of the given dtype/shape filled with `value` (converted; bool: value != 0).
+  static Tensor full(DType dtype, std::vector<int64_t> shape, double value);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t rank() const { return (int64_t)shape_.size(); }
+  int64_t numel() const { return numel_; }
+  int64_t bytes() const { return numel_ * itemSize(dtype_); }
+  void *data() { return buf_.data(); }
+  const void *data() const { return buf_.data(); }
+  template <class T> T *data() { return reinterpret_cast<T *>(buf_.data()); }
+  template <class T> const T *data() const { return reinterpret_cast<const T *>(buf_.data()); }
+  /// Element i converted to double (any dtype).
+  double at(int64_t i) const;
+  /// "f32[64, 784]".
+  std::string typeString() const { return rt::typeString(dtype_, shape_); }
+  /// True when dtype and shape equal the descriptor's.
+  bool matches(const aotc_tensor_desc &desc) const;
+  /// A deep copy.
+  Tensor clone() const;
+
+private:
+  DType dtype_ = DType::F32;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 1;
+  AlignedBuffer buf_;
+};
+
+/// The dtype/shape of a descriptor as "f32[64, 784]".
+std::string descTypeString(const aotc_tensor_desc &desc);
+
+/// What forward() hands to backward(): the saved area written by the forward and
+/// the (non-owned) inputs it ran on. The inputs must stay alive and unchanged
+/// until backward() (the backward receives them again, per the ABI). A context
+/// can be consumed by backward() exactly once; it is move-only.
+class Context {
+public:
+  Context() = default;
+  Context(Context &&) noexcept = default;
+  Context &operator=(Context &&) noexcept = default;
+  /// False after backward() consumed it, or for a default-constructed context.
+  bool valid() const { return program_ != nullptr; }
+  /// The saved area (saved_bytes bytes).
+  const AlignedBuffer &saved() const { return saved_; }
+
+private:
+  friend class DifferentiableFunction;
+  const aotc_program *program_ = nullptr;
+  AlignedBuffer saved_;
+  std::vector<const void *> inputs_;
+};
+
+/// A compiled training step: forward + backward of one aotc_program.
+/// Owns the scratch arena (reused by every call, so one instance is not
+/// thread-safe; use one instance per thread). Contexts are independent: any
+/// number of forwards may be outstanding and their backwards may run in any order.
+class DifferentiableFunction {
+public:
+  /// Throws RuntimeError when the program's abi_version differs from AOTC_ABI_VERSION.
+  explicit DifferentiableFunction(const aotc_program &program);
+
+  const aotc_program &program() const { return *program_; }
+  int numInputs() const { return program_->num_inputs; }
+  int numOutputs() const { return program_->num_outputs; }
+  int numGrads() const { return program_->num_grads; }
+  /// Index of the input named `name` (FQN for parameters); -1 when absent.
+  int inputIndex(const std::string &name) const;
+  /// Index into grads of the gradient of input `name`; -1 when it has none.
+  int gradIndex(const std::string &name) const;
+
+  struct ForwardResult {
+    std::vector<Tensor> outputs; ///< One per program output, in order.
+    Context ctx;                 ///< Pass to backward().
+  };
+  /// Runs <name>_forward. `inputs[i]` is the i-th program input; each must match
+  /// its descriptor exactly (dtype and shape), else RuntimeError naming it.
+  ForwardResult forward(const std::vector<const Tensor *> &inputs);
+
+  /// Runs <name>_backward with the context of an earlier forward. `outputGrads[i]`
+  /// is the cotangent of output i (same dtype/shape); it may be shorter than the
+  /// number of outputs or hold nullptr: a missing cotangent of a floating output
+  /// is ones for a 0-d output (a loss) and zeros otherwise; non-floating outputs
+  /// get NULL. Returns one gradient per program grad (grads[j] belongs to input
+  /// grad_input_index[j]). Consumes `ctx` (RuntimeError if already consumed).
+  std::vector<Tensor> backward(Context &ctx, const std::vector<const Tensor *> &outputGrads = {});
+
+  /// Fills the scratch arena with 0xFF bytes (NaN for f32/f64). Test hook: the
+  /// ABI promises scratch need not survive between calls.
+  void poisonScratch() { scratch_.fill(0xFF); }
+
+private:
+  void checkInputs(const std::vector<const Tensor *> &inputs) const;
+  [[noreturn]] void entryPointFailed(const char *entry, int rc) const;
+
+  const aotc_program *program_;
+  AlignedBuffer scratch_;
+};
+
+/// Plain SGD: p <- p - lr * g for every pair (f32 or f64; computed in the
+/// tensor's own precision, as torch.optim.SGD without momentum/weight decay).
+/// Throws RuntimeError when the lists differ in length or a pair differs in
+/// dtype/shape, or a parameter is not floating.
+void sgdStep(const std::vector<Tensor *> &params, const std::vector<const Tensor *> &grads,
+             double lr);
+/// Convenience overload for the vector backward() returns.
+void sgdStep(const std::vector<Tensor *> &params, const std::vector<Tensor> &grads, double lr);
+
+} // namespace aotc::rt

@@ -1,0 +1,206 @@
+//===- DifferentiableFunction.cpp - forward/backward over an aotc_program ---===//
+//
+// This file implements DifferentiableFunction (runtime.h): it checks the
+// caller's tensors against the program's descriptors, allocates outputs, the
+// per-call saved area and gradients, calls the generated entry points and turns
+// their error codes into exceptions naming the node and the offending value.
+// It also implements sgdStep.
+//===----------------------------------------------------------------------===//
+#include "aotc/runtime.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace aotc::rt {
+
+namespace {
+
+const char *roleWord(int32_t role) {
+  switch (role) {
+  case AOTC_ROLE_PARAMETER: return "parameter";
+  case AOTC_ROLE_BUFFER: return "buffer";
+  case AOTC_ROLE_USER_INPUT: return "input";
+  case AOTC_ROLE_OUTPUT: return "output";
+  case AOTC_ROLE_GRAD: return "gradient";
+  }
+  return "tensor";
+}
+
+bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
+
+} // namespace
+
+DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : program_(&program) {
+  if (program.abi_version != AOTC_ABI_VERSION)
+    throw RuntimeError(std::string("aotc runtime: program '") + (program.name ? program.name : "?") +
+                       "' has ABI version " + std::to_string(program.abi_version) +
+                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
+                       " (recompile it with the matching aotc)");
+  if (!program.forward || !program.backward)
+    throw RuntimeError(std::string("aotc runtime: program '") + program.name +
+                       "' has no forward/backward entry point");
+  scratch_ = AlignedBuffer(program.scratch_bytes);
+}
+
+int DifferentiableFunction::inputIndex(const std::string &name) const {
+  for (int i = 0; i < program_->num_inputs; ++i)
+    if (name == program_->inputs[i].name)
+      return i;
+  return -1;
+}
+
+int DifferentiableFunction::gradIndex(const std::string &name) const {
+  int in = inputIndex(name);
+  for (int j = 0; j < program_->num_grads; ++j)
+    if (program_->grad_input_index[j] == in)
+      return j;
+  return -1;
+}
+
+void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inputs) const {
+  const aotc_program &p = *program_;
+  if ((int64_t)inputs.size() != p.num_inputs)
+    throw RuntimeError(std::string(p.name) + ": forward expects " + std::to_string(p.num_inputs) +
+                       " inputs, got " + std::to_string(inputs.size()));
+  for (int i = 0; i < p.num_inputs; ++i) {
+    const aotc_tensor_desc &d = p.inputs[i];
+    if (!inputs[i])
+      throw RuntimeError(std::string(p.name) + ": " + roleWord(d.role) + " '" + d.name +
+                         "' (input " + std::to_string(i) + ") is null");
+    if (!inputs[i]->matches(d))
+      throw RuntimeError(std::string(p.name) + ": " + roleWord(d.role) + " '" + d.name +
+                         "' (input " + std::to_string(i) + ") must be " + descTypeString(d) +
+                         ", got " + inputs[i]->typeString());
+  }
+}
+
+void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
+  const aotc_program &p = *program_;
+  std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);
+  if (rc > 0 && rc <= p.num_errors && p.errors) {
+    msg += ": ";
+    msg += p.errors[rc - 1];
+    if (p.error_value)
+      msg += " (value " + std::to_string(*p.error_value) + ")";
+  } else {
+    msg += " (not a documented error code of this program)";
+  }
+  throw RuntimeError(msg);
+}
+
+DifferentiableFunction::ForwardResult
+DifferentiableFunction::forward(const std::vector<const Tensor *> &inputs) {
+  checkInputs(inputs);
+  const aotc_program &p = *program_;
+  ForwardResult r;
+  r.outputs.reserve(p.num_outputs);
+  std::vector<void *> outPtrs;
+  for (int i = 0; i < p.num_outputs; ++i) {
+    r.outputs.push_back(Tensor::like(p.outputs[i]));
+    outPtrs.push_back(r.outputs.back().data());
+  }
+  r.ctx.program_ = &p;
+  r.ctx.saved_ = AlignedBuffer(p.saved_bytes);
+  for (const Tensor *t : inputs)
+    r.ctx.inputs_.push_back(t->data());
+  int rc = p.forward(r.ctx.inputs_.data(), outPtrs.data(), r.ctx.saved_.data(), scratch_.data());
+  if (rc != 0)
+    entryPointFailed("forward", rc);
+  return r;
+}
+
+std::vector<Tensor> DifferentiableFunction::backward(Context &ctx,
+                                                     const std::vector<const Tensor *> &outputGrads) {
+  const aotc_program &p = *program_;
+  if (!ctx.valid())
+    throw RuntimeError(std::string(p.name) +
+                       ": backward needs a context from forward() that was not consumed yet");
+  if (ctx.program_ != &p)
+    throw RuntimeError(std::string(p.name) + ": the context comes from program '" +
+                       ctx.program_->name + "'");
+  if ((int64_t)outputGrads.size() > p.num_outputs)
+    throw RuntimeError(std::string(p.name) + ": backward got " + std::to_string(outputGrads.size()) +
+                       " output gradients for " + std::to_string(p.num_outputs) + " outputs");
+  std::vector<Tensor> defaults;
+  defaults.reserve(p.num_outputs);
+  std::vector<const void *> tangents(p.num_outputs, nullptr);
+  for (int i = 0; i < p.num_outputs; ++i) {
+    const aotc_tensor_desc &d = p.outputs[i];
+    const Tensor *g = i < (int)outputGrads.size() ? outputGrads[i] : nullptr;
+    if (!isFloatingAbi(d.dtype)) {
+      if (g)
+        throw RuntimeError(std::string(p.name) + ": output '" + d.name + "' (output " +
+                           std::to_string(i) + ") is " + descTypeString(d) +
+                           ", not differentiable; pass nullptr as its gradient");
+      continue;
+    }
+    if (g) {
+      if (!g->matches(d))
+        throw RuntimeError(std::string(p.name) + ": gradient of output '" + d.name + "' (output " +
+                           std::to_string(i) + ") must be " + descTypeString(d) + ", got " +
+                           g->typeString());
+      tangents[i] = g->data();
+    } else {
+      defaults.push_back(Tensor::full(dtypeFromAbi(d.dtype),
+                                      std::vector<int64_t>(d.shape, d.shape + d.rank),
+                                      d.rank == 0 ? 1.0 : 0.0));
+      tangents[i] = defaults.back().data();
+    }
+  }
+  std::vector<Tensor> grads;
+  std::vector<void *> gradPtrs;
+  grads.reserve(p.num_grads);
+  for (int j = 0; j < p.num_grads; ++j) {
+    grads.push_back(Tensor::like(p.grads[j]));
+    gradPtrs.push_back(grads.back().data());
+  }
+  Context consumed = std::move(ctx);
+  ctx = Context(); // moved-from contexts are explicitly invalid
+  int rc = p.backward(consumed.inputs_.data(), consumed.saved_.data(), tangents.data(),
+                      gradPtrs.data(), scratch_.data());
+  if (rc != 0)
+    entryPointFailed("backward", rc);
+  return grads;
+}
+
+void sgdStep(const std::vector<Tensor *> &params, const std::vector<const Tensor *> &grads,
+             double lr) {
+  if (params.size() != grads.size())
+    throw RuntimeError("sgdStep: " + std::to_string(params.size()) + " parameters but " +
+                       std::to_string(grads.size()) + " gradients");
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor *p = params[i];
+    const Tensor *g = grads[i];
+    if (!p || !g)
+      throw RuntimeError("sgdStep: parameter/gradient " + std::to_string(i) + " is null");
+    if (p->dtype() != g->dtype() || p->shape() != g->shape())
+      throw RuntimeError("sgdStep: parameter " + std::to_string(i) + " is " + p->typeString() +
+                         " but its gradient is " + g->typeString());
+    if (p->dtype() == DType::F32) {
+      float *pd = p->data<float>();
+      const float *gd = g->data<float>();
+      // torch.optim.SGD on CPU (foreach=False): param.add_(grad, alpha=-lr); ATen's
+      // vectorized add kernel computes fmadd(grad, alpha, param) in float.
+      const float alpha = (float)-lr;
+      for (int64_t k = 0; k < p->numel(); ++k)
+        pd[k] = std::fma(gd[k], alpha, pd[k]);
+    } else if (p->dtype() == DType::F64) {
+      double *pd = p->data<double>();
+      const double *gd = g->data<double>();
+      for (int64_t k = 0; k < p->numel(); ++k)
+        pd[k] = std::fma(gd[k], -lr, pd[k]);
+    } else {
+      throw RuntimeError("sgdStep: parameter " + std::to_string(i) + " is " + p->typeString() +
+                         ", not floating");
+    }
+  }
+}
+
+void sgdStep(const std::vector<Tensor *> &params, const std::vector<Tensor> &grads, double lr) {
+  std::vector<const Tensor *> g;
+  for (const Tensor &t : grads)
+    g.push_back(&t);
+  sgdStep(params, g, lr);
+}
+
+} // namespace aotc::rt
