@@ -1,0 +1,212 @@
+//===- DifferentiableFunctionTest.cpp - runtime over a hand-written program -===//
+//
+// A fake aotc_program written in C++ stands in for a generated object:
+//   inputs  w: f32[4] (parameter), x: f32[4] (user input, requires grad)
+//   forward : s = w*x (in scratch), t = tanh(s) (saved), out0 = sum(t) (f32[]),
+//             out1 = number of t > 0 (i64[], not differentiable)
+//   backward: u = g*(1 - t^2) (in scratch), grad_w = u*x, grad_x = u*w
+// Error 1: a non-NULL tangent for the integer output; error 2: |x| > 1000
+// (error_value = index), like a generated bounds check.
+//===----------------------------------------------------------------------===//
+#include "aotc/runtime.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+using namespace aotc::rt;
+
+namespace {
+
+const int64_t kShape4[] = {4};
+const aotc_tensor_desc kInputs[] = {
+    {"w", AOTC_F32, AOTC_ROLE_PARAMETER, 1, 1, kShape4, 4, 16},
+    {"x", AOTC_F32, AOTC_ROLE_USER_INPUT, 1, 1, kShape4, 4, 16},
+};
+const aotc_tensor_desc kOutputs[] = {
+    {"output_0", AOTC_F32, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 4},
+    {"output_1", AOTC_I64, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 8},
+};
+const aotc_tensor_desc kGrads[] = {
+    {"w", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16},
+    {"x", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16},
+};
+const int32_t kGradIndex[] = {0, 1};
+const char *const kErrors[] = {
+    "node 'tangents_2' (placeholder): a tangent was given for a non-floating output",
+    "node 'gather' (aten.gather.default): index out of range",
+};
+int64_t gErrorValue = 0;
+
+int fakeForward(const void *const *in, void *const *out, void *saved, void *scratch) {
+  const float *w = static_cast<const float *>(in[0]);
+  const float *x = static_cast<const float *>(in[1]);
+  float *s = static_cast<float *>(scratch);
+  float *t = static_cast<float *>(saved);
+  for (int i = 0; i < 4; ++i) {
+    if (std::fabs(x[i]) > 1000) {
+      gErrorValue = i;
+      return 2;
+    }
+    s[i] = w[i] * x[i];
+  }
+  float sum = 0;
+  int64_t pos = 0;
+  for (int i = 0; i < 4; ++i) {
+    t[i] = std::tanh(s[i]);
+    sum += t[i];
+    pos += t[i] > 0;
+  }
+  *static_cast<float *>(out[0]) = sum;
+  *static_cast<int64_t *>(out[1]) = pos;
+  return 0;
+}
+
+int fakeBackward(const void *const *in, const void *saved, const void *const *tangents,
+                 void *const *grads, void *scratch) {
+  if (tangents[1] != nullptr) {
+    gErrorValue = 1;
+    return 1;
+  }
+  const float *w = static_cast<const float *>(in[0]);
+  const float *x = static_cast<const float *>(in[1]);
+  const float *t = static_cast<const float *>(saved);
+  float g = *static_cast<const float *>(tangents[0]);
+  float *u = static_cast<float *>(scratch);
+  for (int i = 0; i < 4; ++i)
+    u[i] = g * (1 - t[i] * t[i]);
+  for (int i = 0; i < 4; ++i) {
+    static_cast<float *>(grads[0])[i] = u[i] * x[i];
+    static_cast<float *>(grads[1])[i] = u[i] * w[i];
+  }
+  return 0;
+}
+
+const aotc_program kFake = {AOTC_ABI_VERSION, "fake", 2, kInputs, 2, kOutputs, 2, kGrads,
+                            kGradIndex,       16,     16, fakeForward, fakeBackward, 2, kErrors,
+                            &gErrorValue};
+
+Tensor vec4(float a, float b, float c, float d) {
+  Tensor t(DType::F32, {4});
+  float v[4] = {a, b, c, d};
+  for (int i = 0; i < 4; ++i)
+    t.data<float>()[i] = v[i];
+  return t;
+}
+
+/// Independent reference in double: loss and both gradients for cotangent g.
+struct Ref {
+  double loss;
+  double gw[4], gx[4];
+};
+Ref reference(const Tensor &w, const Tensor &x, double g) {
+  Ref r{0, {}, {}};
+  for (int i = 0; i < 4; ++i) {
+    double wi = w.at(i), xi = x.at(i), t = std::tanh(wi * xi);
+    r.loss += t;
+    r.gw[i] = g * (1 - t * t) * xi;
+    r.gx[i] = g * (1 - t * t) * wi;
+  }
+  return r;
+}
+
+void checkGrads(const std::vector<Tensor> &grads, const Ref &r) {
+  REQUIRE(grads.size() == 2);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(grads[0].at(i) == Approx(r.gw[i]).epsilon(1e-5));
+    CHECK(grads[1].at(i) == Approx(r.gx[i]).epsilon(1e-5));
+  }
+}
+
+} // namespace
+
+TEST_CASE("two forwards into two contexts, backwards in reverse order, NaN scratch in between") {
+  DifferentiableFunction f(kFake);
+  Tensor w1 = vec4(0.5f, -1.0f, 2.0f, 0.25f), x1 = vec4(1.0f, 0.3f, -0.2f, 4.0f);
+  Tensor w2 = vec4(-0.7f, 0.1f, 1.5f, -2.0f), x2 = vec4(0.9f, -3.0f, 0.4f, 0.05f);
+  Ref r1 = reference(w1, x1, 1.0), r2 = reference(w2, x2, 2.5);
+
+  f.poisonScratch();
+  auto a = f.forward({&w1, &x1});
+  f.poisonScratch();
+  auto b = f.forward({&w2, &x2});
+  f.poisonScratch();
+  CHECK(a.outputs[0].at(0) == Approx(r1.loss).epsilon(1e-6));
+  CHECK(b.outputs[0].at(0) == Approx(r2.loss).epsilon(1e-6));
+  CHECK(a.outputs[1].dtype() == DType::I64);
+  CHECK(a.outputs[1].at(0) == 2); // w1*x1 = 0.5, -0.3, -0.4, 1.0
+  CHECK(b.outputs[1].at(0) == 1); // w2*x2 = -0.63, -0.3, 0.6, -0.1
+
+  Tensor g2 = Tensor::full(DType::F32, {}, 2.5);
+  auto gradsB = f.backward(b.ctx, {&g2, nullptr});
+  f.poisonScratch();
+  auto gradsA = f.backward(a.ctx); // default cotangent of the 0-d loss: 1
+  checkGrads(gradsB, r2);
+  checkGrads(gradsA, r1);
+  CHECK_FALSE(a.ctx.valid());
+  CHECK_THROWS_WITH(f.backward(a.ctx), Catch::Contains("was not consumed yet"));
+}
+
+TEST_CASE("names, indices and caller checks name the tensor") {
+  DifferentiableFunction f(kFake);
+  CHECK(f.inputIndex("x") == 1);
+  CHECK(f.inputIndex("nope") == -1);
+  CHECK(f.gradIndex("w") == 0);
+  Tensor w = vec4(1, 2, 3, 4);
+  Tensor xBad(DType::F32, {5});
+  CHECK_THROWS_WITH(f.forward({&w, &xBad}), "fake: input 'x' (input 1) must be f32[4], got f32[5]");
+  Tensor xF64(DType::F64, {4});
+  CHECK_THROWS_WITH(f.forward({&w, &xF64}), Catch::Contains("must be f32[4], got f64[4]"));
+  CHECK_THROWS_WITH(f.forward({&w}), "fake: forward expects 2 inputs, got 1");
+  CHECK_THROWS_WITH(f.forward({nullptr, &w}), Catch::Contains("parameter 'w' (input 0) is null"));
+
+  Tensor x = vec4(1, 1, 1, 1);
+  auto r = f.forward({&w, &x});
+  Tensor g64 = Tensor::full(DType::F64, {}, 1.0);
+  CHECK_THROWS_WITH(f.backward(r.ctx, {&g64}),
+                    "fake: gradient of output 'output_0' (output 0) must be f32[], got f64[]");
+  Tensor gi = Tensor::full(DType::I64, {}, 1.0);
+  Tensor g = Tensor::full(DType::F32, {}, 1.0);
+  CHECK_THROWS_WITH(f.backward(r.ctx, {&g, &gi}), Catch::Contains("not differentiable"));
+  CHECK(r.ctx.valid()); // a rejected call does not consume the context
+}
+
+TEST_CASE("entry point error codes become exceptions naming the node and value") {
+  DifferentiableFunction f(kFake);
+  Tensor w = vec4(1, 2, 3, 4), x = vec4(0, 0, 5000, 0);
+  CHECK_THROWS_WITH(f.forward({&w, &x}),
+                    "fake_forward failed with code 2: node 'gather' (aten.gather.default): index "
+                    "out of range (value 2)");
+}
+
+TEST_CASE("sgdStep subtracts lr * grad and checks pairs") {
+  Tensor p = vec4(1, 2, 3, 4);
+  std::vector<Tensor> g;
+  g.push_back(vec4(10, -10, 0.5f, 0));
+  sgdStep({&p}, g, 0.1);
+  CHECK(p.at(0) == Approx(0.0).margin(1e-6));
+  CHECK(p.at(1) == Approx(3.0));
+  CHECK(p.at(2) == Approx(2.95));
+  CHECK(p.at(3) == 4.0);
+  Tensor q(DType::F32, {3});
+  CHECK_THROWS_WITH(sgdStep({&q}, g, 0.1),
+                    "sgdStep: parameter 0 is f32[3] but its gradient is f32[4]");
+  CHECK_THROWS_WITH(sgdStep({&p, &q}, g, 0.1), "sgdStep: 2 parameters but 1 gradients");
+}
+
+TEST_CASE("a program with another ABI version is refused") {
+  aotc_program old = kFake;
+  old.abi_version = 99;
+  CHECK_THROWS_WITH(DifferentiableFunction(old), Catch::Contains("has ABI version 99"));
+}
+
+TEST_CASE("buffers are 64-byte aligned and zero-initialized") {
+  for (int64_t n : {0, 1, 63, 64, 1000}) {
+    AlignedBuffer b(n);
+    CHECK(reinterpret_cast<uintptr_t>(b.data()) % 64 == 0);
+    for (int64_t i = 0; i < n; ++i)
+      REQUIRE(b.data()[i] == 0);
+  }
+  CHECK_THROWS_AS(Tensor(DType::F32, {2, -1}), RuntimeError);
+}
