@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Compare a training result with a PyTorch golden (both safetensors). Standard library only.
+
+Usage: check_golden.py RESULT GOLDEN [--tol 1e-4] [--grad-key-prefix grad.]
+                       [--loss-key loss] [--param-key-prefix param_final.]
+                       [--extra-grad NAME,...] [--freeze NAME,...]
+                       [--no-loss] [--no-param-final] [-v]
+
+GOLDEN (written by tools/export/gen_models.py) holds input.<name>, param.<FQN>,
+grad.<FQN> (step 0), grad.<input> (optional), loss f32[S], param_final.<FQN>.
+RESULT holds the same kinds of tensors under configurable key prefixes; e.g. the
+example writes loss, grad.<FQN>, param_final.<FQN>, and `aotc run` writes
+grad_<name> (--grad-key-prefix grad_ --no-loss --no-param-final).
+
+Errors (g = golden, a = result, per tensor T):
+  err(T)            = max|a - g| / max|g|   (absolute max|a - g| when g is all zeros)
+  max_rel_grad_err  = max over checked gradients of err(T); checked = grad.<FQN> for
+                      every param.<FQN> in GOLDEN (minus --freeze) plus --extra-grad names
+  max_rel_loss_err  = max_k |l_k - g_k| / |g_k| over the first len(l) steps
+                      (len(l) may be < S, e.g. 1 for a single forward)
+  max_rel_param_err = max over param_final.<FQN> of err(T)
+A NaN anywhere counts as an infinite error. Prints one line
+  max_rel_grad_err=%.9g max_rel_loss_err=%.9g max_rel_param_err=%.9g
+(a skipped check prints 0) and, on failure, the offending tensors on stderr.
+Exit: 0 all errors <= tol; 1 an error > tol, or a needed tensor missing / of the wrong
+shape; 2 malformed file or bad command line.
+"""
+import argparse
+import array
+import json
+import math
+import os
+import struct
+import sys
+
+# safetensors dtype -> (array typecode, itemsize). Only what aotc writes / reads.
+_DTYPES = {"F64": ("d", 8), "F32": ("f", 4), "I64": ("q", 8), "I32": ("i", 4),
+           "I16": ("h", 2), "I8": ("b", 1), "U8": ("B", 1), "BOOL": ("B", 1)}
+_MAX_HEADER = 100 * 1024 * 1024
+
+
+class Malformed(Exception):
+    pass
+
+
+class Tensor:
+    def __init__(self, name, dtype, shape, values):
+        self.name, self.dtype, self.shape, self.values = name, dtype, shape, values
+
+
+def read_safetensors(path):
+    """Parses a safetensors file fully, validating it. Returns (tensors by name, metadata)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Malformed(f"{path}: cannot read: {e.strerror}")
+    if len(data) < 8:
+        raise Malformed(f"{path}: file too short for a safetensors header ({len(data)} bytes)")
+    (hlen,) = struct.unpack("<Q", data[:8])
+    if hlen > len(data) - 8 or hlen > _MAX_HEADER:
+        raise Malformed(f"{path}: header length {hlen} exceeds the file size {len(data)}")
+    try:
+        header = json.loads(data[8:8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Malformed(f"{path}: header is not valid JSON: {e}")
+    if not isinstance(header, dict):
+        raise Malformed(f"{path}: header is not a JSON object")
+    body = memoryview(data)[8 + hlen:]
+    meta = header.pop("__metadata__", {}) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise Malformed(f"{path}: __metadata__ must map strings to strings")
+    tensors, spans = {}, []
+    for name, e in header.items():
+        where = f"{path}: tensor '{name}'"
+        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
+            raise Malformed(f"{where}: entry needs exactly dtype, shape, data_offsets")
+        dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        if dtype not in _DTYPES:
+            raise Malformed(f"{where}: unsupported dtype {dtype!r}")
+        if (not isinstance(shape, list) or
+                not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            raise Malformed(f"{where}: shape must be a list of non-negative integers")
+        if (not isinstance(offs, list) or len(offs) != 2 or
+                not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
+            raise Malformed(f"{where}: data_offsets must be [begin, end]")
+        begin, end = offs
+        if not 0 <= begin <= end <= len(body):
+            raise Malformed(f"{where}: data_offsets [{begin}, {end}] outside the "
+                            f"{len(body)}-byte data section")
+        code, size = _DTYPES[dtype]
+        numel = math.prod(shape)
+        if numel * size != end - begin:
+            raise Malformed(f"{where}: shape {shape} x {size} bytes = {numel * size} bytes "
+                            f"but data_offsets span {end - begin}")
+        vals = array.array(code)
+        vals.frombytes(body[begin:end])
+        if sys.byteorder == "big":
+            vals.byteswap()
+        tensors[name] = Tensor(name, dtype, shape, vals)
+        spans.append((begin, end, name))
+    spans.sort()
+    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
+        if b1 < e0:
+            raise Malformed(f"{path}: tensors '{n0}' and '{n1}' overlap")
+    return tensors, meta
+
+
+def rel_err(a, g):
+    """max|a-g| / max|g| (absolute if g == 0); NaN -> inf."""
+    num = den = 0.0
+    for x, y in zip(a, g):
+        d = abs(x - y)
+        if d != d:
+            return math.inf
+        num = max(num, d)
+        den = max(den, abs(y))
+    return num / den if den > 0 else num
+
+
+class Checker:
+    def __init__(self, result, golden, tol):
+        self.result, self.golden, self.tol = result, golden, tol
+        self.problems = []
+
+    def need(self, key, gkey):
+        """The result tensor `key` compared with golden `gkey`: both present, same shape."""
+        g = self.golden.get(gkey)
+        if g is None:
+            self.problems.append(f"golden has no tensor '{gkey}'")
+            return None, None
+        a = self.result.get(key)
+        if a is None:
+            self.problems.append(f"result has no tensor '{key}' (golden '{gkey}')")
+            return None, g
+        return a, g
+
+    def tensor_err(self, key, gkey):
+        a, g = self.need(key, gkey)
+        if a is None:
+            return math.inf
+        if a.shape != g.shape:
+            self.problems.append(f"'{key}' has shape {a.shape}, golden '{gkey}' {g.shape}")
+            return math.inf
+        e = rel_err(a.values, g.values)
+        if not e <= self.tol:
+            self.problems.append(f"'{key}': rel err {e:.9g} > tol {self.tol:g}")
+        return e
+
+    def loss_err(self, key):
+        a, g = self.need(key, "loss")
+        if a is None:
+            return math.inf
+        n = len(a.values)
+        if n == 0 or n > len(g.values) or len(a.shape) > 1:
+            self.problems.append(f"'{key}' has shape {a.shape}; expected a scalar or up to "
+                                 f"{len(g.values)} steps")
+            return math.inf
+        worst, at = 0.0, 0
+        for k in range(n):
+            d, ref = abs(a.values[k] - g.values[k]), abs(g.values[k])
+            e = d / ref if ref > 0 else d
+            if e != e:
+                e = math.inf
+            if e > worst:
+                worst, at = e, k
+        if not worst <= self.tol:
+            self.problems.append(f"'{key}'[{at}] = {a.values[at]:.9g}, golden {g.values[at]:.9g}: "
+                                 f"rel err {worst:.9g} > tol {self.tol:g}")
+        return worst
+
+
+def split_names(s):
+    return [n for n in (s or "").split(",") if n]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[2:]))
+    ap.add_argument("result")
+    ap.add_argument("golden")
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--grad-key-prefix", default="grad.",
+                    help="prefix of gradient keys in RESULT (golden: grad.)")
+    ap.add_argument("--loss-key", default="loss", help="loss key in RESULT (golden: loss)")
+    ap.add_argument("--param-key-prefix", default="param_final.",
+                    help="prefix of final-parameter keys in RESULT (golden: param_final.)")
+    ap.add_argument("--extra-grad", action="append", default=[],
+                    help="also check the gradient of these (comma-separated) golden grad.<name>")
+    ap.add_argument("--freeze", action="append", default=[],
+                    help="parameters without a gradient in RESULT (comma-separated)")
+    ap.add_argument("--no-loss", action="store_true")
+    ap.add_argument("--no-param-final", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true", help="per-tensor errors on stderr")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    if not (args.tol >= 0):
+        print("check_golden: error: --tol must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        result, _ = read_safetensors(args.result)
+        golden, _ = read_safetensors(args.golden)
+    except Malformed as e:
+        print(f"check_golden: error: {e}", file=sys.stderr)
+        return 2
+
+    params = sorted(k[len("param."):] for k in golden if k.startswith("param."))
+    if not params:
+        print(f"check_golden: error: {args.golden}: no param.<FQN> tensors; not a golden file",
+              file=sys.stderr)
+        return 2
+    frozen = {n for s in args.freeze for n in split_names(s)}
+    extra = [n for s in args.extra_grad for n in split_names(s)]
+    unknown = sorted(frozen - set(params))
+    if unknown:
+        print(f"check_golden: error: --freeze names unknown parameters: {', '.join(unknown)}",
+              file=sys.stderr)
+        return 2
+
+    c = Checker(result, golden, args.tol)
+    per = {}
+    for name in [p for p in params if p not in frozen] + extra:
+        per["grad " + name] = c.tensor_err(args.grad_key_prefix + name, "grad." + name)
+    grad_err = max(per.values(), default=0.0)
+    loss_err = 0.0 if args.no_loss else c.loss_err(args.loss_key)
+    param_err = 0.0
+    if not args.no_param_final:
+        for name in params:
+            per["param_final " + name] = e = c.tensor_err(args.param_key_prefix + name,
+                                                         "param_final." + name)
+            param_err = max(param_err, e)
+    print(f"max_rel_grad_err={grad_err:.9g} max_rel_loss_err={loss_err:.9g} "
+          f"max_rel_param_err={param_err:.9g}", flush=True)
+    if args.verbose:
+        for k, e in per.items():
+            print(f"  {k}: {e:.9g}", file=sys.stderr)
+    if c.problems:
+        for p in c.problems:
+            print(f"check_golden: FAIL: {p}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
