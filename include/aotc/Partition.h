@@ -1,0 +1,43 @@
+//===- Partition.h - Forward/backward partitioning (stage 5b) ---*- C++ -*-===//
+//
+// The entry point `partition(Program&, PartitionerKind)` is declared in
+// Stages.h. It turns the joint graph (Program contract "Joint graph", see
+// docs/stage-partition.md) into p.forward + p.backward + p.saved:
+//  * PartitionerKind::Default -- PyTorch's default_partition: every forward
+//    node the backward uses is saved; nothing is recomputed.
+//  * PartitionerKind::MinCut -- PyTorch's min_cut_rematerialization_partition
+//    (torch/_functorch/partitioners.py): a flow network with split nodes,
+//    weights bytes x 1.1^clamp(dist_from_bw, 1, 100) (x2 when not otherwise
+//    materialized), solved by MaxFlow.h; the saved set is the cut.
+// This header adds what the CLI and the tests need beyond Stages.h.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+/// Total bytes of p.saved (numel x itemsize of each saved forward node; bool
+/// is 1 byte). Requires a partitioned Program (stage "partition"); a saved
+/// name missing from p.forward is an internal error.
+int64_t savedBytes(const Program &p);
+
+/// Backward call nodes that do not depend, directly or transitively, on any
+/// Tangent placeholder: forward computations the backward performs again
+/// (recomputed from primals and saved tensors). In backward order.
+std::vector<const Node *> recomputedNodes(const Program &p);
+
+/// The `--emit=partition` summary printed after the two graphs. Every line
+/// starts with "# " so the whole text stays valid FX/aotc text. Format:
+///   # partition summary
+///   # saved: <N> tensors, <B> bytes
+///   #   <name>: <type> (<bytes> bytes)          (one line per p.saved entry)
+///   # recomputed: <K> ops
+///   #   <name> = <target>                        (one line per recomputed node)
+std::string partitionSummary(const Program &p);
+
+} // namespace aotc

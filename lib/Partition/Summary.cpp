@@ -1,0 +1,63 @@
+//===- Summary.cpp - The --emit=partition summary -----------------------------===//
+//
+// Saved tensors (name, type, bytes), their total, and the recomputed ops of a
+// partitioned Program. Everything is derived from the Program itself, so the
+// summary of a re-parsed partition (--start-from=partition) is the same.
+//===----------------------------------------------------------------------===//
+#include "aotc/Partition.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <unordered_set>
+
+namespace aotc {
+
+namespace {
+const Node *savedNode(const Program &p, const std::string &name) {
+  const Node *n = p.forward.find(name);
+  if (!n) internalError("partition summary: saved tensor '" + name + "' is not a forward node");
+  return n;
+}
+} // namespace
+
+int64_t savedBytes(const Program &p) {
+  int64_t total = 0;
+  for (const std::string &s : p.saved) total += savedNode(p, s)->type().bytes();
+  return total;
+}
+
+std::vector<const Node *> recomputedNodes(const Program &p) {
+  std::unordered_set<const Node *> fromTangent;
+  std::vector<const Node *> r;
+  for (auto &up : p.backward.nodes()) {
+    const Node *n = up.get();
+    if (n->isPlaceholder()) {
+      if (n->role == InputRole::Tangent) fromTangent.insert(n);
+      continue;
+    }
+    if (!n->isCall()) continue;
+    bool dep = false;
+    for (const Node *in : n->inputs()) dep = dep || fromTangent.count(in);
+    if (dep)
+      fromTangent.insert(n);
+    else
+      r.push_back(n);
+  }
+  return r;
+}
+
+std::string partitionSummary(const Program &p) {
+  std::string s = "# partition summary\n";
+  s += "# saved: " + std::to_string(p.saved.size()) + " tensors, " + std::to_string(savedBytes(p)) +
+       " bytes\n";
+  for (const std::string &name : p.saved) {
+    const TensorType &t = savedNode(p, name)->type();
+    s += "#   " + name + ": " + t.str() + " (" + std::to_string(t.bytes()) + " bytes)\n";
+  }
+  std::vector<const Node *> rec = recomputedNodes(p);
+  s += "# recomputed: " + std::to_string(rec.size()) + " ops\n";
+  for (const Node *n : rec) s += "#   " + n->name + " = " + n->target + "\n";
+  return s;
+}
+
+} // namespace aotc
