@@ -1,0 +1,140 @@
+//===- Ops.h - Internal helpers shared by the op definitions ----*- C++ -*-===//
+//
+// Internal to lib/IR. Each lib/IR/ops/<Category>.cpp defines one
+// register<Category>Ops function, called explicitly by OpRegistry::get() (no
+// static constructors: a static-library link may drop unreferenced objects).
+//
+// Shape/dtype helpers follow PyTorch:
+//  * resultType: torch.result_type (c10/core/ScalarType.h + aten/src/ATen/native/
+//    TypeProperties.cpp ResultTypeState): dimensioned tensors > 0-d tensors > wrapped
+//    Python scalars, where a lower priority class only matters when its category
+//    (bool < integral < floating) is higher; a wrapped float counts as the default
+//    dtype f32;
+//  * reductions: `dim=None` or `dim=[]` reduce every dim, dims may be negative,
+//    duplicates are an error (aten/src/ATen/WrapDimUtilsMulti.h).
+// Eval helpers compute in float64 and round integer/bool results exactly
+// (i64: truncation toward zero as a C cast; bool: != 0).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/OpRegistry.h"
+#include "aotc/RefEval.h"
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace aotc {
+namespace ops {
+
+void registerPointwiseOps(OpRegistry &r);
+void registerReductionOps(OpRegistry &r);
+void registerViewOps(OpRegistry &r);
+void registerMatmulOps(OpRegistry &r);
+void registerIndexOps(OpRegistry &r);
+void registerFactoryOps(OpRegistry &r);
+void registerCompositeOps(OpRegistry &r);
+void registerInPlaceOps(OpRegistry &r);
+
+/// torch's default floating dtype (torch.get_default_dtype()).
+constexpr DType kDefaultFloat = DType::F32;
+
+//===-- Shape/dtype inference ----------------------------------------------===//
+
+/// True when node.args[i] is a Python number (int, float or bool).
+bool isNumberArg(const Node &n, size_t i);
+/// Dtype of a Python number: int -> i64, float -> f64, bool -> bool.
+DType numberDType(const Arg &a);
+/// The type of tensor argument i (a number argument yields a 0-d tensor of its dtype).
+TensorType argType(const Node &n, size_t i);
+/// torch.result_type over the arguments at `idx` (tensors or numbers; None skipped).
+DType resultType(const Node &n, const std::vector<size_t> &idx);
+/// Broadcast shape of the arguments at `idx` (numbers are 0-d); nodeError when incompatible.
+Shape broadcastArgs(const Node &n, const std::vector<size_t> &idx);
+/// maybe_wrap_dim with a nodeError "dimension out of range".
+int64_t wrapDimOrError(const Node &n, int64_t dim, int64_t rank);
+/// Reduced-dims mask for argument `dimArg` (None, [] -> all; int or int list; negative ok).
+std::vector<bool> reductionMask(const Node &n, size_t dimArg, int64_t rank);
+/// Shape after reducing the masked dims.
+Shape reducedShape(const Shape &s, const std::vector<bool> &mask, bool keepdim);
+/// Optional ScalarType argument.
+std::optional<DType> dtypeArg(const Node &n, size_t i);
+/// Integral (and bool) dtypes become the default float dtype (INT_TO_FLOAT promotion).
+inline DType intToFloat(DType d) { return isFloating(d) ? d : kDefaultFloat; }
+/// nodeError unless `d` is floating.
+void requireFloating(const Node &n, DType d, const std::string &what);
+/// Checks that a result of dtype `from` can be cast to `to` (torch.can_cast).
+bool canCast(DType from, DType to);
+
+//===-- Reference evaluation -----------------------------------------------===//
+
+/// Rounds a float64 value to what dtype `dt` can hold exactly in the reference:
+/// i64 truncates toward zero, bool is (v != 0), floats are unchanged (float64 semantics).
+inline double castValue(DType dt, double v) {
+  if (dt == DType::I64) return std::trunc(v);
+  if (dt == DType::Bool) return v != 0.0 ? 1.0 : 0.0;
+  return v;
+}
+
+/// A tensor or Python-number operand.
+struct Val {
+  const RefTensor *t = nullptr;
+  double s = 0.0;
+  std::vector<int64_t> map; ///< Broadcast index map into the output (tensors only).
+  double at(int64_t k) const { return t ? t->data[map[k]] : s; }
+};
+/// Operand i of `n`, broadcast to `out`.
+Val valArg(const Node &n, const RefArgs &a, size_t i, const Shape &out);
+
+/// Elementwise map over the operands at `idx` into result 0 of `n` (cast to its dtype).
+template <class F>
+RefTensor mapArgs(const Node &n, const RefArgs &a, const std::vector<size_t> &idx, F f) {
+  const TensorType &ot = n.types.at(0);
+  RefTensor out(ot.dtype, ot.shape);
+  std::vector<Val> vs;
+  for (size_t i : idx) vs.push_back(valArg(n, a, i, ot.shape));
+  std::vector<double> x(vs.size());
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    for (size_t j = 0; j < vs.size(); ++j) x[j] = vs[j].at(k);
+    out.data[k] = castValue(ot.dtype, f(x.data()));
+  }
+  return out;
+}
+
+/// Sets a single-result evaluator.
+template <class F> void setEval(OpDef &d, F f) {
+  d.eval = [f](const Node &n, const RefArgs &a,
+               const std::vector<std::vector<const RefTensor *>> &) -> std::vector<RefTensor> {
+    return {f(n, a)};
+  };
+}
+
+/// Multi-index of a flat offset in a row-major shape.
+std::vector<int64_t> unravel(int64_t flat, const Shape &s);
+/// Flat offset of a multi-index.
+int64_t ravel(const std::vector<int64_t> &idx, const Shape &s);
+
+/// Generic reduction of `x` over the masked dims: `init`, `acc(state, value)`,
+/// `fin(state, count)`. Result shape follows keepdim; dtype `dt`.
+template <class Acc, class Fin>
+RefTensor reduceRef(const RefTensor &x, const std::vector<bool> &mask, bool keepdim, DType dt,
+                    double init, Acc acc, Fin fin) {
+  Shape outShape = reducedShape(x.shape, mask, keepdim);
+  Shape keptShape = reducedShape(x.shape, mask, true);
+  RefTensor out(dt, outShape);
+  std::vector<double> state(out.numel(), init);
+  std::vector<int64_t> count(out.numel(), 0);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    std::vector<int64_t> idx = unravel(k, x.shape);
+    for (size_t d = 0; d < idx.size(); ++d)
+      if (mask[d]) idx[d] = 0;
+    int64_t o = ravel(idx, keptShape);
+    state[o] = acc(state[o], x.data[k]);
+    ++count[o];
+  }
+  for (int64_t o = 0; o < out.numel(); ++o) out.data[o] = castValue(dt, fin(state[o], count[o]));
+  return out;
+}
+
+} // namespace ops
+} // namespace aotc

@@ -1,0 +1,305 @@
+//===- Pointwise.cpp - Elementwise ops: arithmetic, activations, comparisons ---===//
+//
+// Schemas are copied from aten/src/ATen/native/native_functions.yaml. Dtypes
+// follow torch/_prims_common ELEMENTWISE_TYPE_PROMOTION_KIND of each op's ref
+// in torch/_refs/__init__.py:
+//   DEFAULT       add sub mul maximum minimum where clamp neg abs relu ...
+//   INT_TO_FLOAT  div exp log sqrt tanh sigmoid erf sin cos reciprocal ...
+//   ALWAYS_BOOL   eq ne lt le gt ge logical_not
+// Formulas: gelu/gelu-tanh from aten/src/ATen/native/cpu/Activation.cpp,
+// elu/softplus/leaky_relu/hardtanh from torch/nn/functional.py docs.
+//===----------------------------------------------------------------------===//
+#include "Ops.h"
+
+#include <functional>
+
+namespace aotc {
+namespace ops {
+namespace {
+
+using Fn1 = std::function<double(double)>;
+using Types = std::vector<TensorType>;
+
+/// Unary op with INT_TO_FLOAT promotion (exp, log, ...).
+void unaryFloat(OpRegistry &r, const char *schema, Fn1 f) {
+  OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.infer = [](const Node &n) -> Types {
+    TensorType t = argType(n, 0);
+    return {{intToFloat(t.dtype), t.shape}};
+  };
+  setEval(d, [f](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0}, [&](const double *x) { return f(x[0]); });
+  });
+}
+
+/// Unary op keeping the input dtype (neg, abs, relu, ...). `noBool`: bool input is an error.
+void unarySame(OpRegistry &r, const char *schema, Fn1 f, bool noBool = false) {
+  OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.infer = [noBool](const Node &n) -> Types {
+    TensorType t = argType(n, 0);
+    if (noBool && t.dtype == DType::Bool) nodeError(n, "not supported for bool tensors");
+    return {t};
+  };
+  setEval(d, [f](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0}, [&](const double *x) { return f(x[0]); });
+  });
+}
+
+/// Unary activation that requires a floating input; `f(x, node)` may read scalar args.
+OpDef &unaryAct(OpRegistry &r, const char *schema, std::function<double(double, const Node &)> f) {
+  OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.infer = [](const Node &n) -> Types {
+    TensorType t = argType(n, 0);
+    requireFloating(n, t.dtype, n.target);
+    return {t};
+  };
+  setEval(d, [f](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0}, [&](const double *x) { return f(x[0], n); });
+  });
+  return d;
+}
+
+/// Binary op over args 0 and 1 with DEFAULT (or INT_TO_FLOAT / ALWAYS_BOOL) promotion.
+enum class Promo { Default, IntToFloat, AlwaysBool };
+OpDef &binary(OpRegistry &r, const char *schema, Promo p,
+              std::function<double(double, double, const Node &)> f) {
+  OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.infer = [p](const Node &n) -> Types {
+    Shape s = broadcastArgs(n, {0, 1});
+    DType dt = resultType(n, {0, 1});
+    if (p == Promo::IntToFloat) dt = intToFloat(dt);
+    if (p == Promo::AlwaysBool) dt = DType::Bool;
+    return {{dt, s}};
+  };
+  setEval(d, [f](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0, 1}, [&](const double *x) { return f(x[0], x[1], n); });
+  });
+  return d;
+}
+
+/// add/sub/rsub with `alpha` (argument 2). `sign` = +1 add, -1 sub; `reversed`: rsub.
+void addLike(OpRegistry &r, const char *schema, double sign, bool reversed) {
+  OpDef &d = binary(r, schema, Promo::Default, [sign, reversed](double x, double y, const Node &n) {
+    double alpha = n.scalarArg(2);
+    return reversed ? y + sign * alpha * x : x + sign * alpha * y;
+  });
+  auto base = d.infer;
+  d.infer = [base, sign](const Node &n) -> Types {
+    Types t = base(n);
+    if (sign < 0 && argType(n, 0).dtype == DType::Bool && argType(n, 1).dtype == DType::Bool)
+      nodeError(n, "subtraction of two bool tensors is not supported; use logical_xor");
+    if (!isFloating(t[0].dtype) && std::holds_alternative<double>(n.args.at(2)))
+      nodeError(n, "for integral input tensors, argument alpha must not be a floating point number");
+    return t;
+  };
+}
+
+double gelu(double x, const std::string &approx) {
+  if (approx == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+} // namespace
+
+void registerPointwiseOps(OpRegistry &r) {
+  // Arithmetic.
+  addLike(r, "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", 1, false);
+  addLike(r, "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", 1, false);
+  addLike(r, "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", -1, false);
+  addLike(r, "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", -1, false);
+  addLike(r, "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", -1, true);
+  auto mul = [](double x, double y, const Node &) { return x * y; };
+  binary(r, "mul.Tensor(Tensor self, Tensor other) -> Tensor", Promo::Default, mul);
+  binary(r, "mul.Scalar(Tensor self, Scalar other) -> Tensor", Promo::Default, mul);
+  auto div = [](double x, double y, const Node &) { return x / y; };
+  binary(r, "div.Tensor(Tensor self, Tensor other) -> Tensor", Promo::IntToFloat, div);
+  binary(r, "div.Scalar(Tensor self, Scalar other) -> Tensor", Promo::IntToFloat, div);
+  auto pw = [](double x, double y, const Node &) { return std::pow(x, y); };
+  binary(r, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Promo::Default, pw);
+  binary(r, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Promo::Default, pw);
+  // maximum/minimum propagate NaN (torch.maximum docs).
+  binary(r, "maximum(Tensor self, Tensor other) -> Tensor", Promo::Default, [](double x, double y, const Node &) {
+    return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+  });
+  binary(r, "minimum(Tensor self, Tensor other) -> Tensor", Promo::Default, [](double x, double y, const Node &) {
+    return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+  });
+
+  // Comparisons (ALWAYS_BOOL, computed in the promoted dtype; float64 holds them exactly).
+  struct Cmp { const char *name; std::function<bool(double, double)> f; };
+  std::vector<Cmp> cmps = {{"eq", std::equal_to<double>()}, {"ne", std::not_equal_to<double>()},
+                           {"lt", std::less<double>()},     {"le", std::less_equal<double>()},
+                           {"gt", std::greater<double>()},  {"ge", std::greater_equal<double>()}};
+  for (auto &c : cmps) {
+    auto f = [g = c.f](double x, double y, const Node &) { return g(x, y) ? 1.0 : 0.0; };
+    OpDef &s = binary(r, (std::string(c.name) + ".Scalar(Tensor self, Scalar other) -> Tensor").c_str(),
+                      Promo::AlwaysBool, f);
+    s.nonDifferentiable = true;
+    OpDef &t = binary(r, (std::string(c.name) + ".Tensor(Tensor self, Tensor other) -> Tensor").c_str(),
+                      Promo::AlwaysBool, f);
+    t.nonDifferentiable = true;
+  }
+  {
+    OpDef &d = r.add("logical_not(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types { return {{DType::Bool, argType(n, 0).shape}}; };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return x[0] == 0.0 ? 1.0 : 0.0; });
+    });
+  }
+
+  // Unary math (INT_TO_FLOAT).
+  unaryFloat(r, "exp(Tensor self) -> Tensor", [](double x) { return std::exp(x); });
+  unaryFloat(r, "log(Tensor self) -> Tensor", [](double x) { return std::log(x); });
+  unaryFloat(r, "log1p(Tensor self) -> Tensor", [](double x) { return std::log1p(x); });
+  unaryFloat(r, "expm1(Tensor self) -> Tensor", [](double x) { return std::expm1(x); });
+  unaryFloat(r, "tanh(Tensor self) -> Tensor", [](double x) { return std::tanh(x); });
+  unaryFloat(r, "sigmoid(Tensor self) -> Tensor", [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+  unaryFloat(r, "sqrt(Tensor self) -> Tensor", [](double x) { return std::sqrt(x); });
+  unaryFloat(r, "rsqrt(Tensor self) -> Tensor", [](double x) { return 1.0 / std::sqrt(x); });
+  unaryFloat(r, "erf(Tensor self) -> Tensor", [](double x) { return std::erf(x); });
+  unaryFloat(r, "reciprocal(Tensor self) -> Tensor", [](double x) { return 1.0 / x; });
+  unaryFloat(r, "sin(Tensor self) -> Tensor", [](double x) { return std::sin(x); });
+  unaryFloat(r, "cos(Tensor self) -> Tensor", [](double x) { return std::cos(x); });
+
+  // Unary keeping the dtype.
+  unarySame(r, "neg(Tensor self) -> Tensor", [](double x) { return -x; }, /*noBool=*/true);
+  unarySame(r, "abs(Tensor self) -> Tensor", [](double x) { return std::fabs(x); });
+  unarySame(r, "relu(Tensor self) -> Tensor", [](double x) { return x > 0 ? x : 0.0; }, /*noBool=*/true);
+  {
+    OpDef &d = r.add("sign(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.nonDifferentiable = true; // derivative is zero almost everywhere
+    d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return double((x[0] > 0) - (x[0] < 0)); });
+    });
+  }
+  {
+    // square(x) = pow(x, 2): bool ** int promotes to i64.
+    OpDef &d = r.add("square(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.dtype == DType::Bool) t.dtype = DType::I64;
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return x[0] * x[0]; });
+    });
+  }
+
+  // Activations.
+  {
+    OpDef &g = unaryAct(r, "gelu(Tensor self, *, str approximate='none') -> Tensor", [](double x, const Node &n) {
+      return gelu(x, std::get<std::string>(n.args[1]));
+    });
+    auto base = g.infer;
+    g.infer = [base](const Node &n) -> Types {
+      const std::string &ap = std::get<std::string>(n.args.at(1));
+      if (ap != "none" && ap != "tanh") nodeError(n, "approximate must be 'none' or 'tanh', got '" + ap + "'");
+      return base(n);
+    };
+  }
+  unaryAct(r, "silu(Tensor self) -> Tensor", [](double x, const Node &) { return x / (1.0 + std::exp(-x)); });
+  unaryAct(r, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", [](double x, const Node &n) {
+    return std::min(std::max(x, n.scalarArg(1)), n.scalarArg(2));
+  });
+  unaryAct(r, "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", [](double x, const Node &n) {
+    return x > 0 ? x : x * n.scalarArg(1);
+  });
+  unaryAct(r, "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+           [](double x, const Node &n) {
+             double alpha = n.scalarArg(1), scale = n.scalarArg(2), is = n.scalarArg(3);
+             return x > 0 ? scale * x : scale * alpha * std::expm1(x * is);
+           });
+  unaryAct(r, "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", [](double x, const Node &n) {
+    double beta = n.scalarArg(1), th = n.scalarArg(2);
+    return x * beta > th ? x : std::log1p(std::exp(x * beta)) / beta;
+  });
+
+  // Clamping: result_type(self, min, max) with the bounds as wrapped numbers.
+  auto clampEval = [](const Node &n, const RefArgs &a) {
+    bool hasLo = !n.isNoneArg(1), hasHi = n.args.size() > 2 && !n.isNoneArg(2);
+    double lo = hasLo ? n.scalarArg(1) : 0, hi = hasHi ? n.scalarArg(2) : 0;
+    return mapArgs(n, a, {0}, [=](const double *x) {
+      double v = x[0];
+      if (std::isnan(v)) return v;
+      if (hasLo) v = std::max(v, lo);
+      if (hasHi) v = std::min(v, hi);
+      return v;
+    });
+  };
+  {
+    OpDef &d = r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      if (n.isNoneArg(1) && n.isNoneArg(2)) nodeError(n, "at least one of 'min' or 'max' must not be None");
+      return {{resultType(n, {0, 1, 2}), argType(n, 0).shape}};
+    };
+    setEval(d, clampEval);
+  }
+  {
+    OpDef &d = r.add("clamp_min(Tensor self, Scalar min) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types { return {{resultType(n, {0, 1}), argType(n, 0).shape}}; };
+    setEval(d, clampEval);
+  }
+
+  // where: condition must be bool; value dtype = result_type(self, other).
+  auto whereInfer = [](const Node &n) -> Types {
+    if (argType(n, 0).dtype != DType::Bool)
+      nodeError(n, std::string("where expected condition to be a boolean tensor, got ") +
+                       dtypeTorchName(argType(n, 0).dtype));
+    return {{resultType(n, {1, 2}), broadcastArgs(n, {0, 1, 2})}};
+  };
+  auto whereEval = [](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0, 1, 2}, [](const double *x) { return x[0] != 0 ? x[1] : x[2]; });
+  };
+  for (const char *s : {"where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+                        "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+                        "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor"}) {
+    OpDef &d = r.add(s, OpCategory::Pointwise);
+    d.infer = whereInfer;
+    setEval(d, whereEval);
+  }
+  {
+    OpDef &d = r.add("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0);
+      TensorType m = argType(n, 1);
+      if (m.dtype != DType::Bool) nodeError(n, "masked_fill expects a bool mask");
+      auto b = broadcastShapes(s.shape, m.shape);
+      if (!b || *b != s.shape)
+        nodeError(n, "mask of shape " + shapeStr(m.shape) + " does not broadcast to " + shapeStr(s.shape));
+      return {s};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      double v = n.scalarArg(2);
+      return mapArgs(n, a, {0, 1}, [v](const double *x) { return x[1] != 0 ? v : x[0]; });
+    });
+  }
+
+  // Copies and casts.
+  {
+    OpDef &d = r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+                     "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+                     OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (auto dt = dtypeArg(n, 1)) t.dtype = *dt;
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return x[0]; });
+    });
+  }
+  for (const char *s : {"clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+                        "lift_fresh_copy(Tensor self) -> Tensor"}) {
+    OpDef &d = r.add(s, OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
+    setEval(d, [](const Node &n, const RefArgs &a) { return *a.at(0); });
+  }
+}
+
+} // namespace ops
+} // namespace aotc

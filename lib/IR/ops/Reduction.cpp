@@ -1,0 +1,171 @@
+//===- Reduction.cpp - sum, mean, amax, amin, argmax, var, logsumexp ----------===//
+//
+// Dtype rules (aten/src/ATen/native/ReduceOps.cpp, torch/_refs reductions):
+//  * sum: `dtype` if given, else integral/bool inputs accumulate in i64, floats keep theirs;
+//  * mean/var: floating only (or an explicit floating `dtype` for mean);
+//  * amax/amin keep the dtype; argmax gives i64; logsumexp promotes ints to f32.
+// `dim=None` or `dim=[]` reduce every dim; negative dims wrap; keepdim keeps size-1 dims.
+//===----------------------------------------------------------------------===//
+#include "Ops.h"
+
+#include <limits>
+
+namespace aotc {
+namespace ops {
+namespace {
+
+using Types = std::vector<TensorType>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+DType sumDType(const Node &n, DType in, size_t dtypeArgIdx) {
+  if (auto dt = dtypeArg(n, dtypeArgIdx)) return *dt;
+  return isIntegral(in) ? DType::I64 : in;
+}
+
+DType meanDType(const Node &n, DType in, size_t dtypeArgIdx) {
+  DType dt = dtypeArg(n, dtypeArgIdx).value_or(in);
+  if (!isFloating(dt))
+    nodeError(n, std::string("mean(): could not infer output dtype. Input dtype must be either a floating point "
+                             "or complex dtype. Got: ") + dtypeTorchName(dt));
+  return dt;
+}
+
+double addAcc(double s, double x) { return s + x; }
+double maxAcc(double s, double x) { return std::isnan(s) || std::isnan(x) ? NAN : std::max(s, x); }
+double minAcc(double s, double x) { return std::isnan(s) || std::isnan(x) ? NAN : std::min(s, x); }
+
+/// Registers a reduction whose dims are argument `dimIdx` (or all dims when dimIdx < 0)
+/// and keepdim argument `keepIdx` (or false when keepIdx < 0).
+struct RedSpec {
+  int dimIdx, keepIdx;
+};
+std::vector<bool> maskOf(const Node &n, RedSpec s, int64_t rank) {
+  return s.dimIdx < 0 ? std::vector<bool>(rank, true) : reductionMask(n, s.dimIdx, rank);
+}
+bool keepOf(const Node &n, RedSpec s) { return s.keepIdx >= 0 && n.boolArg(s.keepIdx); }
+
+void sumOp(OpRegistry &r, const char *schema, RedSpec s, int dtypeIdx, bool mean) {
+  OpDef &d = r.add(schema, OpCategory::Reduction);
+  d.infer = [s, dtypeIdx, mean](const Node &n) -> Types {
+    TensorType t = argType(n, 0);
+    DType dt = mean ? meanDType(n, t.dtype, dtypeIdx) : sumDType(n, t.dtype, dtypeIdx);
+    return {{dt, reducedShape(t.shape, maskOf(n, s, t.rank()), keepOf(n, s))}};
+  };
+  setEval(d, [s, mean](const Node &n, const RefArgs &a) {
+    const RefTensor &x = *a.at(0);
+    return reduceRef(x, maskOf(n, s, (int64_t)x.shape.size()), keepOf(n, s), n.types[0].dtype, 0.0, addAcc,
+                     [mean](double v, int64_t c) { return mean ? v / (double)c : v; });
+  });
+}
+
+void minMaxOp(OpRegistry &r, const char *schema, bool isMax) {
+  OpDef &d = r.add(schema, OpCategory::Reduction);
+  RedSpec s{1, 2};
+  d.infer = [s](const Node &n) -> Types {
+    TensorType t = argType(n, 0);
+    std::vector<bool> mask = maskOf(n, s, t.rank());
+    for (int64_t i = 0; i < t.rank(); ++i)
+      if (mask[i] && t.shape[i] == 0) nodeError(n, "cannot reduce over a zero-size dimension");
+    return {{t.dtype, reducedShape(t.shape, mask, keepOf(n, s))}};
+  };
+  setEval(d, [s, isMax](const Node &n, const RefArgs &a) {
+    const RefTensor &x = *a.at(0);
+    return reduceRef(x, maskOf(n, s, (int64_t)x.shape.size()), keepOf(n, s), n.types[0].dtype,
+                     isMax ? -kInf : kInf, isMax ? maxAcc : minAcc, [](double v, int64_t) { return v; });
+  });
+}
+
+} // namespace
+
+void registerReductionOps(OpRegistry &r) {
+  sumOp(r, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", {-1, -1}, 1, false);
+  sumOp(r, "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        {1, 2}, 3, false);
+  sumOp(r, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", {-1, -1}, 1, true);
+  sumOp(r, "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", {1, 2},
+        3, true);
+  minMaxOp(r, "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", true);
+  minMaxOp(r, "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", false);
+  {
+    // argmax: dim=None flattens (result 0-d, or all-ones shape with keepdim). First max wins; NaN is max.
+    OpDef &d = r.add("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", OpCategory::Reduction);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      std::vector<bool> mask = reductionMask(n, 1, t.rank());
+      for (int64_t i = 0; i < t.rank(); ++i)
+        if (mask[i] && t.shape[i] == 0) nodeError(n, "argmax(): expected a non-empty reduction dimension");
+      return {{DType::I64, reducedShape(t.shape, mask, n.boolArg(2))}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      int64_t rank = (int64_t)x.shape.size();
+      std::vector<bool> mask = reductionMask(n, 1, rank);
+      Shape kept = reducedShape(x.shape, mask, true);
+      RefTensor out(DType::I64, n.types[0].shape);
+      std::vector<double> best(out.numel(), -kInf);
+      std::vector<bool> seen(out.numel(), false);
+      for (int64_t k = 0; k < x.numel(); ++k) {
+        std::vector<int64_t> idx = unravel(k, x.shape);
+        // Position along the reduced dims (row-major over those dims only).
+        int64_t pos = 0;
+        for (int64_t dd = 0; dd < rank; ++dd)
+          if (mask[dd]) pos = pos * x.shape[dd] + idx[dd], idx[dd] = 0;
+        int64_t o = ravel(idx, kept);
+        double v = x.data[k];
+        bool better = !seen[o] || (!std::isnan(best[o]) && (std::isnan(v) || v > best[o]));
+        if (better) best[o] = v, out.data[o] = (double)pos, seen[o] = true;
+      }
+      return out;
+    });
+  }
+  {
+    // var(x, dim, correction) = sum((x - mean)^2) / max(0, N - correction); correction None -> 1.
+    OpDef &d = r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+                     OpCategory::Reduction);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      requireFloating(n, t.dtype, "var");
+      return {{t.dtype, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(3))}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
+      double corr = n.isNoneArg(2) ? 1.0 : n.scalarArg(2);
+      RefTensor mean = reduceRef(x, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t c) { return v / c; });
+      auto map = broadcastIndexMap(mean.shape, x.shape);
+      RefTensor sq = x;
+      for (int64_t k = 0; k < x.numel(); ++k) {
+        double dv = x.data[k] - mean.data[map[k]];
+        sq.data[k] = dv * dv;
+      }
+      return reduceRef(sq, mask, n.boolArg(3), n.types[0].dtype, 0.0, addAcc,
+                       [corr](double v, int64_t c) { return v / std::max(0.0, (double)c - corr); });
+    });
+  }
+  {
+    // logsumexp = m + log(sum(exp(x - m))), m = amax (0 where m is infinite), as ReduceOps.cpp.
+    OpDef &d = r.add("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", OpCategory::Reduction);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      return {{intToFloat(t.dtype), reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(2))}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
+      RefTensor m = reduceRef(x, mask, true, DType::F64, -kInf, maxAcc, [](double v, int64_t) {
+        return std::isinf(v) ? 0.0 : v;
+      });
+      auto map = broadcastIndexMap(m.shape, x.shape);
+      RefTensor e = x;
+      for (int64_t k = 0; k < x.numel(); ++k) e.data[k] = std::exp(x.data[k] - m.data[map[k]]);
+      RefTensor s = reduceRef(e, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t) { return v; });
+      RefTensor out(n.types[0].dtype, n.types[0].shape);
+      for (int64_t k = 0; k < out.numel(); ++k) out.data[k] = std::log(s.data[k]) + m.data[k];
+      return out;
+    });
+  }
+}
+
+} // namespace ops
+} // namespace aotc
