@@ -290,6 +290,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerFactoryOps(*r);
     ops::registerCompositeOps(*r);
     ops::registerInPlaceOps(*r);
+    ops::registerScatterOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

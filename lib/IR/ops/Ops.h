@@ -35,6 +35,7 @@ void registerIndexOps(OpRegistry &r);
 void registerFactoryOps(OpRegistry &r);
 void registerCompositeOps(OpRegistry &r);
 void registerInPlaceOps(OpRegistry &r);
+void registerScatterOps(OpRegistry &r); // Scatter.cpp: slice_scatter, select_scatter
 
 /// torch's default floating dtype (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::F32;
