@@ -1,0 +1,91 @@
+//===- Driver.h - What main.cpp, Pipeline.cpp, Run.cpp and Gradcheck.cpp share -===//
+//
+// The aotc tool has three commands (docs/cli.md):
+//   aotc IN -o OUT.o [flags]                  compile (Pipeline.cpp)
+//   aotc run IN [--inputs F] --out F [flags]  compile, JIT-load the object, run (Run.cpp)
+//   aotc gradcheck IN [flags]                 compile in f64, compare with central differences
+// All three compile through runPipeline(). Errors are aotc::Error exceptions
+// (exit 1 user, 2 internal) caught in main().
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+#include "aotc/Stages.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aotc::driver {
+
+/// The pipeline's stages, in order. Text stages (capture .. partition) can be
+/// printed and parsed; kernels/mlir/llvm can only be printed.
+extern const std::vector<std::string> kStages;
+/// The stages --start-from accepts (capture .. partition).
+extern const std::vector<std::string> kTextStages;
+
+/// Flags shared by every command that compiles.
+struct CompileOptions {
+  std::string input;                      ///< IN: .pt2, ExportedProgram JSON, FX/aotc text.
+  std::string emit;                       ///< --emit=<stage>; empty: compile to an object.
+  std::string startFrom;                  ///< --start-from=<stage>; empty: capture IN.
+  PartitionerKind partitioner = PartitionerKind::MinCut;
+  std::string name;                       ///< --name; empty: defaultProgramName(input).
+  std::string target = "cpu";             ///< --target (only "cpu").
+  std::vector<std::string> requiresGrad;  ///< --requires-grad
+  std::vector<std::string> freeze;        ///< --freeze
+  std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
+  bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
+};
+
+/// What runPipeline produces.
+struct CompileResult {
+  bool stopped = false;         ///< --emit stopped the pipeline; `emitted` holds the text.
+  std::string emitted;
+  Program program;              ///< The partitioned program (when not stopped before).
+  std::vector<Weight> weights;  ///< Parameter/buffer values from a .pt2 / JSON archive.
+  std::vector<uint8_t> object;  ///< The relocatable object.
+  std::string header;           ///< The C header.
+};
+
+/// The whole pipeline: capture (or parse, with --start-from) -> functionalize ->
+/// decompose -> joint -> lower -> partition -> codegen. Stops after
+/// `opts.emit` with that stage's text.
+CompileResult runPipeline(const CompileOptions &opts);
+
+/// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
+/// the file name up to its first '.', non-identifier characters replaced by '_'.
+std::string defaultProgramName(const std::string &path);
+/// True when `s` is a C identifier.
+bool isCIdentifier(const std::string &s);
+/// Reads a whole file; user error naming it when it cannot be read.
+std::string readFile(const std::string &path);
+/// Writes a file, refusing (user error) when `path` is one of `inputs` (same file).
+void writeFile(const std::string &path, const void *data, size_t size,
+               const std::vector<std::string> &inputs);
+/// Every file the options read (IN, --derivatives), for the overwrite check.
+std::vector<std::string> inputFiles(const CompileOptions &opts);
+
+/// gradcheck's conversion: every f32 type and dtype argument of both graphs becomes f64.
+void convertF32ToF64(Program &p);
+
+struct RunOptions {
+  CompileOptions compile;
+  std::string inputs;  ///< --inputs: safetensors with inputs / parameters / tangent_<i>.
+  std::string out;     ///< --out: safetensors receiving output_<i> and grad_<name>.
+};
+/// `aotc run`; returns the exit code.
+int runCommand(const RunOptions &opts);
+
+struct GradcheckOptions {
+  CompileOptions compile;
+  std::string inputs;      ///< --inputs (optional): values to check at.
+  int samples = 32;        ///< Elements checked per input (all when the input is smaller).
+  double eps = 1e-6;       ///< Central-difference step.
+  double atol = 1e-5, rtol = 1e-3;
+  uint64_t seed = 0;
+};
+/// `aotc gradcheck`; returns the exit code (1 when an error exceeds the tolerance).
+int gradcheckCommand(const GradcheckOptions &opts);
+
+} // namespace aotc::driver

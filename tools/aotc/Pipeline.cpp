@@ -1,0 +1,215 @@
+//===- Pipeline.cpp - The aotc pipeline, top to bottom -----------------------===//
+//
+// runPipeline() is the whole compiler in one straight function (in the spirit
+// of Halide's src/Lower.cpp): each stage is one call, and after each one
+// `--emit=<stage>` may print the result and stop. `--start-from=<stage>` reads
+// that stage's text (as --emit printed it) instead and continues after it.
+//
+//   capture -> functionalize -> decompose -> joint -> lower -> partition
+//           -> kernels (fusion + arena) -> mlir -> llvm -> object + header
+//===----------------------------------------------------------------------===//
+#include "Driver.h"
+
+#include "aotc/Autodiff.h"
+#include "aotc/Codegen.h"
+#include "aotc/Diagnostics.h"
+#include "aotc/Kernels.h"
+#include "aotc/Partition.h"
+#include "aotc/TextIR.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace aotc::driver {
+
+const std::vector<std::string> kStages = {"capture", "functionalize", "decompose",
+                                          "joint",   "lower",         "partition",
+                                          "kernels", "mlir",          "llvm"};
+const std::vector<std::string> kTextStages = {"capture", "functionalize", "decompose",
+                                              "joint",   "lower",         "partition"};
+
+namespace {
+
+/// Position of a stage in pipeline order (capture = 0 .. llvm = 8).
+int stageIndex(const std::string &s) {
+  auto it = std::find(kStages.begin(), kStages.end(), s);
+  AOTC_ASSERT(it != kStages.end(), "unknown stage '" + s + "'");
+  return (int)(it - kStages.begin());
+}
+
+/// --requires-grad / --freeze on a parsed program that has not been
+/// differentiated yet (capture applies them itself when it reads IN).
+void applyGradFlags(Program &p, const CompileOptions &o) {
+  if (o.requiresGrad.empty() && o.freeze.empty())
+    return;
+  if (stageIndex(p.stage) >= stageIndex("joint"))
+    userError("--requires-grad/--freeze apply before the joint graph is built; the input is a '" +
+              p.stage + "' program");
+  auto find = [&](const std::string &name) -> Node * {
+    for (Node *n : p.forward.placeholders())
+      if (n->name == name || (!n->fqn.empty() && n->fqn == name))
+        return n;
+    userError(p.origin, "--requires-grad/--freeze: no input named '" + name + "'");
+  };
+  for (const std::string &n : o.requiresGrad) {
+    Node *ph = find(n);
+    if (!isFloating(ph->type().dtype))
+      userError(p.origin, "--requires-grad: input '" + n + "' is " + ph->type().str() +
+                              "; only floating inputs can require grad");
+    ph->requiresGrad = true;
+  }
+  for (const std::string &n : o.freeze)
+    find(n)->requiresGrad = false;
+}
+
+} // namespace
+
+CompileResult runPipeline(const CompileOptions &o) {
+  CompileResult r;
+  if (o.target != "cpu")
+    userError("unsupported --target '" + o.target + "' (supported: cpu)");
+  const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
+  const int stop = o.emit.empty() ? -1 : stageIndex(o.emit);
+  if (stop >= 0 && stop <= from)
+    userError("--emit=" + o.emit + " comes before --start-from=" + o.startFrom +
+              ": nothing to do");
+  // A stage runs when it comes after --start-from; the pipeline stops after --emit.
+  auto runs = [&](const char *stage) { return stageIndex(stage) > from; };
+  auto stopsAfter = [&](const char *stage, const std::string &text) {
+    if (stageIndex(stage) != stop)
+      return false;
+    r.stopped = true;
+    r.emitted = text;
+    return true;
+  };
+
+  // 1. capture: read IN (.pt2 / JSON / FX text), check shapes and dtypes against
+  //    the exported meta, apply --requires-grad/--freeze. With --start-from, IN
+  //    is the text of that stage instead.
+  Program p;
+  if (from < 0) {
+    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze}, &r.weights);
+  } else {
+    p = parseProgram(readFile(o.input), o.input);
+    if (p.stage != o.startFrom)
+      userError(SourceLoc{o.input, 0, 0}, "--start-from=" + o.startFrom + " but the input is a '" +
+                                              p.stage + "' program");
+    applyGradFlags(p, o);
+  }
+  p.name = o.name.empty() ? defaultProgramName(o.input) : o.name;
+  if (!isCIdentifier(p.name))
+    userError("--name '" + p.name + "' is not a C identifier");
+  if (stopsAfter("capture", printProgram(p)))
+    return r;
+
+  // 2. functionalize: in-place ops, aliasing and input mutation removed.
+  if (runs("functionalize"))
+    functionalize(p);
+  if (stopsAfter("functionalize", printProgram(p)))
+    return r;
+
+  // 3. decompose: composites (linear, cross_entropy, ...) -> Core ATen.
+  if (runs("decompose"))
+    decompose(p);
+  if (stopsAfter("decompose", printProgram(p)))
+    return r;
+
+  // 4. joint: forward + backward from derivatives.yaml (+ --derivatives files).
+  if (runs("joint"))
+    buildJoint(p, JointOptions{o.derivatives});
+  if (stopsAfter("joint", printProgram(p)))
+    return r;
+
+  // 5a. lower: rule-bearing composites (log_softmax, layer_norm, gelu) -> primitives.
+  if (runs("lower"))
+    lower(p);
+  if (stopsAfter("lower", printProgram(p)))
+    return r;
+
+  // 5b. partition: forward / backward split, saved tensors chosen by min-cut.
+  if (runs("partition"))
+    partition(p, o.partitioner);
+  if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))
+    return r;
+
+  // aotc gradcheck compiles the same program in float64.
+  if (o.f64)
+    convertF32ToF64(p);
+
+  // 6. kernels: fusion into target-neutral loop nests + scratch arena planning.
+  KernelProgram kp = planProgram(p);
+  if (stopsAfter("kernels", printKernels(kp)))
+    return r;
+
+  // 7. mlir: each kernel as MLIR (scf/arith/math/memref/omp), lowered to the LLVM dialect.
+  CodegenOptions cg;
+  cg.target = o.target;
+  std::string mlir = emitMLIR(kp, cg);
+  if (stopsAfter("mlir", mlir))
+    return r;
+
+  // 8. llvm: LLVM IR, then the relocatable object and the C header.
+  if (stop == stageIndex("llvm")) {
+    stopsAfter("llvm", emitLLVMIR(kp, cg));
+    return r;
+  }
+  r.object = emitObject(kp, cg);
+  r.header = emitHeader(kp, cg);
+  r.program = std::move(p);
+  return r;
+}
+
+std::string defaultProgramName(const std::string &path) {
+  std::string base = std::filesystem::path(path).filename().string();
+  base = base.substr(0, base.find('.'));
+  std::string id;
+  for (char c : base)
+    id += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+  if (id.empty())
+    return "model";
+  if (std::isdigit((unsigned char)id[0]))
+    id = "_" + id;
+  return id;
+}
+
+bool isCIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit((unsigned char)s[0]))
+    return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    userError(SourceLoc{path, 0, 0}, "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeFile(const std::string &path, const void *data, size_t size,
+               const std::vector<std::string> &inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string &in : inputs)
+    if (path == in || (fs::exists(path) && fs::exists(in) && fs::equivalent(path, in, ec)))
+      userError("refusing to overwrite input file '" + in + "'");
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    userError(SourceLoc{path, 0, 0}, "cannot open for writing");
+  out.write(static_cast<const char *>(data), (std::streamsize)size);
+  if (!out)
+    userError(SourceLoc{path, 0, 0}, "write error");
+}
+
+std::vector<std::string> inputFiles(const CompileOptions &o) {
+  std::vector<std::string> files{o.input};
+  files.insert(files.end(), o.derivatives.begin(), o.derivatives.end());
+  return files;
+}
+
+} // namespace aotc::driver

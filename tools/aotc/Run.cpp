@@ -1,0 +1,73 @@
+//===- Run.cpp - `aotc run`: compile, JIT-link the object, run one step ------===//
+//
+//   aotc run IN [--inputs in.safetensors] --out out.safetensors [compile flags]
+//
+// 1. Compiles IN exactly as `aotc IN -o OUT.o` would (same object bytes), so
+//    every graph error is reported before any input is read.
+// 2. Reads --inputs: user inputs by name (or input.<name>), parameters/buffers
+//    by FQN (or param.<FQN>; default: the archive's values), cotangents
+//    tangent_<i> (default: ones). A missing input is a user error naming it.
+// 3. Links the object in-process (Jit.h) and calls <name>_forward and
+//    <name>_backward through the runtime's DifferentiableFunction.
+// 4. Writes output_<i> (forward outputs) and grad_<name> (one per gradient).
+//===----------------------------------------------------------------------===//
+#include "Jit.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <optional>
+
+namespace aotc::driver {
+
+int runCommand(const RunOptions &o) {
+  CompileResult compiled = runPipeline(o.compile);
+  AOTC_ASSERT(!compiled.stopped, "aotc run never stops early");
+
+  std::optional<rt::SafetensorsFile> file;
+  if (!o.inputs.empty()) {
+    try {
+      file = rt::readSafetensors(o.inputs);
+    } catch (const rt::RuntimeError &e) {
+      userError(e.what());
+    }
+  }
+  std::vector<std::string> readFiles = inputFiles(o.compile);
+  if (!o.inputs.empty())
+    readFiles.push_back(o.inputs);
+
+  LoadedObject obj(compiled.object, compiled.program.name);
+  const aotc_program &prog = obj.program();
+  std::vector<rt::Tensor> inputs =
+      bindInputs(prog, compiled.weights, file ? &*file : nullptr, o.inputs);
+  std::vector<std::unique_ptr<rt::Tensor>> tangents =
+      bindTangents(prog, file ? &*file : nullptr, o.inputs);
+
+  rt::DifferentiableFunction f(prog);
+  std::vector<const rt::Tensor *> inPtrs, tanPtrs;
+  for (const rt::Tensor &t : inputs)
+    inPtrs.push_back(&t);
+  for (const auto &t : tangents)
+    tanPtrs.push_back(t.get());
+  std::vector<rt::Tensor> outputs, grads;
+  try {
+    auto fwd = f.forward(inPtrs);
+    outputs = std::move(fwd.outputs);
+    if (prog.num_grads > 0)
+      grads = f.backward(fwd.ctx, tanPtrs);
+  } catch (const rt::RuntimeError &e) {
+    // Out-of-range indices and the like: the user's data, named by node and value.
+    userError(e.what());
+  }
+
+  std::vector<rt::NamedTensorRef> refs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    refs.push_back({"output_" + std::to_string(i), &outputs[i]});
+  for (int j = 0; j < prog.num_grads; ++j)
+    refs.push_back({std::string("grad_") + prog.inputs[prog.grad_input_index[j]].name, &grads[j]});
+  std::vector<uint8_t> bytes = rt::serializeSafetensors(refs);
+  writeFile(o.out, bytes.data(), bytes.size(), readFiles);
+  return 0;
+}
+
+} // namespace aotc::driver

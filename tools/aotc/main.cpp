@@ -1,0 +1,170 @@
+//===- main.cpp - The aotc command line (CLI11) ------------------------------===//
+//
+// Parses the command line into the option structs of Driver.h and dispatches:
+//   aotc IN -o OUT.o | --emit=<stage>   compile (runPipeline, then write files)
+//   aotc run IN ...                     Run.cpp
+//   aotc gradcheck IN ...               Gradcheck.cpp
+// Exit codes: 0 ok, 1 user error (including command-line errors), 2 internal error.
+//===----------------------------------------------------------------------===//
+#include "Driver.h"
+
+#include "aotc/Diagnostics.h"
+#include "aotc/runtime.h"
+#include "aotc/safetensors.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+using namespace aotc;
+using namespace aotc::driver;
+
+namespace {
+
+/// The flags every compiling command takes.
+void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
+  app.add_option("input", o.input, "Model: .pt2 archive, ExportedProgram JSON, or FX/aotc text")
+      ->required();
+  if (withEmit) {
+    app.add_option("--emit", o.emit, "Print this stage's result and stop")
+        ->check(CLI::IsMember(kStages));
+  }
+  app.add_option("--start-from", o.startFrom,
+                 "IN is the text of this stage (as --emit prints it); continue after it")
+      ->check(CLI::IsMember(kTextStages));
+  app.add_option("--partitioner", o.partitioner, "Forward/backward partitioner")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, PartitionerKind>{{"default", PartitionerKind::Default},
+                                                 {"min-cut", PartitionerKind::MinCut}},
+          CLI::ignore_case))
+      ->default_str("min-cut");
+  app.add_option("--name", o.name, "C identifier of the entry points (default: input stem)");
+  app.add_option("--target", o.target, "Code generation target")
+      ->check(CLI::IsMember({"cpu"}))
+      ->default_str("cpu");
+  app.add_option("--requires-grad", o.requiresGrad,
+                 "Inputs (FQN or placeholder name) that get a gradient")
+      ->delimiter(',');
+  app.add_option("--freeze", o.freeze, "Inputs that get no gradient")->delimiter(',');
+  app.add_option("--derivatives", o.derivatives, "Extra derivative rules (YAML), repeatable")
+      ->check(CLI::ExistingFile);
+}
+
+/// OUT.o -> OUT.h; OUT.o -> OUT.weights.safetensors (OUT without a .o keeps its name).
+std::string siblingPath(const std::string &out, const std::string &suffix) {
+  std::filesystem::path p(out);
+  if (p.extension() == ".o")
+    p.replace_extension();
+  return p.string() + suffix;
+}
+
+int compileCommand(const CompileOptions &o, const std::string &output) {
+  CompileResult r = runPipeline(o);
+  std::vector<std::string> inputs = inputFiles(o);
+  if (r.stopped) {
+    if (output.empty() || output == "-")
+      std::cout << r.emitted << std::flush;
+    else
+      writeFile(output, r.emitted.data(), r.emitted.size(), inputs);
+    return 0;
+  }
+  if (output.empty())
+    userError("no output file: use -o OUT.o (or --emit=<stage> to print a stage)");
+  std::string header = siblingPath(output, ".h");
+  std::string weights = siblingPath(output, ".weights.safetensors");
+  for (const std::string &out : {output, header, weights})
+    for (const std::string &in : inputs)
+      if (out == in || (std::filesystem::exists(out) && std::filesystem::exists(in) &&
+                        std::filesystem::equivalent(out, in)))
+        userError("refusing to overwrite input file '" + in + "' with output '" + out + "'");
+  writeFile(output, r.object.data(), r.object.size(), inputs);
+  writeFile(header, r.header.data(), r.header.size(), inputs);
+  if (!r.weights.empty()) {
+    // Parameters and buffers by FQN, with the archive's bytes unchanged.
+    std::vector<rt::Tensor> tensors;
+    tensors.reserve(r.weights.size());
+    for (const Weight &w : r.weights)
+      tensors.push_back(rt::Tensor::fromBytes(static_cast<rt::DType>(w.type.dtype), w.type.shape,
+                                              w.bytes.data(), (int64_t)w.bytes.size()));
+    std::vector<rt::NamedTensorRef> refs;
+    for (size_t i = 0; i < tensors.size(); ++i)
+      refs.push_back({r.weights[i].fqn, &tensors[i]});
+    std::vector<uint8_t> bytes = rt::serializeSafetensors(refs);
+    writeFile(weights, bytes.data(), bytes.size(), inputs);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"aotc: ahead-of-time compiler for PyTorch training graphs.\n"
+               "Compiles a torch.export archive or FX graph code into an object file with\n"
+               "forward and backward entry points, a C header and the weights.",
+               "aotc"};
+  app.set_version_flag("--version", "aotc " AOTC_VERSION);
+  app.require_subcommand(0, 1);
+
+  CompileOptions compile;
+  std::string output;
+  addCompileFlags(app, compile, /*withEmit=*/true);
+  app.get_option("input")->required(false);
+  app.add_option("-o,--output", output,
+                 "Object file to write (OUT.h and OUT.weights.safetensors are written next "
+                 "to it); with --emit, the text file (default: stdout)");
+
+  RunOptions run;
+  CLI::App *runCmd = app.add_subcommand(
+      "run", "Compile IN, load the object in-process (LLVM ORC) and run forward + backward");
+  addCompileFlags(*runCmd, run.compile, /*withEmit=*/false);
+  runCmd->add_option("--inputs", run.inputs,
+                     "safetensors with inputs by name (or input.<name>), parameters by FQN "
+                     "(or param.<FQN>), and tangent_<i>")
+      ->check(CLI::ExistingFile);
+  runCmd->add_option("--out", run.out, "safetensors receiving output_<i> and grad_<name>")
+      ->required();
+
+  GradcheckOptions gc;
+  CLI::App *gcCmd = app.add_subcommand(
+      "gradcheck", "Compile IN in f64 and compare its gradients with central differences");
+  addCompileFlags(*gcCmd, gc.compile, /*withEmit=*/false);
+  gcCmd->add_option("--inputs", gc.inputs, "safetensors with the point to check at")
+      ->check(CLI::ExistingFile);
+  gcCmd->add_option("--samples", gc.samples, "Elements checked per input")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  gcCmd->add_option("--eps", gc.eps, "Central-difference step")->capture_default_str();
+  gcCmd->add_option("--atol", gc.atol, "Absolute tolerance")->capture_default_str();
+  gcCmd->add_option("--rtol", gc.rtol, "Relative tolerance")->capture_default_str();
+  gcCmd->add_option("--seed", gc.seed, "Seed of the sampled elements and random inputs")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+
+  try {
+    if (*runCmd)
+      return runCommand(run);
+    if (*gcCmd) {
+      gc.compile.f64 = true;
+      return gradcheckCommand(gc);
+    }
+    if (compile.input.empty())
+      userError("no input file (see aotc --help)");
+    return compileCommand(compile, output);
+  } catch (const Error &e) {
+    std::cerr << e.what() << "\n";
+    return e.exitCode();
+  } catch (const rt::RuntimeError &e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 2;
+  }
+}
