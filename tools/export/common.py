@@ -96,19 +96,21 @@ def check_roundtrip(ep, path, args):
     assert torch.equal(a, b), (a, b)
 
 
-def train_golden(module, inputs, extra_grad_inputs=()):
+def train_golden(module, inputs, extra_grad_inputs=(), steps=STEPS):
     """Plain SGD on the same batch for STEPS steps; returns the golden tensor dict.
 
     inputs: ordered dict forward-arg name -> tensor. Keys produced: input.<name>,
     param.<FQN> (initial), grad.<FQN> (step 0), grad.<name> for extra_grad_inputs
     (step 0, that input made requires_grad), loss f32[STEPS] (the loss of step k's
     forward, before its update), param_final.<FQN>. Update: p <- p - LR*g in float32.
+    Modules with buffers mutate them in forward as usual (buffer_final is the caller's job).
     """
     params = dict(module.named_parameters())
     golden = {f"input.{k}": v.detach().clone().contiguous() for k, v in inputs.items()}
+    golden.update({f"buffer.{k}": b.detach().clone() for k, b in module.named_buffers()})
     golden.update({f"param.{k}": p.detach().clone().contiguous() for k, p in params.items()})
     losses = []
-    for step in range(STEPS):
+    for step in range(steps):
         loss = module(*inputs.values())
         grads = torch.autograd.grad(loss, list(params.values()))
         losses.append(loss.detach().clone())
@@ -127,13 +129,37 @@ def train_golden(module, inputs, extra_grad_inputs=()):
     return golden
 
 
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+
+
 def save_golden(path, golden, metadata):
-    from safetensors.torch import save_file
-    meta = {"torch_version": torch.__version__, "lr": repr(LR), "steps": str(STEPS),
-            "update": "p <- p - lr*g (float32, same batch every step)"}
+    """Writes a safetensors file deterministically (sorted keys, compact JSON, header padded with
+    spaces to 8 bytes, data in key order) with the torch version (and, for training goldens,
+    lr/steps/update rule) in __metadata__; then checks that the safetensors library reads back
+    exactly the same tensors and metadata."""
+    from safetensors import safe_open
+    meta = {"torch_version": torch.__version__}
+    if "loss" in golden:
+        meta.update({"lr": repr(LR), "steps": str(golden["loss"].numel()),
+                     "update": "p <- p - lr*g (float32, same batch every step)"})
     meta.update(metadata)
-    save_file({k: v.contiguous() for k, v in golden.items()}, path, metadata=meta)
-    os.chmod(path, 0o644)
+    header, blobs, off = {"__metadata__": dict(sorted(meta.items()))}, [], 0
+    for k in sorted(golden):
+        t = golden[k].detach().contiguous().cpu()
+        b = t.numpy().tobytes() if t.dtype != torch.bool else t.to(torch.uint8).numpy().tobytes()
+        header[k] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape),
+                     "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+    with safe_open(path, "pt") as f:
+        assert f.metadata() == meta
+        assert sorted(f.keys()) == sorted(golden)
+        for k in golden:
+            assert torch.equal(f.get_tensor(k), golden[k]), k
     print("wrote", rel(path))
 
 
@@ -180,3 +206,6 @@ def check_archive(pt2, ops):
             assert info.compress_type == zipfile.ZIP_STORED
             assert info.file_size == numel * itemsize[meta["dtype"]], fqn
     return top, names
+
+
+DTYPE_ABBR = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8"}
