@@ -1,0 +1,328 @@
+//===- Decompose.cpp - Composites to Core ATen, before autodiff --------------===//
+//
+// This file implements stage 3, decompose(Program&). Composite ops that
+// torch.export's TRAINING dialect (or a hand-written FX file) may contain are
+// rewritten into Core ATen ops, so that autodiff only needs rules for Core ATen.
+// Ops with stable derivative rules (gelu, _softmax, _log_softmax,
+// native_layer_norm) stay whole here; lower() expands them after autodiff.
+//
+// The table at the bottom is the whole stage: one entry per op, each a small
+// function emitting Core ATen with Emitter (see Rewrite.h). The rules follow
+// torch/_decomp/decompositions.py and aten/src/ATen/native/{Linear,LossNLL,
+// Loss,Activation,TensorShape}.cpp; each names its source.
+// The table runs to a fixed point (a rule may emit another composite, e.g.
+// cross_entropy_loss -> nll_loss).
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include "aotc/Decompositions.h"
+#include "aotc/Stages.h"
+
+
+namespace aotc {
+namespace {
+
+using namespace rewrite;
+using Vals = std::vector<Node *>;
+
+/// Reduction enum of ATen losses (aten/src/ATen/core/Reduction.h).
+enum Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+
+int64_t reductionArg(const Node &n, size_t i) {
+  int64_t r = n.intArg(i);
+  if (r < 0 || r > 2) nodeError(n, "invalid reduction " + std::to_string(r));
+  return r;
+}
+
+/// linear(input, weight, bias=None): aten/src/ATen/native/Linear.cpp.
+/// 2-D input: addmm(bias, x, permute(w)) or mm(x, permute(w)); other ranks are
+/// flattened to 2-D and viewed back (_flatten_nd_linear); a bias that is not
+/// [out] or [] is added separately.
+Vals linear(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0), *w = n.tensorArg(1);
+  Node *b = n.isNoneArg(2) ? nullptr : n.tensorArg(2);
+  const Shape &xs = x->type().shape, &ws = w->type().shape;
+  if (ws.size() != 2) nodeError(n, "linear: only a 2-D weight is supported, got " + shapeStr(ws));
+  if (xs.empty()) nodeError(n, "linear: input must have at least one dimension");
+  int64_t in = ws[1], out = ws[0];
+  Node *wt = e.permute(w, {1, 0});
+  Node *x2 = x;
+  int64_t rows = numelOf(xs) / std::max<int64_t>(in, 1);
+  if (xs.size() != 2) x2 = e.view(x, {rows, in});
+  bool fuseBias = b && (b->type().shape == Shape{out} || b->type().shape.empty());
+  Node *y = fuseBias ? e.call("aten.addmm.default", {b, x2, wt}) : e.call("aten.mm.default", {x2, wt});
+  if (xs.size() != 2) {
+    Shape ys(xs.begin(), xs.end() - 1);
+    ys.push_back(out);
+    y = e.view(y, ys);
+  }
+  if (b && !fuseBias) y = e.add(y, b);
+  return {y};
+}
+
+/// layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+///   -> native_layer_norm(...)[0] (aten/src/ATen/native/layer_norm.cpp).
+Vals layerNorm(Emitter &e, Node &n) {
+  Node *ln = e.call("aten.native_layer_norm.default",
+                    {n.args[0], n.args[1], n.args[2], n.args[3], n.args[4]});
+  return {e.call("getitem", {ln, int64_t(0)})};
+}
+
+/// softmax.int / log_softmax.int(self, dim, dtype=None) -> _softmax / _log_softmax
+/// (aten/src/ATen/native/SoftMax.cpp: a dtype first converts the input).
+Vals softmaxInt(Emitter &e, Node &n, const char *target) {
+  Node *x = n.tensorArg(0);
+  if (auto dt = dtypeArgOf(n, 2)) x = e.toDtype(x, *dt);
+  return {e.call(target, {x, n.args[1], false})};
+}
+
+/// nll_loss with class dim 1 (or 0 for a 1-D input): _nll_loss_forward in
+/// torch/_decomp/decompositions.py. Returns (output, total_weight).
+Vals nllLossForward(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0), *target = n.tensorArg(1);
+  Node *weight = n.isNoneArg(2) ? nullptr : n.tensorArg(2);
+  int64_t reduction = reductionArg(n, 3), ignore = n.intArg(4);
+  const TensorType &st = self->type();
+  if (!isFloating(st.dtype)) nodeError(n, "nll_loss: input must be floating");
+  if (target->type().dtype != DType::I64) nodeError(n, "nll_loss: target must be int64");
+  int64_t nd = st.rank();
+  if (nd < 1) nodeError(n, "nll_loss: input must have at least one dimension");
+  int64_t cdim = nd < 2 ? 0 : 1;
+  Shape tshape = st.shape;
+  tshape.erase(tshape.begin() + cdim);
+  if (target->type().shape != tshape)
+    nodeError(n, "nll_loss: expected target of shape " + shapeStr(tshape) + ", got " +
+                     shapeStr(target->type().shape));
+  Node *w = nullptr;
+  if (weight) {
+    if (weight->type().shape != Shape{st.shape[cdim]})
+      nodeError(n, "nll_loss: weight must have shape [" + std::to_string(st.shape[cdim]) + "]");
+    Shape ws(nd, 1);
+    ws[cdim] = st.shape[cdim];
+    w = nd > 1 ? e.view(weight, ws) : weight;
+    self = e.mul(self, w);
+  }
+  // safe_target = where(target != ignore_index, target, 0)
+  Node *mask = e.call("aten.ne.Scalar", {target, ignore});
+  Node *safe = e.call("aten.where.self", {mask, target, e.scalarTensor(int64_t(0), DType::I64)});
+  Node *safeU = e.call("aten.unsqueeze.default", {safe, cdim});
+  Node *picked = e.call("aten.gather.default", {self, cdim, safeU});
+  Node *result = e.neg(e.call("aten.squeeze.dims", {picked, std::vector<int64_t>{cdim}}));
+  Node *mask2 = e.call("aten.ne.Scalar", {target, ignore});
+  result = e.call("aten.where.self", {mask2, result, e.scalarTensor(0.0, st.dtype)});
+  if (reduction == None && nd > 1) {
+    Node *tw = e.call("aten.full.default", {std::vector<int64_t>{}, 0.0}, {{"dtype", DTypeLit{st.dtype}}});
+    return {result, tw};
+  }
+  Node *totalWeight;
+  if (w) {
+    Node *wx = e.call("aten.expand.default", {w, st.shape});
+    Node *ws = e.call("aten.gather.default", {wx, cdim, safeU});
+    ws = e.call("aten.squeeze.dims", {ws, std::vector<int64_t>{cdim}});
+    Node *mask3 = e.call("aten.ne.Scalar", {target, ignore});
+    ws = e.call("aten.where.self", {mask3, ws, e.scalarTensor(0.0, st.dtype)});
+    totalWeight = e.sum(ws, {}, false);
+  } else {
+    Node *mask3 = e.call("aten.ne.Scalar", {target, ignore});
+    totalWeight = e.toDtype(e.sum(mask3, {}, false), st.dtype);
+  }
+  if (reduction == Sum) result = e.sum(result, {}, false);
+  else if (reduction == Mean) result = e.div(e.sum(result, {}, false), totalWeight);
+  return {result, totalWeight};
+}
+
+/// nll_loss(self, target, weight, reduction, ignore_index) = nll_loss_forward(...)[0].
+Vals nllLoss(Emitter &e, Node &n) {
+  Node *f = e.call("aten.nll_loss_forward.default", {n.args[0], n.args[1], n.args[2], n.args[3], n.args[4]});
+  return {e.call("getitem", {f, int64_t(0)})};
+}
+
+/// cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing):
+/// aten/src/ATen/native/LossNLL.cpp cross_entropy_loss_symint.
+///  * class-index target: nll_loss(_log_softmax(self, class_dim), target, ...);
+///    with label smoothing (no weight): (1-ls)*nll + ls/C * smooth_loss where
+///    smooth_loss = -sum(logp, class_dim) masked at ignore_index and reduced
+///    like the loss (mean over non-ignored targets);
+///  * probability target (floating, same shape): -(logp * target [* weight]).sum(class_dim),
+///    mean divides by numel/C.
+Vals crossEntropy(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0), *target = n.tensorArg(1);
+  const TensorType &st = self->type();
+  if (!isFloating(st.dtype)) nodeError(n, "cross_entropy: input must be floating");
+  int64_t nd = st.rank();
+  if (nd < 1) nodeError(n, "cross_entropy: input must have at least one dimension");
+  int64_t cdim = nd == 1 ? 0 : 1;
+  int64_t reduction = reductionArg(n, 3);
+  double ls = n.scalarArg(5);
+  Node *logp = e.call("aten._log_softmax.default", {self, cdim, false});
+  if (isFloating(target->type().dtype)) {
+    if (target->type().shape != st.shape)
+      nodeError(n, "cross_entropy: a probability target must have the input's shape " + shapeStr(st.shape));
+    if (ls != 0.0) nodeError(n, "cross_entropy: label_smoothing with probability targets is not supported");
+    Node *prod = e.mul(logp, target);
+    if (!n.isNoneArg(2)) {
+      Shape ws(nd, 1);
+      ws[cdim] = st.shape[cdim];
+      prod = e.mul(prod, nd > 1 ? e.view(n.tensorArg(2), ws) : n.tensorArg(2));
+    }
+    if (reduction == None) return {e.neg(e.sum(prod, {cdim}, false))};
+    Node *total = e.neg(e.sum(prod, {}, false));
+    if (reduction == Sum) return {total};
+    return {e.div(total, double(st.numel() / std::max<int64_t>(st.shape[cdim], 1)))};
+  }
+  Node *nll = e.call("aten.nll_loss.default", {logp, target, n.args[2], reduction, n.args[4]});
+  if (ls == 0.0) return {nll};
+  if (!n.isNoneArg(2)) nodeError(n, "cross_entropy: label_smoothing with class weights is not supported");
+  Node *smooth = e.neg(e.sum(logp, {cdim}, false));
+  Node *ignored = e.call("aten.eq.Scalar", {target, n.args[4]});
+  smooth = e.call("aten.where.self", {ignored, e.scalarTensor(0.0, st.dtype), smooth});
+  if (reduction == Sum) {
+    smooth = e.sum(smooth, {}, false);
+  } else if (reduction == Mean) {
+    Node *kept = e.call("aten.ne.Scalar", {target, n.args[4]});
+    smooth = e.div(e.sum(smooth, {}, false), e.toDtype(e.sum(kept, {}, false), st.dtype));
+  }
+  double c = (double)st.shape[cdim];
+  return {e.add(e.mul(nll, 1.0 - ls), e.mul(smooth, ls / c))};
+}
+
+/// mse_loss(self, target, reduction): (self - target)^2 reduced
+/// (torch/_decomp/decompositions.py mse_loss + apply_loss_reduction).
+Vals mseLoss(Emitter &e, Node &n) {
+  Node *d = e.sub(n.args[0], n.args[1]);
+  Node *sq = e.call("aten.pow.Tensor_Scalar", {d, int64_t(2)});
+  switch (reductionArg(n, 2)) {
+  case Mean: return {e.call("aten.mean.default", {sq})};
+  case Sum: return {e.call("aten.sum.default", {sq})};
+  default: return {sq};
+  }
+}
+
+/// broadcast_tensors(tensors) -> expand each tensor to the common shape
+/// (a tensor that already has it is used as is).
+Vals broadcastTensors(Emitter &e, Node &n) {
+  const auto &xs = std::get<std::vector<Node *>>(n.args[0]);
+  Vals r;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Shape &want = n.types[i].shape;
+    r.push_back(xs[i]->type().shape == want ? xs[i]
+                                            : e.call("aten.expand.default", {xs[i], want}));
+  }
+  return r;
+}
+
+} // namespace
+
+namespace rules {
+
+using namespace rewrite;
+
+/// silu(x) = x * sigmoid(x) (torch/_decomp/decompositions.py silu).
+Vals silu(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  return {e.mul(x, e.call("aten.sigmoid.default", {x}))};
+}
+
+/// t(x): permute [1, 0] for 2-D, an identity view for rank < 2.
+Vals transposeT(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  if (x->type().rank() < 2) return {e.view(x, x->type().shape)};
+  return {e.permute(x, {1, 0})};
+}
+
+/// transpose.int(x, d0, d1) -> permute with d0 and d1 swapped.
+Vals transposeInt(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t r = x->type().rank();
+  if (r == 0) return {e.view(x, {})};
+  int64_t d0 = wrapDimAt(n, n.intArg(1), r), d1 = wrapDimAt(n, n.intArg(2), r);
+  std::vector<int64_t> perm(r);
+  for (int64_t i = 0; i < r; ++i) perm[i] = i;
+  std::swap(perm[d0], perm[d1]);
+  return {e.permute(x, perm)};
+}
+
+/// _unsafe_view / reshape(x, shape) -> view(x, shape): aotc values are dense,
+/// so a reshape never needs a copy.
+Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0], n.args[1]})}; }
+
+/// clamp(x, min, max) / hardtanh(x, min_val, max_val) -> maximum/minimum with
+/// 0-d tensors (torch/_refs clamp: NaN propagates, as maximum/minimum do).
+Vals clampLike(Emitter &e, Node &n) {
+  const size_t minArg = 1, maxArg = 2;
+  DType rt = n.types[0].dtype;
+  Node *y = e.toDtype(n.tensorArg(0), rt);
+  if (!n.isNoneArg(minArg))
+    y = e.call("aten.maximum.default", {y, e.scalarTensor(n.args[minArg], rt)});
+  if (!n.isNoneArg(maxArg))
+    y = e.call("aten.minimum.default", {y, e.scalarTensor(n.args[maxArg], rt)});
+  if (y == n.tensorArg(0)) y = e.call("aten.clone.default", {y});
+  return {y};
+}
+
+/// where.ScalarOther(c, x, s) / where.ScalarSelf(c, s, x) / masked_fill.Scalar(x, m, s)
+/// -> where.self with the scalar as a 0-d tensor of the result dtype.
+Vals whereScalar(Emitter &e, Node &n) {
+  DType rt = n.types[0].dtype;
+  auto operand = [&](size_t i) -> Node * {
+    if (std::holds_alternative<Node *>(n.args[i])) return e.toDtype(n.tensorArg(i), rt);
+    return e.scalarTensor(n.args[i], rt);
+  };
+  if (n.target == "aten.masked_fill.Scalar")
+    return {e.call("aten.where.self", {n.tensorArg(1), operand(2), operand(0)})};
+  return {e.call("aten.where.self", {n.tensorArg(0), operand(1), operand(2)})};
+}
+
+/// square(x) -> pow.Tensor_Scalar(x, 2) (torch/_refs square).
+Vals square(Emitter &e, Node &n) {
+  return {e.call("aten.pow.Tensor_Scalar", {n.args[0], int64_t(2)})};
+}
+
+} // namespace rules
+
+static const std::vector<RuleEntry> &table() {
+  using namespace rules;
+  // clang-format off
+  static const std::vector<RuleEntry> t = {
+    {"aten.linear.default",            linear,       "permute(w) + addmm/mm (views for rank != 2)"},
+    {"aten.layer_norm.default",        layerNorm,    "native_layer_norm(...)[0]"},
+    {"aten.softmax.int",               [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._softmax.default"); },
+                                                     "_softmax (after _to_copy when dtype is given)"},
+    {"aten.log_softmax.int",           [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._log_softmax.default"); },
+                                                     "_log_softmax (after _to_copy when dtype is given)"},
+    {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss (label smoothing, probability targets)"},
+    {"aten.nll_loss.default",          nllLoss,      "nll_loss_forward(...)[0]"},
+    {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight"},
+    {"aten.mse_loss.default",          mseLoss,      "sub, pow 2, mean/sum"},
+    {"aten.silu.default",              silu,         "x * sigmoid(x)"},
+    {"aten.t.default",                 transposeT,   "permute [1, 0]"},
+    {"aten.transpose.int",             transposeInt, "permute with two dims swapped"},
+    {"aten._unsafe_view.default",      toView,       "view"},
+    {"aten.reshape.default",           toView,       "view"},
+    {"aten.clamp.default",             clampLike,
+                                                     "maximum/minimum with 0-d tensors"},
+    {"aten.hardtanh.default",          clampLike,
+                                                     "maximum/minimum with 0-d tensors"},
+    {"aten.clamp_min.default",         clampLike,    "maximum with a 0-d tensor"},
+    {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor"},
+    {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
+    {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
+    {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
+    {"aten.broadcast_tensors.default", broadcastTensors, "expand each tensor to the common shape"},
+  };
+  // clang-format on
+  return t;
+}
+
+std::vector<std::pair<std::string, std::string>> decomposeTable() {
+  std::vector<std::pair<std::string, std::string>> r;
+  for (const RuleEntry &e : table()) r.push_back({e.target, e.summary});
+  return r;
+}
+
+void decompose(Program &p) {
+  rewrite::applyRules(p.forward, table(), "decompose");
+  p.stage = "decompose";
+}
+
+} // namespace aotc

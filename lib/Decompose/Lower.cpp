@@ -1,0 +1,285 @@
+//===- Lower.cpp - Rule-bearing composites to primitives, after autodiff -----===//
+//
+// This file implements stage 5a, lower(Program&), on the joint graph. The ops
+// that kept their own derivative rule through autodiff (gelu, _softmax,
+// _log_softmax, native_layer_norm, mean, ...) and the backward helpers that
+// derivative formulas emit (gelu_backward, threshold_backward,
+// _softmax_backward_data, native_layer_norm_backward, ...) are rewritten into
+// primitives, so that the partitioner can recompute any piece and codegen only
+// ever sees the primitive set below.
+//
+// The table at the bottom is the whole stage; formulas follow
+// torch/_decomp/decompositions.py (each rule names its source). The softmax and
+// layer-norm families are in LowerNorm.cpp. After the table reaches its fixed
+// point every node must be a primitive (internal error otherwise: a composite
+// without a lower rule is a compiler bug, since capture accepted it).
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include "aotc/Decompositions.h"
+#include "aotc/Stages.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace aotc {
+namespace {
+
+using namespace rewrite;
+using rules::Vals;
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;    // M_SQRT1_2
+constexpr double k2_SqrtPi = 1.12837916709551257390;   // M_2_SQRTPI
+constexpr double kSqrt2 = 1.41421356237309504880;      // M_SQRT2
+constexpr double kGeluKappa = 0.044715;
+
+/// 1 - x, as add(neg(x), 1).
+Node *oneMinus(Emitter &e, Node *x) { return e.add(e.neg(x), int64_t(1)); }
+
+bool isTanhGelu(const Node &n, size_t approxArg) {
+  const std::string &a = std::get<std::string>(n.args.at(approxArg));
+  if (a != "none" && a != "tanh") nodeError(n, "gelu: unknown approximate '" + a + "'");
+  return a == "tanh";
+}
+
+/// gelu(x, approximate) (torch/_decomp/decompositions.py gelu):
+///   'none': x * 0.5 * (1 + erf(x / sqrt(2)));
+///   'tanh': 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+Vals gelu(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  if (isTanhGelu(n, 1)) {
+    const double kBeta = kSqrt2 * k2_SqrtPi * 0.5;
+    Node *cube = e.mul(e.mul(x, x), x);
+    Node *inner = e.mul(e.add(x, e.mul(cube, kGeluKappa)), kBeta);
+    Node *t = e.call("aten.tanh.default", {inner});
+    return {e.mul(e.mul(x, 0.5), e.add(t, int64_t(1)))};
+  }
+  Node *cdf = e.add(e.call("aten.erf.default", {e.mul(x, kSqrt1_2)}), int64_t(1));
+  return {e.mul(e.mul(x, 0.5), cdf)};
+}
+
+/// gelu_backward(grad, x, approximate) (torch/_decomp/decompositions.py gelu_backward):
+///   'none': grad * (cdf + x * pdf), cdf = 0.5 (1 + erf(x/sqrt2)),
+///           pdf = exp(-x^2/2) / sqrt(2 pi);
+///   'tanh': grad * (0.5 (1 + t) + 0.5 x (1 - t^2) * kBeta (1 + 3 kappa x^2)).
+Vals geluBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *x = n.tensorArg(1);
+  if (isTanhGelu(n, 2)) {
+    const double kBeta = kSqrt2 * k2_SqrtPi * 0.5;
+    Node *xsq = e.mul(x, x);
+    Node *inner = e.mul(e.add(x, e.mul(e.mul(xsq, x), kGeluKappa)), kBeta);
+    Node *t = e.call("aten.tanh.default", {inner});
+    Node *left = e.mul(x, 0.5);
+    Node *right = e.add(t, int64_t(1));
+    Node *leftD = e.mul(right, 0.5);
+    Node *rightD = oneMinus(e, e.mul(t, t));
+    Node *innerD = e.mul(e.add(e.mul(xsq, 3.0 * kGeluKappa), int64_t(1)), kBeta);
+    rightD = e.mul(e.mul(left, rightD), innerD);
+    return {e.mul(g, e.add(leftD, rightD))};
+  }
+  const double kBeta = k2_SqrtPi * kSqrt1_2 * 0.5;
+  Node *cdf = e.mul(e.add(e.call("aten.erf.default", {e.mul(x, kSqrt1_2)}), int64_t(1)), 0.5);
+  Node *pdf = e.mul(e.exp(e.mul(e.mul(x, x), -0.5)), kBeta);
+  return {e.mul(g, e.add(cdf, e.mul(x, pdf)))};
+}
+
+/// threshold_backward(grad, self, threshold) = where(self <= threshold, 0, grad).
+Vals thresholdBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0);
+  Node *le = e.call("aten.le.Scalar", {n.args[1], n.args[2]});
+  return {e.call("aten.where.self", {le, e.scalarTensor(int64_t(0), g->type().dtype), g})};
+}
+
+/// sigmoid_backward(grad, y) = grad * y * (1 - y); tanh_backward(grad, y) = grad * (1 - y^2).
+Vals sigmoidBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
+  return {e.mul(g, e.mul(y, oneMinus(e, y)))};
+}
+Vals tanhBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
+  return {e.mul(g, oneMinus(e, e.mul(y, y)))};
+}
+
+/// sum(x, dtype) -> sum.dim_IntList(x, [], False, dtype=dtype).
+Vals sumDefault(Emitter &e, Node &n) {
+  return {e.call("aten.sum.dim_IntList", {n.args[0], std::vector<int64_t>{}, false}, {{"dtype", n.args[1]}})};
+}
+
+/// mean(x, dtype) / mean.dim(x, dim, keepdim, dtype) -> sum.dim_IntList / count
+/// (torch/_refs mean: sum then true_divide by the number of reduced elements).
+Vals mean(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  bool isDim = n.target == "aten.mean.dim";
+  std::vector<int64_t> dims = isDim ? reducedDims(n, 1, (int64_t)s.size()) : std::vector<int64_t>{};
+  if (!isDim)
+    for (int64_t i = 0; i < (int64_t)s.size(); ++i) dims.push_back(i);
+  int64_t count = 1;
+  for (int64_t d : dims) count *= s[d];
+  bool keepdim = isDim && n.boolArg(2);
+  Arg dtype = n.args[isDim ? 3 : 1];
+  Node *sum = e.call("aten.sum.dim_IntList", {x, dims, keepdim}, {{"dtype", dtype}});
+  return {e.div(sum, (double)count)};
+}
+
+/// rsub.Scalar(x, other, alpha) = other - alpha * x.
+Vals rsubScalar(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  double alpha = n.scalarArg(2);
+  Node *ax = alpha == 1.0 ? e.neg(x) : e.mul(x, std::holds_alternative<int64_t>(n.args[2]) ? Arg(-n.intArg(2)) : Arg(-alpha));
+  return {e.add(ax, n.args[1])};
+}
+
+/// add/sub .Tensor/.Scalar with alpha != 1 -> op(x, other * alpha); alpha == 1 stays.
+Vals dropAlpha(Emitter &e, Node &n) {
+  size_t ai = n.args.size() - 1;
+  if (n.scalarArg(ai) == 1.0) return {};
+  std::string base = n.target.substr(0, n.target.rfind('.'));
+  Node *scaled = std::holds_alternative<Node *>(n.args[1])
+                     ? e.mul(n.args[1], n.args[ai])
+                     : nullptr;
+  if (!scaled) {
+    double v = n.scalarArg(1) * n.scalarArg(ai);
+    bool ints = !std::holds_alternative<double>(n.args[1]) && !std::holds_alternative<double>(n.args[ai]);
+    return {e.call(n.target, {n.args[0], ints ? Arg((int64_t)v) : Arg(v)})};
+  }
+  return {e.call(base + ".Tensor", {n.args[0], scaled})};
+}
+
+/// squeeze.dim(x, d) -> squeeze.dims(x, [d]); squeeze(x) -> squeeze.dims over the size-1 dims.
+Vals squeeze(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  std::vector<int64_t> dims;
+  if (n.target == "aten.squeeze.dim") {
+    dims.push_back(n.intArg(1));
+  } else {
+    for (int64_t i = 0; i < x->type().rank(); ++i)
+      if (x->type().shape[i] == 1) dims.push_back(i);
+  }
+  return {e.call("aten.squeeze.dims", {x, dims})};
+}
+
+/// alias(x) -> view(x, shape); lift_fresh_copy(x) -> clone(x).
+Vals aliasToView(Emitter &e, Node &n) { return {e.view(n.tensorArg(0), n.tensorArg(0)->type().shape)}; }
+Vals toClone(Emitter &e, Node &n) { return {e.call("aten.clone.default", {n.args[0]})}; }
+
+/// amin(x, dim, keepdim) = -amax(-x, dim, keepdim).
+Vals amin(Emitter &e, Node &n) {
+  return {e.neg(e.call("aten.amax.default", {e.neg(n.tensorArg(0)), n.args[1], n.args[2]}))};
+}
+
+/// log1p(x) = log(x + 1); expm1(x) = exp(x) - 1 (float64-exact enough for the
+/// reference; codegen has no dedicated kernels for them).
+Vals log1p(Emitter &e, Node &n) { return {e.call("aten.log.default", {e.add(n.args[0], int64_t(1))})}; }
+Vals expm1(Emitter &e, Node &n) { return {e.sub(e.exp(n.tensorArg(0)), int64_t(1))}; }
+
+/// leaky_relu(x, slope) = where(x > 0, x, x * slope).
+Vals leakyRelu(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  Node *gt = e.call("aten.gt.Scalar", {x, int64_t(0)});
+  return {e.call("aten.where.self", {gt, x, e.mul(x, n.args[1])})};
+}
+
+const std::vector<RuleEntry> &table() {
+  using namespace rules;
+  // clang-format off
+  static const std::vector<RuleEntry> t = {
+    {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form"},
+    {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form"},
+    {"aten._softmax.default",               softmax,            "exp(x - amax) / sum"},
+    {"aten._log_softmax.default",           logSoftmax,         "(x - amax) - log(sum(exp(x - amax)))"},
+    {"aten._softmax_backward_data.default", softmaxBackward,    "g y - y sum(g y)"},
+    {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},
+    {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results"},
+    {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
+    {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
+    {"aten.sigmoid_backward.default",       sigmoidBackward,    "grad y (1 - y)"},
+    {"aten.tanh_backward.default",          tanhBackward,       "grad (1 - y^2)"},
+    {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},
+    {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements"},
+    {"aten.sum.default",                    sumDefault,         "sum.dim_IntList over []"},
+    {"aten.t.default",                      transposeT,         "permute [1, 0]"},
+    {"aten.transpose.int",                  transposeInt,       "permute with two dims swapped"},
+    {"aten.silu.default",                   silu,               "x * sigmoid(x)"},
+    {"aten.rsub.Scalar",                    rsubScalar,         "other - alpha x"},
+    {"aten.add.Tensor",                     dropAlpha,          "alpha != 1: add(x, other * alpha)"},
+    {"aten.sub.Tensor",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)"},
+    {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)"},
+    {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)"},
+    {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]"},
+    {"aten.squeeze.default",                squeeze,            "squeeze.dims over the size-1 dims"},
+    {"aten.reshape.default",                toView,             "view"},
+    {"aten.alias.default",                  aliasToView,        "view to the same shape"},
+    {"aten.lift_fresh_copy.default",        toClone,            "clone"},
+    {"aten.square.default",                 square,             "pow.Tensor_Scalar(x, 2)"},
+    {"aten.clamp.default",                  clampLike,          "maximum/minimum with 0-d tensors"},
+    {"aten.clamp_min.default",              clampLike,          "maximum with a 0-d tensor"},
+    {"aten.hardtanh.default",               clampLike,          "maximum/minimum with 0-d tensors"},
+    {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor"},
+    {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor"},
+    {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)"},
+    {"aten.amin.default",                   amin,               "-amax(-x)"},
+    {"aten.log1p.default",                  log1p,              "log(x + 1)"},
+    {"aten.expm1.default",                  expm1,              "exp(x) - 1"},
+    {"aten.leaky_relu.default",             leakyRelu,          "where(x > 0, x, x * slope)"},
+  };
+  // clang-format on
+  return t;
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, std::string>> lowerTable() {
+  std::vector<std::pair<std::string, std::string>> r;
+  for (const RuleEntry &e : table()) r.push_back({e.target, e.summary});
+  return r;
+}
+
+const std::vector<std::string> &primitiveTargets() {
+  static const std::vector<std::string> prims = [] {
+    std::vector<std::string> v = {
+        // Pointwise.
+        "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
+        "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
+        "aten.neg.default", "aten.exp.default", "aten.log.default", "aten.tanh.default",
+        "aten.sigmoid.default", "aten.relu.default", "aten.sqrt.default", "aten.rsqrt.default",
+        "aten.erf.default", "aten.abs.default", "aten.pow.Tensor_Scalar", "aten.maximum.default",
+        "aten.minimum.default", "aten.where.self", "aten._to_copy.default", "aten.clone.default",
+        "aten.logical_not.default", "aten.sign.default", "aten.reciprocal.default",
+        // Reductions.
+        "aten.sum.dim_IntList", "aten.amax.default", "aten.argmax.default",
+        // Views.
+        "aten.view.default", "aten._unsafe_view.default", "aten.permute.default",
+        "aten.expand.default", "aten.unsqueeze.default", "aten.squeeze.dims",
+        "aten.slice.Tensor", "aten.select.int", "getitem",
+        // Matmuls.
+        "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
+        // Index ops (slice_scatter/select_scatter come from functionalize).
+        "aten.gather.default", "aten.scatter_add.default", "aten.index_select.default",
+        "aten.slice_scatter.default", "aten.select_scatter.default",
+        // Factories.
+        "aten.full.default", "aten.scalar_tensor.default", "aten.zeros_like.default",
+        "aten.ones_like.default", "aten.full_like.default"};
+    for (const char *c : {"eq", "ne", "lt", "le", "gt", "ge"})
+      for (const char *o : {"Scalar", "Tensor"}) v.push_back(std::string("aten.") + c + "." + o);
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return prims;
+}
+
+bool isPrimitive(const std::string &target) {
+  const auto &p = primitiveTargets();
+  return std::binary_search(p.begin(), p.end(), target);
+}
+
+void lower(Program &p) {
+  rewrite::applyRules(p.forward, table(), "lower");
+  for (auto &n : p.forward.nodes())
+    if (n->isCall() && !isPrimitive(n->target))
+      internalError("lower: node '" + n->name + "' (" + n->target +
+                    ") is not a primitive and has no lower rule");
+  p.stage = "lower";
+}
+
+} // namespace aotc

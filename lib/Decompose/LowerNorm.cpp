@@ -1,0 +1,137 @@
+//===- LowerNorm.cpp - Lower rules: softmax and layer-norm families ----------===//
+//
+// Rules of the lower table (Lower.cpp) for the normalizations, forward and
+// backward, written with amax/sum.dim_IntList/pointwise ops only. Formulas are
+// those of torch/_decomp/decompositions.py (_softmax, _log_softmax,
+// _softmax_backward_data, _log_softmax_backward_data, native_layer_norm via
+// _normalize, native_layer_norm_backward). All statistics keep their reduced
+// dims (keepdim=True) so they broadcast against the input.
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include <numeric>
+
+namespace aotc::rules {
+
+using namespace rewrite;
+
+/// _softmax(x, dim, half_to_float): e = exp(x - amax(x, dim)); e / sum(e, dim).
+Vals softmax(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t r = x->type().rank();
+  std::vector<int64_t> dim = {r == 0 ? 0 : wrapDimAt(n, n.intArg(1), r)};
+  if (r == 0) dim.clear();
+  Node *m = e.call("aten.amax.default", {x, dim, true});
+  Node *u = e.exp(e.sub(x, m));
+  return {e.div(u, e.sum(u, dim, true))};
+}
+
+/// _log_softmax(x, dim, half_to_float): s = x - amax(x, dim); s - log(sum(exp(s), dim)).
+Vals logSoftmax(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t r = x->type().rank();
+  std::vector<int64_t> dim = {r == 0 ? 0 : wrapDimAt(n, n.intArg(1), r)};
+  if (r == 0) dim.clear();
+  Node *m = e.call("aten.amax.default", {x, dim, true});
+  Node *s = e.sub(x, m);
+  Node *lse = e.call("aten.log.default", {e.sum(e.exp(s), dim, true)});
+  return {e.sub(s, lse)};
+}
+
+/// _softmax_backward_data(grad, out, dim, input_dtype):
+///   g*y - y * sum(g*y, dim).
+Vals softmaxBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
+  int64_t r = y->type().rank();
+  std::vector<int64_t> dim;
+  if (r > 0) dim = {wrapDimAt(n, n.intArg(2), r)};
+  Node *gy = e.mul(g, y);
+  Node *res = e.sub(gy, e.mul(y, e.sum(gy, dim, true)));
+  return {e.toDtype(res, n.types[0].dtype)};
+}
+
+/// _log_softmax_backward_data(grad, out, dim, input_dtype):
+///   g - exp(y) * sum(g, dim).
+Vals logSoftmaxBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
+  int64_t r = y->type().rank();
+  std::vector<int64_t> dim;
+  if (r > 0) dim = {wrapDimAt(n, n.intArg(2), r)};
+  Node *res = e.sub(g, e.mul(e.exp(y), e.sum(g, dim, true)));
+  return {e.toDtype(res, n.types[0].dtype)};
+}
+
+namespace {
+/// Axis split of a layer norm: the trailing `normalized.size()` dims are normalized.
+struct LnDims {
+  std::vector<int64_t> inner, outer;
+  int64_t count = 1; ///< Elements per normalized group (N).
+};
+LnDims lnDims(const Node &n, const Shape &in, const std::vector<int64_t> &normalized) {
+  int64_t rank = (int64_t)in.size(), k = (int64_t)normalized.size();
+  if (k > rank || !std::equal(normalized.begin(), normalized.end(), in.end() - k))
+    nodeError(n, "layer norm: normalized_shape " + shapeStr(normalized) +
+                     " does not match the trailing dims of the input " + shapeStr(in));
+  LnDims d;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < rank - k) {
+      d.outer.push_back(i);
+    } else {
+      d.inner.push_back(i);
+      d.count *= in[i];
+    }
+  }
+  return d;
+}
+} // namespace
+
+/// native_layer_norm(x, normalized_shape, w, b, eps) -> (out, mean, rstd):
+///   mean = sum(x)/N, var = sum((x-mean)^2)/N (biased), rstd = rsqrt(var + eps),
+///   out = (x - mean) * rstd [* w] [+ b]; mean and rstd keep the normalized dims as 1.
+Vals nativeLayerNorm(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  Node *w = n.isNoneArg(2) ? nullptr : n.tensorArg(2);
+  Node *b = n.isNoneArg(3) ? nullptr : n.tensorArg(3);
+  double eps = n.scalarArg(4);
+  LnDims d = lnDims(n, x->type().shape, n.intListArg(1));
+  double N = (double)d.count;
+  Node *mean = e.div(e.sum(x, d.inner, true), N);
+  Node *xc = e.sub(x, mean);
+  Node *var = e.div(e.sum(e.mul(xc, xc), d.inner, true), N);
+  Node *rstd = e.call("aten.rsqrt.default", {e.add(var, eps)});
+  Node *out = e.mul(xc, rstd);
+  if (w) out = e.mul(out, w);
+  if (b) out = e.add(out, b);
+  return {out, mean, rstd};
+}
+
+/// native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask):
+///   x_hat = (x - mean) * rstd; gx = g [* w];
+///   d_input  = rstd / N * (N*gx - sum(gx, inner) - x_hat * sum(gx * x_hat, inner));
+///   d_weight = sum(g * x_hat, outer); d_bias = sum(g, outer).
+Vals nativeLayerNormBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *x = n.tensorArg(1), *mean = n.tensorArg(3), *rstd = n.tensorArg(4);
+  Node *w = n.isNoneArg(5) ? nullptr : n.tensorArg(5);
+  Node *b = n.isNoneArg(6) ? nullptr : n.tensorArg(6);
+  const auto &mask = std::get<std::vector<bool>>(n.args[7]);
+  LnDims d = lnDims(n, x->type().shape, n.intListArg(2));
+  double N = (double)d.count;
+  Node *xhat = e.mul(e.sub(x, mean), rstd);
+  Vals r(3, nullptr);
+  if (mask.at(0)) {
+    Node *gx = w ? e.mul(g, w) : g;
+    Node *a = e.mul(gx, N);
+    Node *bsum = e.sum(gx, d.inner, true);
+    Node *c2 = e.sum(e.mul(gx, xhat), d.inner, true);
+    Node *inner = e.sub(e.sub(a, bsum), e.mul(xhat, c2));
+    r[0] = e.mul(e.div(rstd, N), inner);
+  }
+  if (mask.at(1) && w) {
+    Node *gw = e.mul(g, xhat);
+    r[1] = d.outer.empty() ? gw : e.sum(gw, d.outer, false);
+  }
+  if (mask.at(2) && b) r[2] = d.outer.empty() ? e.call("aten.clone.default", {g}) : e.sum(g, d.outer, false);
+  return r;
+}
+
+} // namespace aotc::rules

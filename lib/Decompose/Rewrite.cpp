@@ -1,0 +1,164 @@
+//===- Rewrite.cpp - Table-driven node rewriting (decompose, lower) ----------===//
+#include "Rewrite.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace aotc::rewrite {
+
+/// "aten.sum.dim_IntList" -> "sum".
+static std::string opBaseName(const std::string &target) {
+  if (target.rfind("aten.", 0) != 0) return target;
+  std::string rest = target.substr(5);
+  return rest.substr(0, rest.find('.'));
+}
+
+Node *Emitter::call(const std::string &target, const std::vector<Arg> &args,
+                    const KwArgs &kwargs) {
+  Node *n = buildCall(g_, g_.uniqueName(opBaseName(target)), target, args, kwargs, at_->loc, at_);
+  n->stackTrace = at_->stackTrace;
+  created_.insert(n);
+  order_.push_back(n);
+  return n;
+}
+
+Node *Emitter::sum(Node *x, std::vector<int64_t> dims, bool keepdim) {
+  return call("aten.sum.dim_IntList", {x, std::move(dims), keepdim});
+}
+
+Node *Emitter::scalarTensor(Arg v, DType dt) {
+  return call("aten.scalar_tensor.default", {std::move(v)}, {{"dtype", DTypeLit{dt}}});
+}
+
+Node *Emitter::toDtype(Node *x, DType dt) {
+  if (x->type().dtype == dt) return x;
+  return call("aten._to_copy.default", {x}, {{"dtype", DTypeLit{dt}}});
+}
+
+Node *Emitter::view(Node *x, const Shape &shape) {
+  return call("aten.view.default", {x, std::vector<int64_t>(shape)});
+}
+
+Node *Emitter::permute(Node *x, const std::vector<int64_t> &dims) {
+  return call("aten.permute.default", {x, dims});
+}
+
+static void checkType(const Node &orig, size_t i, const Node *v, const std::string &stage) {
+  AOTC_ASSERT(v->types.size() == 1, stage + ": the value replacing '" + orig.name + "' is a tuple");
+  const TensorType &want = orig.types[i], &got = v->types[0];
+  AOTC_ASSERT(want == got, stage + " rule for " + orig.target + " changed the type of '" +
+                               orig.name + "' result " + std::to_string(i) + " from " +
+                               want.str() + " to " + got.str());
+}
+
+/// Rewrites one node; returns false when the rule declined.
+static bool rewriteOne(Graph &g, Node *n, const RuleEntry &e, const std::string &stage) {
+  Emitter em(g, n);
+  std::vector<Node *> vals = e.rule(em, *n);
+  if (vals.empty()) {
+    AOTC_ASSERT(em.createdNodes().empty(), stage + " rule for " + n->target +
+                                               " declined after emitting nodes");
+    return false;
+  }
+  AOTC_ASSERT(vals.size() == n->types.size(),
+              stage + " rule for " + n->target + " returned " + std::to_string(vals.size()) +
+                  " values for " + std::to_string(n->types.size()) + " results");
+  std::set<const Node *> renamed;
+  auto take = [&](Node *from, Node *to) {
+    std::string name = from->name;
+    g.replaceAllUses(from, to);
+    g.erase(from);
+    if (em.created(to) && renamed.insert(to).second) g.rename(to, name);
+  };
+  if (n->types.size() == 1) {
+    checkType(*n, 0, vals[0], stage);
+    take(n, vals[0]);
+  } else {
+    std::vector<Node *> users = g.users()[n];
+    for (Node *u : users) {
+      AOTC_ASSERT(u->isGetitem(), "'" + u->name + "' reads the tuple '" + n->name +
+                                      "' without getitem");
+      int64_t i = u->intArg(1);
+      if (i < 0) i += (int64_t)vals.size();
+      AOTC_ASSERT(i >= 0 && i < (int64_t)vals.size(), "getitem index out of range");
+      if (!vals[i])
+        nodeError(*u, stage + ": result " + std::to_string(i) + " of '" + n->name +
+                          "' is read but not computed (output_mask/None)");
+      checkType(*n, (size_t)i, vals[i], stage);
+      take(u, vals[i]);
+    }
+    g.erase(n);
+  }
+  // Erase the nodes this rule created that nobody reads (e.g. unused tuple results).
+  const auto &made = em.createdNodes();
+  std::set<const Node *> outs;
+  for (Node *o : g.outputs()) outs.insert(o);
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    auto users = g.users();
+    if (users[*it].empty() && !outs.count(*it)) g.erase(*it);
+  }
+  return true;
+}
+
+int applyRules(Graph &g, const std::vector<RuleEntry> &table, const std::string &stage) {
+  std::map<std::string, const RuleEntry *> byTarget;
+  for (const RuleEntry &e : table) {
+    AOTC_ASSERT(!byTarget.count(e.target), stage + ": two rules for " + e.target);
+    byTarget[e.target] = &e;
+  }
+  int total = 0;
+  for (int iter = 0;; ++iter) {
+    AOTC_ASSERT(iter < 64, stage + " did not reach a fixed point");
+    std::vector<std::pair<Node *, const RuleEntry *>> todo;
+    for (auto &n : g.nodes()) {
+      if (!n->isCall()) continue;
+      auto it = byTarget.find(n->target);
+      if (it != byTarget.end()) todo.push_back({n.get(), it->second});
+    }
+    int fired = 0;
+    for (auto &[n, e] : todo) fired += rewriteOne(g, n, *e, stage);
+    total += fired;
+    if (!fired) break;
+  }
+  g.verify();
+  return total;
+}
+
+int64_t wrapDimAt(const Node &n, int64_t d, int64_t rank) {
+  auto w = wrapDim(d, rank);
+  if (!w)
+    nodeError(n, "dimension out of range (expected to be in range of [" +
+                     std::to_string(-std::max<int64_t>(rank, 1)) + ", " +
+                     std::to_string(std::max<int64_t>(rank, 1) - 1) + "], but got " +
+                     std::to_string(d) + ")");
+  return *w;
+}
+
+std::vector<int64_t> reducedDims(const Node &n, size_t argIndex, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (!n.isNoneArg(argIndex)) {
+    const Arg &a = n.args[argIndex];
+    if (auto *v = std::get_if<std::vector<int64_t>>(&a))
+      dims = *v;
+    else
+      dims = {n.intArg(argIndex)};
+  }
+  if (dims.empty()) {
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+    return dims;
+  }
+  for (int64_t &d : dims) d = rank == 0 ? 0 : wrapDimAt(n, d, rank);
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  if (rank == 0) dims.clear();
+  return dims;
+}
+
+std::optional<DType> dtypeArgOf(const Node &n, size_t i) {
+  if (i >= n.args.size()) return std::nullopt;
+  if (auto *d = std::get_if<DTypeLit>(&n.args[i])) return d->dtype;
+  return std::nullopt;
+}
+
+} // namespace aotc::rewrite

@@ -1,0 +1,92 @@
+//===- Rewrite.h - Table-driven node rewriting for decompose and lower -*- C++ -*-===//
+//
+// Internal to lib/Decompose. A *rule* replaces one call node by a few nodes
+// built with OpRegistry's buildCall; a *table* maps op targets to rules.
+// applyRules() runs a table to a fixed point over a graph:
+//  * new nodes are inserted right before the replaced node, named with
+//    Graph::uniqueName(<op name>) and carry the replaced node's loc and stack trace;
+//  * the value that replaces a result takes over the replaced node's name (for a
+//    multi-result op, the name of the getitem that read that result);
+//  * every replacement value must have exactly the replaced result's type
+//    (internal error otherwise), so rules cannot silently change semantics;
+//  * nodes a rule created but nobody reads are erased.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+#include "aotc/OpRegistry.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace aotc::rewrite {
+
+using KwArgs = std::vector<std::pair<std::string, Arg>>;
+
+/// Builds nodes in place of one node (`at`).
+class Emitter {
+public:
+  Emitter(Graph &g, Node *at) : g_(g), at_(at) {}
+
+  /// Emits `target(args, kwargs)` before the replaced node (defaults filled,
+  /// types inferred by the registry).
+  Node *call(const std::string &target, const std::vector<Arg> &args, const KwArgs &kwargs = {});
+
+  // Shorthands (all emit one node; scalars are Python numbers, i.e. wrapped scalars).
+  Node *add(Arg a, Arg b) { return call("aten.add.Tensor", {a, b}); }
+  Node *sub(Arg a, Arg b) { return call("aten.sub.Tensor", {a, b}); }
+  Node *mul(Arg a, Arg b) { return call("aten.mul.Tensor", {a, b}); }
+  Node *div(Arg a, Arg b) { return call("aten.div.Tensor", {a, b}); }
+  Node *neg(Node *a) { return call("aten.neg.default", {a}); }
+  Node *exp(Node *a) { return call("aten.exp.default", {a}); }
+  /// sum.dim_IntList(x, dims, keepdim); dims = {} reduces every dim.
+  Node *sum(Node *x, std::vector<int64_t> dims, bool keepdim);
+  /// A 0-d tensor holding `v` with dtype `dt` (scalar_tensor).
+  Node *scalarTensor(Arg v, DType dt);
+  /// _to_copy(x, dtype=dt), or x itself when it already has dtype `dt`.
+  Node *toDtype(Node *x, DType dt);
+  /// view(x, shape).
+  Node *view(Node *x, const Shape &shape);
+  /// permute(x, dims).
+  Node *permute(Node *x, const std::vector<int64_t> &dims);
+
+  Graph &graph() { return g_; }
+  Node &node() { return *at_; }
+  bool created(const Node *n) const { return created_.count(n) != 0; }
+  const std::vector<Node *> &createdNodes() const { return order_; }
+
+private:
+  Graph &g_;
+  Node *at_;
+  std::unordered_set<const Node *> created_;
+  std::vector<Node *> order_;
+};
+
+/// A rule returns the value of each result of the node (one entry for a
+/// single-result op; nullptr for a result it does not compute), or an empty
+/// vector to leave the node unchanged.
+using Rule = std::function<std::vector<Node *>(Emitter &, Node &)>;
+
+struct RuleEntry {
+  std::string target; ///< "aten.linear.default"
+  Rule rule;
+  std::string summary; ///< One line for docs and --help-style listings.
+};
+
+/// Applies `table` until no rule fires. `stage` names the stage in diagnostics.
+/// Returns the number of rewrites.
+int applyRules(Graph &g, const std::vector<RuleEntry> &table, const std::string &stage);
+
+//===-- Helpers shared by the rule files -------------------------------------===//
+
+/// Dim `d` of a tensor of rank `rank`, wrapped (nodeError at `n` when out of range).
+int64_t wrapDimAt(const Node &n, int64_t d, int64_t rank);
+/// The dims reduced by an `int[1]? dim` argument (None or [] -> every dim), wrapped and sorted.
+std::vector<int64_t> reducedDims(const Node &n, size_t argIndex, int64_t rank);
+/// Optional `ScalarType? dtype` argument.
+std::optional<DType> dtypeArgOf(const Node &n, size_t i);
+
+} // namespace aotc::rewrite

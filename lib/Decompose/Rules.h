@@ -1,0 +1,35 @@
+//===- Rules.h - Rule functions shared between the rule files ---*- C++ -*-===//
+//
+// Internal to lib/Decompose. Decompose.cpp and Lower.cpp hold the tables;
+// rules used by both tables, or defined in another file (LowerNorm.cpp: the
+// softmax and layer-norm families, forward and backward), are declared here.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "Rewrite.h"
+
+namespace aotc::rules {
+
+using Vals = std::vector<Node *>;
+
+// Decompose.cpp (also used by lower: autodiff formulas may emit them).
+Vals transposeT(rewrite::Emitter &e, Node &n);
+Vals transposeInt(rewrite::Emitter &e, Node &n);
+Vals silu(rewrite::Emitter &e, Node &n);
+Vals toView(rewrite::Emitter &e, Node &n);
+/// clamp(x, min, max) / hardtanh(x, min_val, max_val): min at arg 1, max at arg 2.
+Vals clampLike(rewrite::Emitter &e, Node &n);
+/// where.ScalarOther / where.ScalarSelf / masked_fill.Scalar -> where.self.
+Vals whereScalar(rewrite::Emitter &e, Node &n);
+/// square(x) -> pow.Tensor_Scalar(x, 2).
+Vals square(rewrite::Emitter &e, Node &n);
+
+// LowerNorm.cpp.
+Vals softmax(rewrite::Emitter &e, Node &n);
+Vals logSoftmax(rewrite::Emitter &e, Node &n);
+Vals softmaxBackward(rewrite::Emitter &e, Node &n);
+Vals logSoftmaxBackward(rewrite::Emitter &e, Node &n);
+Vals nativeLayerNorm(rewrite::Emitter &e, Node &n);
+Vals nativeLayerNormBackward(rewrite::Emitter &e, Node &n);
+
+} // namespace aotc::rules
