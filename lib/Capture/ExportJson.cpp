@@ -1,0 +1,678 @@
+//===- ExportJson.cpp - ExportedProgram JSON -> Program ---------------------===//
+//
+// Reads the JSON that torch.export.save writes to models/model.json
+// (torch/_export/serde/serialize.py, schema.py SCHEMA_VERSION 8.x):
+//   graph_module.graph.{inputs, outputs, nodes, tensor_values}
+//   graph_module.signature.{input_specs, output_specs}
+//   schema_version, verifiers
+// Unions are objects with exactly one key ({"as_tensor": {"name": "x"}}); enums
+// are integers; floats may be the strings "Infinity"/"-Infinity"/"NaN".
+// Node inputs are NamedArguments with schema argument names, defaults omitted
+// (buildCall fills them). Tuple results are named after their getitem users
+// (unused ones `<node>_unused_<i>`); aotc re-creates the getitem nodes.
+//===----------------------------------------------------------------------===//
+#include "aotc/Capture.h"
+#include "aotc/OpRegistry.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace aotc {
+namespace {
+
+using json = nlohmann::json;
+
+/// ScalarType enum of schema.py -> aotc dtype.
+std::optional<DType> dtypeFromEnum(int64_t v) {
+  switch (v) {
+  case 5: return DType::I64;
+  case 7: return DType::F32;
+  case 8: return DType::F64;
+  case 12: return DType::Bool;
+  default: return std::nullopt;
+  }
+}
+
+const char *scalarTypeName(int64_t v) {
+  static const std::map<int64_t, const char *> names = {
+      {0, "unknown"},       {1, "uint8"},         {2, "int8"},          {3, "int16"},
+      {4, "int32"},         {5, "int64"},         {6, "float16"},       {7, "float32"},
+      {8, "float64"},       {9, "complex32"},     {10, "complex64"},    {11, "complex128"},
+      {12, "bool"},         {13, "bfloat16"},     {28, "uint16"},       {29, "float8_e4m3fn"},
+      {30, "float8_e5m2"},  {31, "float8_e4m3fnuz"}, {32, "float8_e5m2fnuz"}};
+  auto it = names.find(v);
+  return it == names.end() ? "unknown" : it->second;
+}
+
+class Reader {
+public:
+  Reader(const json &j, std::string where) : j_(j), where_(std::move(where)), loc_{where_} {}
+  Program run();
+
+private:
+  [[noreturn]] void fail(const std::string &msg) const { userError(loc_, msg); }
+  /// Errors about a JSON node before its aotc Node exists, in formatNodeDiag's shape.
+  [[noreturn]] void failNode(const json &jn, const std::string &msg) const;
+
+  const json &field(const json &obj, const char *key, const std::string &ctx) const;
+  /// A union object: exactly one key. Returns (key, value).
+  std::pair<std::string, const json *> unionOf(const json &u, const std::string &ctx) const;
+  std::string tensorName(const json &arg, const std::string &ctx) const; ///< {"name": ...}
+  TensorType metaType(const std::string &name) const;
+  double jsonFloat(const json &v, const std::string &ctx) const;
+  int64_t jsonInt(const json &v, const std::string &ctx) const;
+
+  Arg convertArg(const json &arg, const SchemaArg *sa, const json &jn, const std::string &target);
+  Node *ref(const std::string &name, const json &jn);
+  std::string jsonNodeName(const json &jn) const;
+  std::vector<std::string> refsOf(const json &arg) const;
+
+  void readInputs(const json &graph, const json &sig);
+  void readNodes(const json &graph);
+  void buildNode(const json &jn);
+  void readOutputs(const json &graph, const json &sig);
+
+  const json &j_;
+  std::string where_;
+  SourceLoc loc_;
+  Program p_;
+  const json *tensorValues_ = nullptr;
+  std::map<std::string, Node *> values_; ///< JSON value name -> node.
+  std::set<std::string> reserved_;       ///< Every name the JSON defines.
+  std::set<std::string> referenced_;     ///< Every name some node or output reads.
+};
+
+void Reader::failNode(const json &jn, const std::string &msg) const {
+  std::string s = "node '" + jsonNodeName(jn) + "'";
+  if (jn.is_object() && jn.contains("target") && jn["target"].is_string())
+    s += " (" + canonicalTarget(jn["target"].get<std::string>()) + ")";
+  s += ": " + msg;
+  if (jn.is_object() && jn.contains("metadata") && jn["metadata"].is_object() &&
+      jn["metadata"].contains("stack_trace") && jn["metadata"]["stack_trace"].is_string())
+    s += "\n  stack_trace: " + jn["metadata"]["stack_trace"].get<std::string>();
+  fail(s);
+}
+
+const json &Reader::field(const json &obj, const char *key, const std::string &ctx) const {
+  if (!obj.is_object()) fail(ctx + ": expected a JSON object");
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(ctx + ": missing field '" + key + "'");
+  return *it;
+}
+
+std::pair<std::string, const json *> Reader::unionOf(const json &u, const std::string &ctx) const {
+  if (!u.is_object() || u.size() != 1) fail(ctx + ": expected a union object with exactly one key");
+  return {u.begin().key(), &u.begin().value()};
+}
+
+std::string Reader::tensorName(const json &arg, const std::string &ctx) const {
+  const json &n = field(arg, "name", ctx);
+  if (!n.is_string()) fail(ctx + ": 'name' must be a string");
+  return n.get<std::string>();
+}
+
+double Reader::jsonFloat(const json &v, const std::string &ctx) const {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s == "Infinity" || s == "inf") return INFINITY;
+    if (s == "-Infinity" || s == "-inf") return -INFINITY;
+    if (s == "NaN" || s == "nan") return NAN;
+  }
+  fail(ctx + ": expected a float");
+}
+
+int64_t Reader::jsonInt(const json &v, const std::string &ctx) const {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  fail(ctx + ": expected an integer");
+}
+
+std::string Reader::jsonNodeName(const json &jn) const {
+  if (!jn.is_object()) return "?";
+  if (jn.contains("name") && jn["name"].is_string()) return jn["name"].get<std::string>();
+  if (jn.contains("outputs") && jn["outputs"].is_array() && !jn["outputs"].empty()) {
+    const json &o = jn["outputs"][0];
+    if (o.is_object() && o.size() == 1) {
+      const json &v = o.begin().value();
+      if (v.is_object() && v.contains("name") && v["name"].is_string()) return v["name"].get<std::string>();
+      if (v.is_array() && !v.empty() && v[0].is_object() && v[0].contains("name") && v[0]["name"].is_string())
+        return v[0]["name"].get<std::string>();
+    }
+  }
+  return "?";
+}
+
+/// tensor_values[name] -> TensorType (static shapes, supported dtypes only).
+TensorType Reader::metaType(const std::string &name) const {
+  std::string ctx = "tensor_values['" + name + "']";
+  auto it = tensorValues_->find(name);
+  if (it == tensorValues_->end()) fail("no tensor_values entry for '" + name + "'");
+  const json &m = *it;
+  int64_t dt = jsonInt(field(m, "dtype", ctx), ctx + ".dtype");
+  auto d = dtypeFromEnum(dt);
+  if (!d)
+    fail("tensor '" + name + "': unsupported dtype " + scalarTypeName(dt) + " (ScalarType " +
+         std::to_string(dt) + "; aotc supports float32, float64, int64, bool)");
+  TensorType t;
+  t.dtype = *d;
+  const json &sizes = field(m, "sizes", ctx);
+  if (!sizes.is_array()) fail(ctx + ".sizes: expected a list");
+  for (const json &s : sizes) {
+    auto [k, v] = unionOf(s, ctx + ".sizes");
+    if (k == "as_expr") {
+      std::string e = v->is_object() && v->contains("expr_str") && (*v)["expr_str"].is_string()
+                          ? (*v)["expr_str"].get<std::string>() : "?";
+      fail("tensor '" + name + "': symbolic size '" + e + "': dynamic shapes not supported yet");
+    }
+    if (k != "as_int") fail(ctx + ".sizes: unexpected '" + k + "'");
+    int64_t n = jsonInt(*v, ctx + ".sizes");
+    if (n < 0) fail(ctx + ".sizes: negative size");
+    t.shape.push_back(n);
+  }
+  if (m.contains("layout") && m["layout"].is_number_integer() && m["layout"].get<int64_t>() != 7 &&
+      m["layout"].get<int64_t>() != 0)
+    fail("tensor '" + name + "': non-strided (sparse/mkldnn) layout is not supported");
+  return t;
+}
+
+/// Every tensor/sym name an Argument reads.
+std::vector<std::string> Reader::refsOf(const json &arg) const {
+  std::vector<std::string> r;
+  if (!arg.is_object() || arg.size() != 1) return r;
+  const std::string &k = arg.begin().key();
+  const json &v = arg.begin().value();
+  auto nameOf = [&](const json &x) {
+    if (x.is_object() && x.contains("name") && x["name"].is_string()) r.push_back(x["name"].get<std::string>());
+  };
+  if (k == "as_tensor") nameOf(v);
+  else if (k == "as_tensors" && v.is_array())
+    for (const json &x : v) nameOf(x);
+  else if ((k == "as_optional_tensors") && v.is_array()) {
+    for (const json &x : v)
+      if (x.is_object() && x.contains("as_tensor")) nameOf(x["as_tensor"]);
+  } else if (k == "as_optional_tensor" && v.is_object() && v.contains("as_tensor"))
+    nameOf(v["as_tensor"]);
+  return r;
+}
+
+Node *Reader::ref(const std::string &name, const json &jn) {
+  auto it = values_.find(name);
+  if (it == values_.end()) failNode(jn, "reads '" + name + "', which no input or node defines (dangling reference)");
+  return it->second;
+}
+
+/// Converts one Argument union to the Arg the schema type asks for.
+Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, const std::string &target) {
+  std::string argName = sa ? sa->name : "?";
+  auto [k, vp] = unionOf(arg, "argument '" + argName + "'");
+  const json &v = *vp;
+  std::string ctx = "argument '" + argName + "'";
+  std::string ty = sa ? sa->type : "";
+  auto ints = [&](const json &list) {
+    if (!list.is_array()) failNode(jn, ctx + ": expected a list");
+    std::vector<int64_t> r;
+    for (const json &x : list) {
+      if (x.is_object()) { // as_sym_ints entries
+        auto [kk, xv] = unionOf(x, ctx);
+        if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + xv->dump() + "': dynamic shapes not supported yet");
+        if (kk != "as_int") failNode(jn, ctx + ": unexpected '" + kk + "'");
+        r.push_back(jsonInt(*xv, ctx));
+      } else {
+        r.push_back(jsonInt(x, ctx));
+      }
+    }
+    return r;
+  };
+  if (k == "as_none") return std::monostate{};
+  if (k == "as_tensor") return ref(tensorName(v, ctx), jn);
+  if (k == "as_tensors" || k == "as_optional_tensors") {
+    if (!v.is_array()) failNode(jn, ctx + ": expected a list");
+    std::vector<Node *> r;
+    for (const json &x : v) {
+      if (k == "as_tensors") {
+        r.push_back(ref(tensorName(x, ctx), jn));
+      } else {
+        auto [kk, xv] = unionOf(x, ctx);
+        if (kk == "as_none") r.push_back(nullptr);
+        else if (kk == "as_tensor") r.push_back(ref(tensorName(*xv, ctx), jn));
+        else failNode(jn, ctx + ": unexpected '" + kk + "'");
+      }
+    }
+    return r;
+  }
+  if (k == "as_optional_tensor") {
+    auto [kk, xv] = unionOf(v, ctx);
+    if (kk == "as_none") return std::monostate{};
+    if (kk == "as_tensor") return ref(tensorName(*xv, ctx), jn);
+    failNode(jn, ctx + ": unexpected '" + kk + "'");
+  }
+  if (k == "as_int" || k == "as_sym_int") {
+    int64_t n;
+    if (k == "as_sym_int") {
+      auto [kk, xv] = unionOf(v, ctx);
+      if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + xv->dump() + "': dynamic shapes not supported yet");
+      n = jsonInt(*xv, ctx);
+    } else {
+      n = jsonInt(v, ctx);
+    }
+    if (ty == "float") return (double)n;
+    if (ty == "bool") failNode(jn, ctx + ": expected a bool, got an int");
+    return n;
+  }
+  if (k == "as_ints" || k == "as_sym_ints") {
+    std::vector<int64_t> r = ints(v);
+    if (ty == "Tensor[]" || ty == "Tensor?[]") {
+      if (!r.empty()) failNode(jn, ctx + ": expected a list of tensors");
+      return std::vector<Node *>{};
+    }
+    if (ty == "float[]") return std::vector<double>(r.begin(), r.end());
+    return r;
+  }
+  if (k == "as_float" || k == "as_sym_float") {
+    if (k == "as_sym_float") {
+      auto [kk, xv] = unionOf(v, ctx);
+      if (kk == "as_name") failNode(jn, ctx + ": symbolic float: dynamic shapes not supported yet");
+      return jsonFloat(*xv, ctx);
+    }
+    double d = jsonFloat(v, ctx);
+    if (ty == "int" || ty == "SymInt") failNode(jn, ctx + ": expected an int, got a float");
+    return d;
+  }
+  if (k == "as_floats") {
+    if (!v.is_array()) failNode(jn, ctx + ": expected a list");
+    std::vector<double> r;
+    for (const json &x : v) r.push_back(jsonFloat(x, ctx));
+    if (r.empty() && (ty == "int[]" || ty == "SymInt[]")) return std::vector<int64_t>{};
+    return r;
+  }
+  if (k == "as_bool" || k == "as_sym_bool") {
+    if (k == "as_sym_bool") {
+      auto [kk, xv] = unionOf(v, ctx);
+      if (kk == "as_name") failNode(jn, ctx + ": symbolic bool: dynamic shapes not supported yet");
+      if (!xv->is_boolean()) failNode(jn, ctx + ": expected a bool");
+      return xv->get<bool>();
+    }
+    if (!v.is_boolean()) failNode(jn, ctx + ": expected a bool");
+    return v.get<bool>();
+  }
+  if (k == "as_bools") {
+    if (!v.is_array()) failNode(jn, ctx + ": expected a list");
+    std::vector<bool> r;
+    for (const json &x : v) {
+      if (!x.is_boolean()) failNode(jn, ctx + ": expected a list of bools");
+      r.push_back(x.get<bool>());
+    }
+    return r;
+  }
+  if (k == "as_string") {
+    if (!v.is_string()) failNode(jn, ctx + ": expected a string");
+    return v.get<std::string>();
+  }
+  if (k == "as_scalar_type") {
+    int64_t e = jsonInt(v, ctx);
+    auto d = dtypeFromEnum(e);
+    if (!d)
+      failNode(jn, ctx + ": unsupported dtype " + scalarTypeName(e) + " (ScalarType " + std::to_string(e) +
+                       "; aotc supports float32, float64, int64, bool)");
+    return DTypeLit{*d};
+  }
+  if (k == "as_memory_format") {
+    static const std::map<int64_t, const char *> mf = {{1, "torch.contiguous_format"}, {2, "torch.channels_last"},
+                                                       {3, "torch.channels_last_3d"}, {4, "torch.preserve_format"}};
+    auto it = mf.find(jsonInt(v, ctx));
+    if (it == mf.end()) failNode(jn, ctx + ": unknown memory format");
+    return EnumLit{it->second};
+  }
+  if (k == "as_layout") {
+    int64_t e = jsonInt(v, ctx);
+    if (e != 7) failNode(jn, ctx + ": only torch.strided layout is supported");
+    return EnumLit{"torch.strided"};
+  }
+  if (k == "as_device") {
+    const json &t = field(v, "type", ctx);
+    if (!t.is_string()) failNode(jn, ctx + ": device type must be a string");
+    std::string s = "device(type='" + t.get<std::string>() + "'";
+    if (v.contains("index") && v["index"].is_number_integer()) s += ", index=" + std::to_string(v["index"].get<int64_t>());
+    return EnumLit{s + ")"};
+  }
+  failNode(jn, ctx + " of " + target + ": unsupported argument kind '" + k + "'");
+}
+
+void Reader::readInputs(const json &graph, const json &sig) {
+  const json &inputs = field(graph, "inputs", "graph");
+  const json &specs = field(sig, "input_specs", "signature");
+  if (!inputs.is_array() || !specs.is_array()) fail("graph.inputs and signature.input_specs must be lists");
+  if (inputs.size() != specs.size())
+    fail("graph.inputs has " + std::to_string(inputs.size()) + " entries but signature.input_specs has " +
+         std::to_string(specs.size()));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string ctx = "input_specs[" + std::to_string(i) + "]";
+    auto [kind, spec] = unionOf(specs[i], ctx);
+    auto [ik, iv] = unionOf(inputs[i], "graph.inputs[" + std::to_string(i) + "]");
+    if (ik == "as_sym_int" || ik == "as_sym_float" || ik == "as_sym_bool")
+      fail(ctx + ": symbolic input: dynamic shapes not supported yet");
+    if (ik != "as_tensor")
+      fail(ctx + ": non-tensor graph input ('" + ik + "') is not supported");
+    std::string name = tensorName(*iv, ctx);
+    InputRole role = InputRole::UserInput;
+    std::string fqn;
+    if (kind == "user_input") {
+      const json &arg = field(*spec, "arg", ctx);
+      auto [ak, av] = unionOf(arg, ctx + ".arg");
+      if (ak != "as_tensor") fail(ctx + ": non-tensor user input ('" + ak + "') is not supported");
+      if (tensorName(*av, ctx) != name) fail(ctx + ": names '" + tensorName(*av, ctx) + "' but graph.inputs has '" + name + "'");
+    } else if (kind == "parameter" || kind == "buffer") {
+      if (tensorName(field(*spec, "arg", ctx), ctx) != name)
+        fail(ctx + ": argument name does not match graph.inputs ('" + name + "')");
+      const json &f = field(*spec, kind == "parameter" ? "parameter_name" : "buffer_name", ctx);
+      if (!f.is_string()) fail(ctx + ": the FQN must be a string");
+      fqn = f.get<std::string>();
+      role = kind == "parameter" ? InputRole::Parameter : InputRole::Buffer;
+    } else if (kind == "tensor_constant") {
+      fail(ctx + ": lifted tensor constant '" + name + "' is not supported (make it a buffer or an input)");
+    } else if (kind == "custom_obj" || kind == "token" || kind == "constant_input") {
+      fail(ctx + ": input kind '" + kind + "' is not supported");
+    } else {
+      fail(ctx + ": unknown input kind '" + kind + "'");
+    }
+    if (values_.count(name)) fail("duplicate name '" + name + "' in graph.inputs");
+    Node *ph = p_.forward.addPlaceholder(name, metaType(name), role);
+    ph->fqn = fqn;
+    ph->requiresGrad = role == InputRole::Parameter;
+    ph->loc = loc_;
+    values_[name] = ph;
+    reserved_.insert(name);
+  }
+}
+
+void Reader::readNodes(const json &graph) {
+  const json &nodes = field(graph, "nodes", "graph");
+  if (!nodes.is_array()) fail("graph.nodes must be a list");
+  // 1. Who defines what (duplicates are errors).
+  std::map<std::string, size_t> producer;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const json &jn = nodes[k];
+    if (!jn.is_object()) fail("graph.nodes[" + std::to_string(k) + "]: expected an object");
+    const json &outs = field(jn, "outputs", "graph.nodes[" + std::to_string(k) + "]");
+    if (!outs.is_array()) failNode(jn, "'outputs' must be a list");
+    for (const json &o : outs) {
+      std::vector<std::string> names = refsOf(o);
+      if (o.is_object() && o.size() == 1 && o.begin().key() == "as_sym_int")
+        failNode(jn, "symbolic integer result: dynamic shapes not supported yet");
+      for (const std::string &n : names) {
+        if (reserved_.count(n)) failNode(jn, "duplicate name '" + n + "'");
+        reserved_.insert(n);
+        producer[n] = k;
+      }
+    }
+    if (jn.contains("name") && jn["name"].is_string()) {
+      std::string n = jn["name"].get<std::string>();
+      bool isOwnOutput = producer.count(n) && producer[n] == k;
+      if (!isOwnOutput) {
+        if (reserved_.count(n)) failNode(jn, "duplicate name '" + n + "'");
+        reserved_.insert(n);
+      }
+    }
+  }
+  // 2. Dependencies; dangling references are reported here.
+  std::vector<std::vector<size_t>> users(nodes.size());
+  std::vector<int> pending(nodes.size(), 0);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const json &ins = field(nodes[k], "inputs", "graph.nodes[" + std::to_string(k) + "]");
+    if (!ins.is_array()) failNode(nodes[k], "'inputs' must be a list");
+    std::set<size_t> deps;
+    for (const json &na : ins) {
+      if (!na.is_object() || !na.contains("arg")) failNode(nodes[k], "malformed input (expected {name, arg, kind})");
+      for (const std::string &n : refsOf(na["arg"])) {
+        referenced_.insert(n);
+        if (values_.count(n)) continue; // a graph input
+        auto it = producer.find(n);
+        if (it == producer.end())
+          failNode(nodes[k], "reads '" + n + "', which no input or node defines (dangling reference)");
+        deps.insert(it->second);
+      }
+    }
+    for (size_t d : deps) {
+      if (d == k) failNode(nodes[k], "reads its own output (cycle)");
+      users[d].push_back(k);
+      ++pending[k];
+    }
+  }
+  // 3. Topological order, stable (lowest index first); leftovers form a cycle.
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (!pending[k]) ready.push(k);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (size_t u : users[k])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != nodes.size()) {
+    // Walk predecessors among the blocked nodes until one repeats.
+    std::vector<std::vector<size_t>> preds(nodes.size());
+    for (size_t k = 0; k < nodes.size(); ++k)
+      for (size_t u : users[k]) preds[u].push_back(k);
+    size_t cur = 0;
+    while (!pending[cur]) ++cur;
+    std::vector<size_t> path;
+    std::map<size_t, size_t> seenAt;
+    while (!seenAt.count(cur)) {
+      seenAt[cur] = path.size();
+      path.push_back(cur);
+      for (size_t p : preds[cur])
+        if (pending[p]) { cur = p; break; }
+    }
+    std::string cyc;
+    for (size_t i = seenAt[cur]; i < path.size(); ++i) cyc = "'" + jsonNodeName(nodes[path[i]]) + "' -> " + cyc;
+    cyc += "'" + jsonNodeName(nodes[cur]) + "'";
+    failNode(nodes[cur], "the graph has a cycle: " + cyc);
+  }
+  for (size_t k : order) buildNode(nodes[k]);
+}
+
+void Reader::buildNode(const json &jn) {
+  const json &tj = field(jn, "target", "node");
+  if (!tj.is_string()) failNode(jn, "'target' must be a string");
+  std::string raw = tj.get<std::string>();
+  if (raw.rfind("torch.ops.higher_order.", 0) == 0) failNode(jn, "higher-order op '" + raw + "' is not supported");
+  if (raw.rfind("torch.ops.", 0) != 0) {
+    if (raw.rfind("_operator.", 0) == 0 || raw.rfind("torch.sym_", 0) == 0 || raw.rfind("math.", 0) == 0)
+      failNode(jn, "symbolic-shape op '" + raw + "': dynamic shapes not supported yet");
+    failNode(jn, "unknown op '" + raw + "'");
+  }
+  std::string target = canonicalTarget(raw);
+  const OpDef *def = OpRegistry::get().lookup(target);
+  if (!def) failNode(jn, "unknown op '" + raw + "'");
+  const auto &sargs = def->schema.args;
+  std::string stack;
+  if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("stack_trace") &&
+      jn["metadata"]["stack_trace"].is_string())
+    stack = jn["metadata"]["stack_trace"].get<std::string>();
+
+  std::vector<Arg> pos;
+  std::vector<std::pair<std::string, Arg>> kwargs;
+  std::set<std::string> seen;
+  for (const json &na : jn["inputs"]) {
+    std::string an = na.contains("name") && na["name"].is_string() ? na["name"].get<std::string>() : "";
+    if (an.empty()) {
+      if (!kwargs.empty()) failNode(jn, "positional argument after named ones");
+      const SchemaArg *sa = pos.size() < sargs.size() ? &sargs[pos.size()] : nullptr;
+      pos.push_back(convertArg(na["arg"], sa, jn, target));
+      continue;
+    }
+    const SchemaArg *sa = nullptr;
+    for (const auto &s : sargs)
+      if (s.name == an) sa = &s;
+    if (!sa) failNode(jn, "op '" + target + "' has no argument named '" + an + "'");
+    if (!seen.insert(an).second) failNode(jn, "argument '" + an + "' given twice");
+    kwargs.push_back({an, convertArg(na["arg"], sa, jn, target)});
+  }
+  if (pos.size() > sargs.size())
+    failNode(jn, "expects at most " + std::to_string(sargs.size()) + " arguments, got " + std::to_string(pos.size()));
+
+  // Result names.
+  const json &outs = jn["outputs"];
+  bool single = def->schema.numReturns == 1 && outs.size() == 1 && outs[0].is_object() &&
+                outs[0].size() == 1 && outs[0].begin().key() == "as_tensor";
+  std::string nodeName;
+  if (single) {
+    nodeName = tensorName(outs[0]["as_tensor"], "outputs[0]");
+  } else if (jn.contains("name") && jn["name"].is_string()) {
+    nodeName = jn["name"].get<std::string>();
+  } else {
+    nodeName = def->schema.name;
+    for (int i = 1; reserved_.count(nodeName) || p_.forward.find(nodeName); ++i)
+      nodeName = def->schema.name + "_" + std::to_string(i);
+    reserved_.insert(nodeName);
+  }
+  Node *n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+  n->loc = loc_;
+  n->stackTrace = stack;
+  auto check = [&](Node *node, const std::string &name, const TensorType &inferred) {
+    if (!tensorValues_->contains(name)) return;
+    TensorType meta = metaType(name);
+    if (meta != inferred)
+      nodeError(*node, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " + inferred.str());
+  };
+  if (single) {
+    if (n->types.size() != 1) nodeError(*n, "expected one result, the op has " + std::to_string(n->types.size()));
+    check(n, nodeName, n->types[0]);
+    values_[nodeName] = n;
+    return;
+  }
+  // Tuple (or list) results: one getitem per used output, named as the output.
+  std::vector<std::pair<size_t, std::string>> items; // (result index, name)
+  if (outs.size() == 1 && outs[0].is_object() && outs[0].contains("as_tensors")) {
+    size_t i = 0;
+    for (const json &t : outs[0]["as_tensors"]) items.push_back({i++, tensorName(t, "outputs")});
+  } else {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto [k, v] = unionOf(outs[i], "outputs[" + std::to_string(i) + "]");
+      if (k == "as_none") continue;
+      if (k != "as_tensor") failNode(jn, "unsupported result kind '" + k + "'");
+      items.push_back({i, tensorName(*v, "outputs")});
+    }
+  }
+  for (auto &[i, name] : items) {
+    if (i >= n->types.size())
+      nodeError(*n, "the export lists result " + std::to_string(i) + " but the op has " +
+                        std::to_string(n->types.size()) + " results");
+    check(n, name, n->types[i]);
+    if (!referenced_.count(name)) continue; // e.g. `<node>_unused_<i>`: nothing reads it
+    Node *gi = buildCall(p_.forward, name, "getitem", {Arg(n), Arg((int64_t)i)}, {}, loc_);
+    gi->loc = loc_;
+    gi->stackTrace = stack;
+    values_[name] = gi;
+  }
+}
+
+void Reader::readOutputs(const json &graph, const json &sig) {
+  const json &outs = field(graph, "outputs", "graph");
+  if (!outs.is_array()) fail("graph.outputs must be a list");
+  const json *specs = sig.contains("output_specs") ? &sig["output_specs"] : nullptr;
+  if (specs && (!specs->is_array() || specs->size() != outs.size()))
+    fail("signature.output_specs does not match graph.outputs");
+  std::vector<Node *> result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string ctx = "graph.outputs[" + std::to_string(i) + "]";
+    auto [k, v] = unionOf(outs[i], ctx);
+    if (k != "as_tensor") fail(ctx + ": non-tensor output ('" + k + "') is not supported");
+    std::string name = tensorName(*v, ctx);
+    auto it = values_.find(name);
+    if (it == values_.end()) fail(ctx + ": returns '" + name + "', which no input or node defines (dangling reference)");
+    result.push_back(it->second);
+    if (!specs) continue;
+    auto [sk, sv] = unionOf((*specs)[i], "output_specs[" + std::to_string(i) + "]");
+    if (sk == "user_output" || sk == "loss_output") continue;
+    if (sk == "buffer_mutation" || sk == "parameter_mutation" || sk == "user_input_mutation") {
+      const char *key = sk == "buffer_mutation" ? "buffer_name"
+                        : sk == "parameter_mutation" ? "parameter_name" : "user_input_name";
+      const json &f = field(*sv, key, "output_specs[" + std::to_string(i) + "]");
+      if (!f.is_string()) fail("output_specs[" + std::to_string(i) + "]: '" + key + "' must be a string");
+      std::string target = f.get<std::string>();
+      Node *in = nullptr;
+      for (Node *ph : p_.forward.placeholders())
+        if ((sk == "user_input_mutation" ? ph->name : ph->fqn) == target) in = ph;
+      if (!in) fail("output_specs[" + std::to_string(i) + "]: mutates unknown input '" + target + "'");
+      p_.mutatedInputs.push_back({(int)i, in->name});
+      continue;
+    }
+    if (sk == "gradient_to_parameter" || sk == "gradient_to_user_input")
+      fail("output_specs[" + std::to_string(i) + "]: '" + sk +
+           "': joint (training) exports are not supported; export the forward only");
+    fail("output_specs[" + std::to_string(i) + "]: output kind '" + sk + "' is not supported");
+  }
+  p_.forward.setOutputs(result);
+}
+
+Program Reader::run() {
+  if (!j_.is_object()) fail("not an ExportedProgram JSON: expected a top-level object");
+  if (!j_.contains("graph_module"))
+    fail("not an ExportedProgram JSON: no 'graph_module' (expected the models/model.json of a torch.export .pt2)");
+  const json &sv = field(j_, "schema_version", "ExportedProgram");
+  int64_t major = jsonInt(field(sv, "major", "schema_version"), "schema_version.major");
+  int64_t minor = sv.contains("minor") && sv["minor"].is_number_integer() ? sv["minor"].get<int64_t>() : 0;
+  if (major != 8)
+    fail("unsupported schema_version " + std::to_string(major) + "." + std::to_string(minor) +
+         " (aotc reads major version 8, written by torch 2.5-2.10)");
+  auto isTraining = [](const json &v) { return v.is_string() && v.get<std::string>() == "TRAINING"; };
+  bool training = j_.contains("dialect") && isTraining(j_["dialect"]);
+  if (j_.contains("verifiers") && j_["verifiers"].is_array())
+    for (const json &v : j_["verifiers"]) training |= isTraining(v);
+  if (training)
+    fail("this ExportedProgram is in the TRAINING dialect (torch.export.export output); aotc needs "
+         "Core ATen: re-export with `ep = ep.run_decompositions()` before torch.export.save");
+  const json &gm = field(j_, "graph_module", "ExportedProgram");
+  const json &graph = field(gm, "graph", "graph_module");
+  const json &sig = field(gm, "signature", "graph_module");
+  const json &tv = field(graph, "tensor_values", "graph");
+  if (!tv.is_object()) fail("graph.tensor_values must be an object");
+  tensorValues_ = &tv;
+  p_.stage = "capture";
+  p_.origin = loc_;
+  readInputs(graph, sig);
+  // Names read by the graph outputs count as references too (for getitem creation).
+  if (graph.contains("outputs") && graph["outputs"].is_array())
+    for (const json &o : graph["outputs"])
+      for (const std::string &n : refsOf(o)) referenced_.insert(n);
+  readNodes(graph);
+  readOutputs(graph, sig);
+  p_.forward.verify();
+  return std::move(p_);
+}
+
+} // namespace
+
+Program readExportedProgram(const std::string &text, const std::string &where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error &e) {
+    // Position of the error: nlohmann reports the byte count read.
+    int line = 1, col = 1;
+    size_t upto = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    for (size_t i = 0; i < upto; ++i) {
+      if (text[i] == '\n') { ++line; col = 1; }
+      else ++col;
+    }
+    std::string msg = e.what();
+    size_t c = msg.find(": ", msg.find("parse error"));
+    if (c != std::string::npos) msg = msg.substr(c + 2);
+    userError(SourceLoc{where, line, col}, "invalid JSON: " + msg);
+  }
+  try {
+    return Reader(j, where).run();
+  } catch (const json::exception &e) {
+    // Any shape the explicit checks missed: still a user error, never a crash.
+    userError(SourceLoc{where}, std::string("malformed ExportedProgram JSON: ") + e.what());
+  }
+}
+
+} // namespace aotc

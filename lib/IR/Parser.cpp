@@ -1,0 +1,1127 @@
+//===- Parser.cpp - FX graph code / aotc textual IR -> Program --------------===//
+//
+// Reads what torch.fx's GraphModule.print_readable() and TORCH_LOGS=aot_graphs
+// print (see docs/formats.md and torch/fx/graph.py `python_code`), plus aotc's
+// `# aotc:` header comments. The grammar handled:
+//
+//   <anything>                                   (lines before `class` ignored;
+//                                                 `# aotc: ...` lines read)
+//   class <Name>(torch.nn.Module):
+//       def forward(self, <name>: "<annot>", ...):
+//           # File: <file>:<line> in <fn>, code: <src>    (stack-trace summary)
+//           <name>[: "<annot>"] = torch.ops.<ns>.<op>.<overload>(<args>, <kw> = <v>);  a = b = None
+//           <name>[: "<annot>"] = <tuple node>[<int>]                     (getitem)
+//           return (<name>, ...)          | return [<name>, ...] | return <name>
+//       def backward(self, ...):                    (aotc IR after partition)
+//           ...
+//
+// <annot> is `<dtype>[d0, d1, ...]` with optional `[strides]` and a device
+// suffix (`f32[4, 8][8, 1]cpu`). `Sym(...)` and symbolic dims are rejected
+// ("dynamic shapes not supported yet"). Each call is built with buildCall
+// (defaults filled, types inferred) and its annotation is checked against the
+// inferred type. Every error is `file:line:col: error: ...`.
+//===----------------------------------------------------------------------===//
+#include "aotc/OpRegistry.h"
+#include "aotc/TextIR.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace aotc {
+namespace {
+
+//===-- Lexer ---------------------------------------------------------------===//
+
+enum class TK { Name, Int, Float, Str, Op, Comment, Newline, End };
+
+struct Tok {
+  TK kind = TK::End;
+  std::string text; ///< Name/Op spelling, number spelling, decoded string, comment body.
+  int line = 0, col = 0;
+  int indent = -1;  ///< Indentation of the logical line (set on its first token).
+};
+
+/// Splits the class block into tokens. Newline tokens end logical lines
+/// (never inside brackets, as in Python); comments are tokens of their own.
+class Lexer {
+public:
+  Lexer(const std::vector<std::string> &lines, int firstLine, int firstCol, std::string file)
+      : lines_(lines), file_(std::move(file)), first_(firstLine), firstCol_(firstCol) {}
+
+  std::vector<Tok> run() {
+    std::vector<Tok> out;
+    int depth = 0;
+    for (size_t li = 0; li < lines_.size(); ++li) {
+      const std::string &s = lines_[li];
+      int lineNo = first_ + (int)li;
+      size_t i = li == 0 ? (size_t)firstCol_ : 0;
+      bool lineStart = depth == 0;
+      int indent = -1;
+      bool any = false;
+      while (i < s.size()) {
+        char c = s[i];
+        if (c == ' ' || c == '\t' || c == '\r') { ++i; continue; }
+        Tok t;
+        t.line = lineNo;
+        t.col = (int)i + 1;
+        if (lineStart && !any) indent = (int)i;
+        if (c == '#') {
+          t.kind = TK::Comment;
+          size_t b = i + 1;
+          while (b < s.size() && s[b] == ' ') ++b;
+          t.text = s.substr(b);
+          while (!t.text.empty() && (t.text.back() == ' ' || t.text.back() == '\r')) t.text.pop_back();
+          i = s.size();
+        } else if (std::isalpha((unsigned char)c) || c == '_') {
+          size_t b = i;
+          while (i < s.size() && (std::isalnum((unsigned char)s[i]) || s[i] == '_')) ++i;
+          t.kind = TK::Name;
+          t.text = s.substr(b, i - b);
+        } else if (std::isdigit((unsigned char)c) ||
+                   (c == '.' && i + 1 < s.size() && std::isdigit((unsigned char)s[i + 1]))) {
+          size_t b = i;
+          bool isFloat = false;
+          while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
+          if (i < s.size() && s[i] == '.') {
+            isFloat = true;
+            ++i;
+            while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
+          }
+          if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+            size_t j = i + 1;
+            if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+            if (j < s.size() && std::isdigit((unsigned char)s[j])) {
+              isFloat = true;
+              i = j;
+              while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
+            }
+          }
+          if (i < s.size() && (std::isalpha((unsigned char)s[i]) || s[i] == '_'))
+            userError(SourceLoc{file_, lineNo, (int)i + 1}, "invalid number literal");
+          t.kind = isFloat ? TK::Float : TK::Int;
+          t.text = s.substr(b, i - b);
+        } else if (c == '\'' || c == '"') {
+          t.kind = TK::Str;
+          char q = c;
+          ++i;
+          bool closed = false;
+          while (i < s.size()) {
+            char d = s[i++];
+            if (d == q) { closed = true; break; }
+            if (d == '\\' && i < s.size()) {
+              char e = s[i++];
+              switch (e) {
+              case 'n': t.text += '\n'; break;
+              case 't': t.text += '\t'; break;
+              case 'r': t.text += '\r'; break;
+              case '0': t.text += '\0'; break;
+              default: t.text += e; break;
+              }
+            } else {
+              t.text += d;
+            }
+          }
+          if (!closed) userError(SourceLoc{file_, lineNo, t.col}, "unterminated string literal");
+        } else {
+          static const std::string ops = "()[]{},:;=.-+*/%@<>!~&|^";
+          if (ops.find(c) == std::string::npos)
+            userError(SourceLoc{file_, lineNo, t.col},
+                      std::string("unexpected character '") + c + "'");
+          t.kind = TK::Op;
+          if (c == '-' && i + 1 < s.size() && s[i + 1] == '>') {
+            t.text = "->";
+            i += 2;
+          } else if (c == '*' && i + 1 < s.size() && s[i + 1] == '*') {
+            t.text = "**";
+            i += 2;
+          } else if ((c == '=' || c == '!' || c == '<' || c == '>') && i + 1 < s.size() &&
+                     s[i + 1] == '=') {
+            t.text = std::string(1, c) + "=";
+            i += 2;
+          } else {
+            t.text = std::string(1, c);
+            ++i;
+          }
+          if (c == '(' || c == '[' || c == '{') ++depth;
+          if (c == ')' || c == ']' || c == '}') {
+            if (depth == 0) userError(SourceLoc{file_, lineNo, t.col}, "unmatched '" + t.text + "'");
+            --depth;
+          }
+        }
+        if (!any) t.indent = indent;
+        any = true;
+        out.push_back(std::move(t));
+        // A comment ends the physical line; at depth 0 it is its own logical line.
+      }
+      if (any && depth == 0) {
+        Tok nl;
+        nl.kind = TK::Newline;
+        nl.line = lineNo;
+        nl.col = (int)s.size() + 1;
+        out.push_back(nl);
+      }
+    }
+    if (depth != 0) {
+      int last = first_ + (int)lines_.size() - 1;
+      userError(SourceLoc{file_, last, 1}, "unexpected end of input: unclosed bracket");
+    }
+    Tok end;
+    end.kind = TK::End;
+    end.line = first_ + (int)lines_.size();
+    end.col = 1;
+    out.push_back(end);
+    return out;
+  }
+
+private:
+  const std::vector<std::string> &lines_;
+  std::string file_;
+  int first_, firstCol_;
+};
+
+//===-- Python values -------------------------------------------------------===//
+
+/// A parsed Python literal or name, before conversion to an Arg by schema type.
+struct PyVal {
+  enum Kind { None, Bool, Int, Float, Str, Ref, List, DType_, Enum } kind = None;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;             ///< Str value, Ref name, Enum text.
+  DType dt = DType::F32;
+  std::vector<PyVal> items;  ///< List/tuple items.
+  SourceLoc loc;
+};
+
+const char *kindName(PyVal::Kind k) {
+  switch (k) {
+  case PyVal::None: return "None";
+  case PyVal::Bool: return "a bool";
+  case PyVal::Int: return "an int";
+  case PyVal::Float: return "a float";
+  case PyVal::Str: return "a string";
+  case PyVal::Ref: return "a node";
+  case PyVal::List: return "a list";
+  case PyVal::DType_: return "a dtype";
+  case PyVal::Enum: return "an enum value";
+  }
+  return "?";
+}
+
+std::string strip(const std::string &s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+int indentOf(const std::string &s) {
+  int n = 0;
+  for (char c : s) {
+    if (c == ' ') ++n;
+    else if (c == '\t') n += 8 - n % 8;
+    else break;
+  }
+  return n;
+}
+
+bool isBlank(const std::string &s) { return strip(s).empty(); }
+
+//===-- Parser --------------------------------------------------------------===//
+
+struct HeaderInput {
+  InputRole role = InputRole::UserInput;
+  std::string fqn;
+  bool requiresGrad = false;
+  SourceLoc loc;
+};
+
+class Parser {
+public:
+  Parser(const std::string &text, std::string file) : file_(std::move(file)) {
+    std::string cur;
+    for (char c : text) {
+      if (c == '\n') {
+        lines_.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) lines_.push_back(cur);
+  }
+
+  Program run();
+
+private:
+  SourceLoc at(int line, int col) const { return SourceLoc{file_, line, col}; }
+  SourceLoc at(const Tok &t) const { return at(t.line, t.col); }
+  [[noreturn]] void fail(const Tok &t, const std::string &msg) const { userError(at(t), msg); }
+
+  // Header.
+  void parseHeaderLine(const std::string &body, int line, int col);
+  // Token helpers.
+  const Tok &peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  const Tok &next() { const Tok &t = toks_[pos_]; if (pos_ + 1 < toks_.size()) ++pos_; return t; }
+  bool isOp(const Tok &t, const char *op) const { return t.kind == TK::Op && t.text == op; }
+  bool isName(const Tok &t, const char *n) const { return t.kind == TK::Name && t.text == n; }
+  const Tok &expectOp(const char *op, const char *what);
+  const Tok &expectName(const char *what);
+  std::string describe(const Tok &t) const;
+  void skipToNewline();
+
+  // Grammar.
+  void parseDef(int defIndent);
+  void parseStatement(Graph &g, bool &returned);
+  void parseAssignment(Graph &g);
+  void parseReturn(Graph &g);
+  PyVal parseValue();
+  std::string parseDotted(const Tok &first);
+  TensorType parseAnnotation(const Tok &strTok, const std::string &what);
+
+  Node *lookupRef(Graph &g, const PyVal &v);
+  Arg convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::string &target);
+  Arg convertGeneric(Graph &g, const PyVal &v);
+
+  std::string file_;
+  std::vector<std::string> lines_;
+  std::vector<Tok> toks_;
+  size_t pos_ = 0;
+
+  Program prog_;
+  bool hasHeader_ = false;
+  std::map<std::string, std::map<std::string, HeaderInput>> headerInputs_; // graph -> name -> info
+  std::vector<std::pair<std::string, SourceLoc>> gradOfLocs_, savedLocs_;
+  std::vector<std::pair<std::pair<int, std::string>, SourceLoc>> mutatedLocs_;
+  std::set<std::string> defsSeen_;
+  std::string curTrace_;
+  std::string curGraphName_;
+};
+
+const Tok &Parser::expectOp(const char *op, const char *what) {
+  const Tok &t = peek();
+  if (!isOp(t, op)) fail(t, std::string("expected '") + op + "' " + what + ", found " + describe(t));
+  return next();
+}
+
+const Tok &Parser::expectName(const char *what) {
+  const Tok &t = peek();
+  if (t.kind != TK::Name) fail(t, std::string("expected ") + what + ", found " + describe(t));
+  return next();
+}
+
+std::string Parser::describe(const Tok &t) const {
+  switch (t.kind) {
+  case TK::Name: return "'" + t.text + "'";
+  case TK::Int:
+  case TK::Float: return "number " + t.text;
+  case TK::Str: return "a string";
+  case TK::Op: return "'" + t.text + "'";
+  case TK::Comment: return "a comment";
+  case TK::Newline: return "end of line";
+  case TK::End: return "end of input";
+  }
+  return "?";
+}
+
+void Parser::skipToNewline() {
+  while (peek().kind != TK::Newline && peek().kind != TK::End) next();
+  if (peek().kind == TK::Newline) next();
+}
+
+/// `# aotc: <key> <words...>` (see docs/formats.md).
+void Parser::parseHeaderLine(const std::string &body, int line, int col) {
+  hasHeader_ = true;
+  std::istringstream in(body);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  SourceLoc loc = at(line, col);
+  if (w.empty()) userError(loc, "empty '# aotc:' header line");
+  const std::string &key = w[0];
+  auto need = [&](size_t n) {
+    if (w.size() != n) userError(loc, "'# aotc: " + key + "' expects " + std::to_string(n - 1) +
+                                          " value(s), got " + std::to_string(w.size() - 1));
+  };
+  if (key == "stage") {
+    need(2);
+    static const std::set<std::string> stages = {"capture", "functionalize", "decompose",
+                                                 "joint",   "lower",         "partition"};
+    if (!stages.count(w[1])) userError(loc, "unknown stage '" + w[1] + "'");
+    prog_.stage = w[1];
+  } else if (key == "name") {
+    need(2);
+    prog_.name = w[1];
+  } else if (key == "input") {
+    // input <graph> <name> role=<role> [fqn=<fqn>] requires_grad=<True|False>
+    if (w.size() < 4) userError(loc, "'# aotc: input' expects: <graph> <name> role=<role> ...");
+    if (w[1] != "forward" && w[1] != "backward")
+      userError(loc, "'# aotc: input': graph must be 'forward' or 'backward', got '" + w[1] + "'");
+    HeaderInput hi;
+    hi.loc = loc;
+    bool haveRole = false;
+    for (size_t k = 3; k < w.size(); ++k) {
+      size_t eq = w[k].find('=');
+      if (eq == std::string::npos) userError(loc, "expected key=value, got '" + w[k] + "'");
+      std::string kk = w[k].substr(0, eq), v = w[k].substr(eq + 1);
+      if (kk == "role") {
+        haveRole = true;
+        if (v == "parameter") hi.role = InputRole::Parameter;
+        else if (v == "buffer") hi.role = InputRole::Buffer;
+        else if (v == "user_input") hi.role = InputRole::UserInput;
+        else if (v == "tangent") hi.role = InputRole::Tangent;
+        else if (v == "saved") hi.role = InputRole::Saved;
+        else userError(loc, "unknown input role '" + v + "'");
+      } else if (kk == "fqn") {
+        hi.fqn = v;
+      } else if (kk == "requires_grad") {
+        if (v != "True" && v != "False") userError(loc, "requires_grad must be True or False");
+        hi.requiresGrad = v == "True";
+      } else {
+        userError(loc, "unknown input attribute '" + kk + "'");
+      }
+    }
+    if (!haveRole) userError(loc, "'# aotc: input' line without role=");
+    if (!headerInputs_[w[1]].emplace(w[2], hi).second)
+      userError(loc, "duplicate '# aotc: input' line for '" + w[2] + "'");
+  } else if (key == "num_forward_outputs") {
+    need(2);
+    char *end = nullptr;
+    long v = std::strtol(w[1].c_str(), &end, 10);
+    if (*end || v < 0) userError(loc, "num_forward_outputs must be a non-negative integer");
+    prog_.numForwardOutputs = (int)v;
+  } else if (key == "grad_of") {
+    for (size_t k = 1; k < w.size(); ++k) gradOfLocs_.push_back({w[k], loc});
+  } else if (key == "saved") {
+    for (size_t k = 1; k < w.size(); ++k) savedLocs_.push_back({w[k], loc});
+  } else if (key == "mutated_input") {
+    need(3);
+    char *end = nullptr;
+    long v = std::strtol(w[1].c_str(), &end, 10);
+    if (*end || v < 0) userError(loc, "mutated_input: output index must be a non-negative integer");
+    mutatedLocs_.push_back({{(int)v, w[2]}, loc});
+  } else {
+    userError(loc, "unknown '# aotc:' header key '" + key + "'");
+  }
+}
+
+Program Parser::run() {
+  prog_.origin = SourceLoc{file_};
+  prog_.stage = "capture";
+  // 1. Find the start: a `class X(...):` line (possibly after a log prefix) or a `def forward(`.
+  int classLine = -1, classCol = 0;
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    const std::string &s = lines_[i];
+    std::string t = strip(s);
+    if (t.rfind("# aotc:", 0) == 0) {
+      size_t c = s.find("# aotc:");
+      parseHeaderLine(s.substr(c + 7), (int)i + 1, (int)c + 1);
+      continue;
+    }
+    static const std::regex classRe(R"((^|\s)class\s+[A-Za-z_]\w*\s*\(.*\)\s*:\s*$)");
+    std::smatch m;
+    if (std::regex_search(s, m, classRe)) {
+      classLine = (int)i;
+      classCol = (int)(m.position(0) + m.length(1));
+      break;
+    }
+    if (t.rfind("def forward(", 0) == 0) {
+      classLine = (int)i;
+      classCol = indentOf(s);
+      break;
+    }
+  }
+  if (classLine < 0)
+    userError(SourceLoc{file_}, "no FX graph found: expected a 'class <Name>(torch.nn.Module):' "
+                                "line followed by 'def forward(self, ...):'");
+  // 2. The block: the class line plus every following line indented at least as much as its
+  //    first `def` (or blank). Text after it (e.g. print(ep)'s "Graph signature:") is ignored.
+  bool isDefStart = strip(lines_[classLine]).rfind("def ", 0) == 0;
+  int blockEnd = classLine + 1;
+  int defIndent = isDefStart ? classCol : -1;
+  for (int i = classLine + 1; i < (int)lines_.size(); ++i) {
+    if (isBlank(lines_[i])) { blockEnd = i + 1; continue; }
+    int ind = indentOf(lines_[i]);
+    if (defIndent < 0) defIndent = ind;
+    if (ind < defIndent || (isDefStart && ind == defIndent && strip(lines_[i]).rfind("def ", 0) != 0))
+      break;
+    blockEnd = i + 1;
+  }
+  if (defIndent < 0)
+    userError(at(classLine + 1, classCol + 1), "class without a 'def forward(self, ...):' method");
+  std::vector<std::string> block(lines_.begin() + (isDefStart ? classLine : classLine + 1),
+                                 lines_.begin() + blockEnd);
+  int firstLine = isDefStart ? classLine + 1 : classLine + 2;
+  if (!isDefStart) {
+    // Check the class line itself: `class Name(...):`.
+    std::string t = strip(lines_[classLine].substr(classCol));
+    size_t p = t.find('(');
+    std::string nm = strip(t.substr(6, p - 6));
+    bool ok = !nm.empty();
+    for (char c : nm) ok = ok && (std::isalnum((unsigned char)c) || c == '_');
+    if (!ok) userError(at(classLine + 1, classCol + 1), "malformed class line");
+  }
+  toks_ = Lexer(block, firstLine, 0, file_).run();
+
+  // 3. Defs at defIndent.
+  while (peek().kind != TK::End) {
+    const Tok &t = peek();
+    if (t.kind == TK::Newline) { next(); continue; }
+    if (t.kind == TK::Comment) { skipToNewline(); continue; }
+    if (t.indent != defIndent)
+      fail(t, "unexpected indentation (expected a 'def' at column " + std::to_string(defIndent + 1) + ")");
+    if (isName(t, "class"))
+      fail(t, "nested GraphModules (subgraphs of higher-order ops) are not supported");
+    if (!isName(t, "def")) fail(t, "expected 'def forward(self, ...):', found " + describe(t));
+    parseDef(defIndent);
+  }
+  if (!defsSeen_.count("forward")) userError(SourceLoc{file_}, "no 'def forward' in the graph module");
+
+  // 4. Apply the header to the placeholders.
+  for (auto &[gname, m] : headerInputs_) {
+    Graph &g = gname == "forward" ? prog_.forward : prog_.backward;
+    for (auto &[n, hi] : m) {
+      Node *ph = g.find(n);
+      if (!ph || !ph->isPlaceholder())
+        userError(hi.loc, "'# aotc: input' names '" + n + "', which is not an input of " + gname);
+    }
+  }
+  for (const char *gname : {"forward", "backward"}) {
+    Graph &g = std::string(gname) == "forward" ? prog_.forward : prog_.backward;
+    auto &m = headerInputs_[gname];
+    for (Node *ph : g.placeholders()) {
+      auto it = m.find(ph->name);
+      if (it != m.end()) {
+        ph->role = it->second.role;
+        ph->fqn = it->second.fqn;
+        ph->requiresGrad = it->second.requiresGrad;
+      } else {
+        ph->role = InputRole::UserInput;
+        ph->requiresGrad = isFloating(ph->type().dtype);
+      }
+    }
+  }
+  for (auto &[n, loc] : gradOfLocs_) {
+    Node *ph = prog_.forward.find(n);
+    if (!ph || !ph->isPlaceholder()) userError(loc, "grad_of names '" + n + "', which is not a forward input");
+    prog_.gradOf.push_back(n);
+  }
+  for (auto &[n, loc] : savedLocs_) {
+    if (!prog_.forward.find(n)) userError(loc, "saved names '" + n + "', which is not a forward node");
+    prog_.saved.push_back(n);
+  }
+  for (auto &[e, loc] : mutatedLocs_) {
+    Node *ph = prog_.forward.find(e.second);
+    if (!ph || !ph->isPlaceholder())
+      userError(loc, "mutated_input names '" + e.second + "', which is not a forward input");
+    if (e.first >= (int)prog_.forward.outputs().size())
+      userError(loc, "mutated_input: output index " + std::to_string(e.first) + " out of range");
+    prog_.mutatedInputs.push_back(e);
+  }
+  if (prog_.numForwardOutputs > (int)prog_.forward.outputs().size())
+    userError(SourceLoc{file_}, "num_forward_outputs is larger than the number of forward outputs");
+  return std::move(prog_);
+}
+
+void Parser::parseDef(int defIndent) {
+  next(); // def
+  const Tok &nameTok = expectName("a method name after 'def'");
+  std::string gname = nameTok.text;
+  if (gname != "forward" && gname != "backward")
+    fail(nameTok, "unsupported method '" + gname + "' (expected 'forward' or 'backward')");
+  if (!defsSeen_.insert(gname).second) fail(nameTok, "duplicate 'def " + gname + "'");
+  if (gname == "backward" && !defsSeen_.count("forward"))
+    fail(nameTok, "'def backward' must follow 'def forward'");
+  curGraphName_ = gname;
+  Graph &g = gname == "forward" ? prog_.forward : prog_.backward;
+  curTrace_.clear();
+
+  expectOp("(", "after the method name");
+  const Tok &selfTok = peek();
+  if (!isName(selfTok, "self")) fail(selfTok, "expected 'self' as the first parameter");
+  next();
+  while (isOp(peek(), ",")) {
+    next();
+    if (isOp(peek(), ")")) break; // trailing comma
+    if (isOp(peek(), "*") || isOp(peek(), "**"))
+      fail(peek(), "variadic parameters are not supported (print the graph without pytree codegen)");
+    const Tok &pn = expectName("a parameter name");
+    if (!isOp(peek(), ":"))
+      fail(pn, "input '" + pn.text + "' has no type annotation (expected e.g. \"f32[4, 8]\")");
+    next();
+    const Tok &an = peek();
+    if (an.kind != TK::Str)
+      fail(an, "input '" + pn.text + "': expected a quoted tensor type such as \"f32[4, 8]\", found " +
+                   describe(an));
+    next();
+    TensorType ty = parseAnnotation(an, "input '" + pn.text + "'");
+    if (isOp(peek(), "=")) fail(peek(), "default values of inputs are not supported");
+    if (g.find(pn.text)) fail(pn, "duplicate name '" + pn.text + "'");
+    Node *ph = g.addPlaceholder(pn.text, ty, InputRole::UserInput);
+    ph->loc = at(pn);
+  }
+  expectOp(")", "to close the parameter list");
+  if (isOp(peek(), "->")) {
+    while (!isOp(peek(), ":") && peek().kind != TK::Newline && peek().kind != TK::End) next();
+  }
+  expectOp(":", "at the end of the 'def' line");
+  if (peek().kind != TK::Newline) fail(peek(), "unexpected " + describe(peek()) + " after 'def ...:'");
+  next();
+
+  bool returned = false;
+  int bodyIndent = -1;
+  while (true) {
+    const Tok &t = peek();
+    if (t.kind == TK::End) break;
+    if (t.kind == TK::Newline) { next(); continue; }
+    if (t.indent <= defIndent) break;
+    if (bodyIndent < 0) bodyIndent = t.indent;
+    if (t.indent != bodyIndent && t.kind != TK::Comment)
+      fail(t, "unexpected indentation (expected column " + std::to_string(bodyIndent + 1) + ")");
+    if (returned && t.kind != TK::Comment) fail(t, "statement after 'return'");
+    parseStatement(g, returned);
+  }
+  if (!returned) fail(nameTok, "'def " + gname + "' has no return statement");
+}
+
+void Parser::parseStatement(Graph &g, bool &returned) {
+  const Tok &t = peek();
+  if (t.kind == TK::Comment) {
+    const std::string &c = t.text;
+    if (c.rfind("File:", 0) == 0) curTrace_ = c;
+    else if (c.rfind("No stacktrace found", 0) == 0) curTrace_.clear();
+    // Other comments (# Annotation:, # ac_graph_id, ...) are ignored.
+    next();
+    if (peek().kind == TK::Newline) next();
+    return;
+  }
+  if (isName(t, "return")) {
+    parseReturn(g);
+    returned = true;
+  } else {
+    parseAssignment(g);
+  }
+  // `;`-separated tails: `a = b = None` deletions only.
+  while (isOp(peek(), ";")) {
+    next();
+    if (peek().kind == TK::Newline || peek().kind == TK::End) break;
+    if (peek().kind == TK::Comment) break;
+    while (true) {
+      const Tok &n = expectName("a name in the '= None' tail");
+      if (!g.find(n.text)) fail(n, "undefined name '" + n.text + "'");
+      expectOp("=", "in the '= None' tail");
+      if (isName(peek(), "None")) { next(); break; }
+    }
+  }
+  if (peek().kind == TK::Comment) next(); // trailing comment
+  if (peek().kind != TK::Newline && peek().kind != TK::End)
+    fail(peek(), "unexpected " + describe(peek()) + " at the end of the statement");
+  if (peek().kind == TK::Newline) next();
+}
+
+void Parser::parseReturn(Graph &g) {
+  next(); // return
+  const Tok &t = peek();
+  std::vector<PyVal> items;
+  if (t.kind == TK::Name && (t.text == "pytree" || (peek(1).kind == TK::Op && peek(1).text == ".")))
+    fail(t, "pytree-structured outputs are not supported: print the graph with a flat tuple return");
+  if (t.kind == TK::Newline || t.kind == TK::End) fail(t, "'return' without a value");
+  PyVal v = parseValue();
+  if (v.kind == PyVal::List) items = v.items;
+  else items.push_back(v);
+  std::vector<Node *> outs;
+  for (const PyVal &it : items) {
+    if (it.kind != PyVal::Ref) userError(it.loc, std::string("return values must be graph nodes, got ") + kindName(it.kind));
+    Node *n = lookupRef(g, it);
+    if (n->types.size() != 1)
+      userError(it.loc, "returns the tuple-valued node '" + n->name + "'; return its getitem results instead");
+    outs.push_back(n);
+  }
+  g.setOutputs(outs);
+}
+
+std::string Parser::parseDotted(const Tok &first) {
+  std::string s = first.text;
+  while (isOp(peek(), ".") && peek(1).kind == TK::Name) {
+    next();
+    s += "." + next().text;
+  }
+  return s;
+}
+
+void Parser::parseAssignment(Graph &g) {
+  const Tok &lhs = peek();
+  if (lhs.kind != TK::Name)
+    fail(lhs, "expected a statement 'name = torch.ops...(...)' or 'return', found " + describe(lhs));
+  next();
+  // Deletion-only statement: `a = b = None`.
+  std::optional<TensorType> annot;
+  Tok annotTok;
+  if (isOp(peek(), ":")) {
+    next();
+    if (peek().kind != TK::Str)
+      fail(peek(), "expected a quoted tensor type annotation such as \"f32[4, 16]\", found " + describe(peek()));
+    annotTok = next();
+    annot = parseAnnotation(annotTok, "node '" + lhs.text + "'");
+  } else if (isOp(peek(), ",")) {
+    fail(peek(), "tuple unpacking is not supported (pytree-flattened inputs?): use print_readable() output");
+  }
+  expectOp("=", "after the assigned name");
+  const Tok &r = peek();
+  if (isName(r, "None")) {
+    next();
+    if (!g.find(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
+    return;
+  }
+  if (r.kind == TK::Name && isOp(peek(1), "=")) {
+    // a = b = ... = None
+    if (!g.find(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
+    while (peek().kind == TK::Name && isOp(peek(1), "=")) {
+      const Tok &n = next();
+      if (!g.find(n.text)) fail(n, "undefined name '" + n.text + "'");
+      next();
+    }
+    if (!isName(peek(), "None")) fail(peek(), "chained assignment must end with '= None'");
+    next();
+    return;
+  }
+  if (g.find(lhs.text)) fail(lhs, "duplicate name '" + lhs.text + "'");
+  if (lhs.text == "self" || lhs.text == "torch" || lhs.text == "None")
+    fail(lhs, "'" + lhs.text + "' cannot be a node name");
+  SourceLoc nodeLoc = at(lhs);
+  Node *node = nullptr;
+  if (r.kind == TK::Name && isOp(peek(1), "[")) {
+    // getitem: `x = tup[0]`
+    Node *src = g.find(r.text);
+    if (!src) fail(r, "undefined name '" + r.text + "'");
+    next();
+    next(); // [
+    const Tok &idx = peek();
+    bool neg = false;
+    if (isOp(idx, "-")) { neg = true; next(); }
+    const Tok &it = peek();
+    if (it.kind != TK::Int) fail(it, "expected an integer index, found " + describe(it));
+    next();
+    expectOp("]", "after the index");
+    int64_t k = std::strtoll(it.text.c_str(), nullptr, 10) * (neg ? -1 : 1);
+    if (src->types.size() < 2)
+      fail(r, "'" + src->name + "' is not a tuple-valued node; cannot index it");
+    if (k < 0 || k >= (int64_t)src->types.size())
+      fail(it, "index " + std::to_string(k) + " out of range for '" + src->name + "' with " +
+                   std::to_string(src->types.size()) + " results");
+    node = buildCall(g, lhs.text, "getitem", {Arg(src), Arg(k)}, {}, nodeLoc);
+  } else if (isName(r, "self")) {
+    std::string attr = parseDotted(next());
+    fail(r, "get_attr '" + attr + "' (a tensor constant) is not supported: lift constants to inputs "
+            "or export with torch.export");
+  } else if (r.kind == TK::Name) {
+    next();
+    std::string callee = parseDotted(r);
+    if (!isOp(peek(), "(")) {
+      if (g.find(callee)) fail(r, "aliasing assignment '" + lhs.text + " = " + callee + "' is not supported");
+      fail(r, "undefined name '" + callee + "'");
+    }
+    std::string target;
+    if (callee.rfind("torch.ops.", 0) == 0) target = callee.substr(10);
+    else
+      fail(r, "unsupported call target '" + callee + "' (only torch.ops.<ns>.<op>.<overload> calls)");
+    if (std::count(target.begin(), target.end(), '.') != 2)
+      fail(r, "op target '" + callee + "' must name an overload, e.g. torch.ops.aten.relu.default");
+    const OpDef *def = OpRegistry::get().lookup(target);
+    if (!def) fail(r, "unknown op '" + callee + "'");
+    next(); // (
+    std::vector<PyVal> pos;
+    std::vector<std::pair<Tok, PyVal>> kw;
+    while (!isOp(peek(), ")")) {
+      if (peek().kind == TK::Name && isOp(peek(1), "=")) {
+        Tok k = next();
+        next();
+        for (auto &e : kw)
+          if (e.first.text == k.text) fail(k, "keyword argument '" + k.text + "' repeated");
+        kw.push_back({k, parseValue()});
+      } else {
+        if (!kw.empty()) fail(peek(), "positional argument after keyword argument");
+        pos.push_back(parseValue());
+      }
+      if (isOp(peek(), ",")) next();
+      else if (!isOp(peek(), ")")) fail(peek(), "expected ',' or ')' in the argument list, found " + describe(peek()));
+    }
+    next(); // )
+    const auto &sargs = def->schema.args;
+    std::vector<Arg> args;
+    for (size_t i = 0; i < pos.size(); ++i)
+      args.push_back(convert(g, pos[i], i < sargs.size() ? &sargs[i] : nullptr, target));
+    std::vector<std::pair<std::string, Arg>> kwargs;
+    for (auto &[k, v] : kw) {
+      const SchemaArg *sa = nullptr;
+      for (const auto &s : sargs)
+        if (s.name == k.text) sa = &s;
+      if (!sa) fail(k, "op '" + target + "' has no argument named '" + k.text + "'");
+      kwargs.push_back({k.text, convert(g, v, sa, target)});
+    }
+    size_t numPositional = 0;
+    for (const auto &s : sargs) numPositional += !s.kwargOnly;
+    if (pos.size() > numPositional)
+      userError(pos[numPositional].loc, "op '" + target + "' takes at most " +
+                                            std::to_string(numPositional) + " positional arguments, got " +
+                                            std::to_string(pos.size()));
+    node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
+  } else {
+    fail(r, "unsupported expression: only torch.ops calls and getitem are allowed, found " + describe(r));
+  }
+  node->loc = nodeLoc;
+  node->stackTrace = curTrace_;
+  if (annot) {
+    if (node->types.size() != 1)
+      userError(at(annotTok), "node '" + node->name + "' returns a tuple; it cannot have a tensor annotation");
+    if (node->types[0] != *annot)
+      nodeError(*node, "annotated type " + annot->str() + " does not match the inferred type " +
+                           node->types[0].str());
+  }
+}
+
+Node *Parser::lookupRef(Graph &g, const PyVal &v) {
+  Node *n = g.find(v.s);
+  if (!n) userError(v.loc, "undefined name '" + v.s + "'");
+  return n;
+}
+
+PyVal Parser::parseValue() {
+  const Tok &t = peek();
+  PyVal v;
+  v.loc = at(t);
+  if (isOp(t, "-")) {
+    next();
+    const Tok &n = peek();
+    if (n.kind == TK::Int) {
+      next();
+      errno = 0;
+      v.kind = PyVal::Int;
+      v.i = std::strtoll(("-" + n.text).c_str(), nullptr, 10);
+      if (errno == ERANGE) fail(n, "integer literal out of range");
+      return v;
+    }
+    if (n.kind == TK::Float) {
+      next();
+      v.kind = PyVal::Float;
+      v.f = -std::strtod(n.text.c_str(), nullptr);
+      return v;
+    }
+    if (isName(n, "inf")) { next(); v.kind = PyVal::Float; v.f = -INFINITY; return v; }
+    fail(n, "expected a number after '-', found " + describe(n));
+  }
+  if (t.kind == TK::Int) {
+    next();
+    errno = 0;
+    v.kind = PyVal::Int;
+    v.i = std::strtoll(t.text.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail(t, "integer literal out of range");
+    return v;
+  }
+  if (t.kind == TK::Float) {
+    next();
+    v.kind = PyVal::Float;
+    v.f = std::strtod(t.text.c_str(), nullptr);
+    return v;
+  }
+  if (t.kind == TK::Str) {
+    next();
+    v.kind = PyVal::Str;
+    v.s = t.text;
+    return v;
+  }
+  if (isOp(t, "[") || isOp(t, "(")) {
+    std::string close = t.text == "[" ? "]" : ")";
+    next();
+    v.kind = PyVal::List;
+    bool comma = false;
+    while (!isOp(peek(), close.c_str())) {
+      v.items.push_back(parseValue());
+      if (isOp(peek(), ",")) { next(); comma = true; }
+      else if (!isOp(peek(), close.c_str()))
+        fail(peek(), "expected ',' or '" + close + "', found " + describe(peek()));
+    }
+    next();
+    if (close == ")" && v.items.size() == 1 && !comma) return v.items[0]; // parenthesized value
+    return v;
+  }
+  if (t.kind == TK::Name) {
+    next();
+    if (t.text == "None") { v.kind = PyVal::None; return v; }
+    if (t.text == "True" || t.text == "False") { v.kind = PyVal::Bool; v.b = t.text == "True"; return v; }
+    if (t.text == "inf") { v.kind = PyVal::Float; v.f = INFINITY; return v; }
+    if (t.text == "nan") { v.kind = PyVal::Float; v.f = NAN; return v; }
+    if (t.text == "device" && isOp(peek(), "(")) {
+      next();
+      std::string type;
+      std::optional<int64_t> index;
+      while (!isOp(peek(), ")")) {
+        std::string key = "type";
+        if (peek().kind == TK::Name && isOp(peek(1), "=")) { key = next().text; next(); }
+        const Tok &a = peek();
+        if (key == "type" && a.kind == TK::Str) { type = a.text; next(); }
+        else if (key == "index" && a.kind == TK::Int) { index = std::strtoll(a.text.c_str(), nullptr, 10); next(); }
+        else fail(a, "malformed device(...) literal");
+        if (isOp(peek(), ",")) next();
+      }
+      next();
+      v.kind = PyVal::Enum;
+      v.s = "device(type='" + type + "'" + (index ? ", index=" + std::to_string(*index) : "") + ")";
+      return v;
+    }
+    if (t.text == "torch" && isOp(peek(), ".")) {
+      std::string d = parseDotted(t);
+      if (auto dt = parseDType(d); dt && d.rfind("torch.", 0) == 0) {
+        v.kind = PyVal::DType_;
+        v.dt = *dt;
+        return v;
+      }
+      static const std::set<std::string> enums = {
+          "torch.strided", "torch.sparse_coo", "torch.contiguous_format", "torch.preserve_format",
+          "torch.channels_last", "torch.channels_last_3d"};
+      if (enums.count(d)) { v.kind = PyVal::Enum; v.s = d; return v; }
+      static const std::set<std::string> otherDtypes = {
+          "torch.float16", "torch.half", "torch.bfloat16", "torch.int32", "torch.int", "torch.int16",
+          "torch.short", "torch.int8", "torch.uint8", "torch.complex64", "torch.complex128",
+          "torch.cfloat", "torch.cdouble", "torch.uint16", "torch.uint32", "torch.uint64",
+          "torch.float8_e4m3fn", "torch.float8_e5m2"};
+      if (otherDtypes.count(d))
+        userError(v.loc, "unsupported dtype '" + d + "' (aotc supports float32, float64, int64, bool)");
+      userError(v.loc, "unsupported value '" + d + "'");
+    }
+    if (isOp(peek(), ".") || isOp(peek(), "(") || isOp(peek(), "["))
+      fail(peek(), "unsupported expression after '" + t.text + "': arguments must be names or literals");
+    v.kind = PyVal::Ref;
+    v.s = t.text;
+    return v;
+  }
+  fail(t, "expected a value, found " + describe(t));
+}
+
+/// Converts a Python value to the Arg representation that the schema type asks
+/// for (Graph.h: int64_t vs double keeps int/float scalars apart).
+Arg Parser::convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::string &target) {
+  if (!sa) return convertGeneric(g, v);
+  if (v.kind == PyVal::None) {
+    if (!sa->optional && !(sa->hasDefault && std::holds_alternative<std::monostate>(sa->defaultValue)))
+      userError(v.loc, "argument '" + sa->name + "' of " + target + " cannot be None");
+    return std::monostate{};
+  }
+  const std::string &ty = sa->type;
+  auto bad = [&]() -> Arg {
+    userError(v.loc, "argument '" + sa->name + "' of " + target + " expects " + ty + (sa->optional ? "?" : "") +
+                         ", got " + kindName(v.kind));
+  };
+  if (ty == "Tensor") {
+    // Python numbers in tensor positions (wrapped scalars) are left to buildCall.
+    if (v.kind == PyVal::Int || v.kind == PyVal::Float || v.kind == PyVal::Bool) return convertGeneric(g, v);
+    if (v.kind != PyVal::Ref) return bad();
+    return lookupRef(g, v);
+  }
+  if (ty == "Tensor[]" || ty == "Tensor?[]") {
+    if (v.kind != PyVal::List) return bad();
+    std::vector<Node *> ns;
+    for (const PyVal &e : v.items) {
+      if (e.kind == PyVal::None && ty == "Tensor?[]") ns.push_back(nullptr);
+      else if (e.kind == PyVal::Ref) ns.push_back(lookupRef(g, e));
+      else userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of tensors");
+    }
+    return ns;
+  }
+  if (ty == "int" || ty == "SymInt") {
+    if (v.kind == PyVal::Int) return v.i;
+    if (v.kind == PyVal::Ref) userError(v.loc, "symbolic integer '" + v.s + "': dynamic shapes not supported yet");
+    return bad();
+  }
+  if (ty == "int[]" || ty == "SymInt[]") {
+    if (v.kind == PyVal::Int) return v.i; // int[N] from one int: buildCall repeats it
+    if (v.kind != PyVal::List) return bad();
+    std::vector<int64_t> r;
+    for (const PyVal &e : v.items) {
+      if (e.kind == PyVal::Ref) userError(e.loc, "symbolic integer '" + e.s + "': dynamic shapes not supported yet");
+      if (e.kind != PyVal::Int) userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of ints");
+      r.push_back(e.i);
+    }
+    return r;
+  }
+  if (ty == "float") {
+    if (v.kind == PyVal::Float) return v.f;
+    if (v.kind == PyVal::Int) return (double)v.i;
+    return bad();
+  }
+  if (ty == "float[]") {
+    if (v.kind != PyVal::List) return bad();
+    std::vector<double> r;
+    for (const PyVal &e : v.items) {
+      if (e.kind == PyVal::Float) r.push_back(e.f);
+      else if (e.kind == PyVal::Int) r.push_back((double)e.i);
+      else userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of floats");
+    }
+    return r;
+  }
+  if (ty == "bool") {
+    if (v.kind == PyVal::Bool) return v.b;
+    return bad();
+  }
+  if (ty == "bool[]") {
+    if (v.kind != PyVal::List) return bad();
+    std::vector<bool> r;
+    for (const PyVal &e : v.items) {
+      if (e.kind != PyVal::Bool) userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of bools");
+      r.push_back(e.b);
+    }
+    return r;
+  }
+  if (ty == "str") {
+    if (v.kind == PyVal::Str) return v.s;
+    return bad();
+  }
+  if (ty == "Scalar") {
+    if (v.kind == PyVal::Int) return v.i;
+    if (v.kind == PyVal::Float) return v.f;
+    if (v.kind == PyVal::Bool) return v.b;
+    return bad();
+  }
+  if (ty == "ScalarType") {
+    if (v.kind == PyVal::DType_) return DTypeLit{v.dt};
+    return bad();
+  }
+  if (ty == "Layout" || ty == "Device" || ty == "MemoryFormat") {
+    if (v.kind == PyVal::Enum) return EnumLit{v.s};
+    return bad();
+  }
+  return convertGeneric(g, v);
+}
+
+Arg Parser::convertGeneric(Graph &g, const PyVal &v) {
+  switch (v.kind) {
+  case PyVal::None: return std::monostate{};
+  case PyVal::Bool: return v.b;
+  case PyVal::Int: return v.i;
+  case PyVal::Float: return v.f;
+  case PyVal::Str: return v.s;
+  case PyVal::Ref: return lookupRef(g, v);
+  case PyVal::DType_: return DTypeLit{v.dt};
+  case PyVal::Enum: return EnumLit{v.s};
+  case PyVal::List: {
+    bool allInt = true, allNum = true, allBool = true, allRef = true;
+    for (const PyVal &e : v.items) {
+      allInt &= e.kind == PyVal::Int;
+      allNum &= e.kind == PyVal::Int || e.kind == PyVal::Float;
+      allBool &= e.kind == PyVal::Bool;
+      allRef &= e.kind == PyVal::Ref || e.kind == PyVal::None;
+    }
+    if (allInt) {
+      std::vector<int64_t> r;
+      for (const PyVal &e : v.items) r.push_back(e.i);
+      return r;
+    }
+    if (allNum) {
+      std::vector<double> r;
+      for (const PyVal &e : v.items) r.push_back(e.kind == PyVal::Int ? (double)e.i : e.f);
+      return r;
+    }
+    if (allBool) {
+      std::vector<bool> r;
+      for (const PyVal &e : v.items) r.push_back(e.b);
+      return r;
+    }
+    if (allRef) {
+      std::vector<Node *> r;
+      for (const PyVal &e : v.items) r.push_back(e.kind == PyVal::None ? nullptr : lookupRef(g, e));
+      return r;
+    }
+    userError(v.loc, "unsupported mixed list literal");
+  }
+  }
+  userError(v.loc, "unsupported value");
+}
+
+/// `f32[4, 16]`, `b8[]`, `f32[4, 8][8, 1]cpu`. `Sym(...)` and symbolic dims are rejected.
+TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
+  const std::string &s = tok.text;
+  // The string starts one column after the opening quote; escapes are rare in annotations.
+  auto loc = [&](size_t i) { return at(tok.line, tok.col + 1 + (int)i); };
+  if (s.rfind("Sym(", 0) == 0)
+    userError(loc(0), what + ": symbolic value '" + s + "': dynamic shapes not supported yet");
+  size_t i = 0;
+  while (i < s.size() && std::isalnum((unsigned char)s[i])) ++i;
+  std::string abbr = s.substr(0, i);
+  if (i >= s.size() || s[i] != '[') {
+    if (i < s.size() && s[i] == '(')
+      userError(loc(0), what + ": tensor subclass annotation '" + s + "' is not supported");
+    userError(loc(0), what + ": malformed tensor type '" + s + "' (expected e.g. \"f32[4, 16]\")");
+  }
+  std::optional<DType> dt;
+  if (abbr == "f32" || abbr == "f64" || abbr == "i64" || abbr == "b8") dt = parseDType(abbr);
+  static const std::set<std::string> known = {"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz",
+                                              "c32",  "c64", "c128",     "i8",     "i16",        "i32",
+                                              "u8",   "u16", "u32",      "u64",    "b16",        "b1x8"};
+  if (!dt) {
+    if (known.count(abbr))
+      userError(loc(0), what + ": unsupported dtype '" + abbr + "' (aotc supports f32, f64, i64, b8)");
+    userError(loc(0), what + ": unknown dtype '" + abbr + "' in tensor type '" + s + "'");
+  }
+  TensorType ty;
+  ty.dtype = *dt;
+  auto parseList = [&](size_t &p, bool isShape) {
+    Shape out;
+    ++p; // '['
+    while (true) {
+      while (p < s.size() && s[p] == ' ') ++p;
+      if (p < s.size() && s[p] == ']') { ++p; break; }
+      size_t b = p;
+      while (p < s.size() && s[p] != ',' && s[p] != ']') ++p;
+      if (p >= s.size()) userError(loc(b), what + ": unterminated '[' in tensor type '" + s + "'");
+      std::string d = strip(s.substr(b, p - b));
+      bool digits = !d.empty();
+      for (char c : d) digits = digits && std::isdigit((unsigned char)c);
+      if (!digits) {
+        if (isShape)
+          userError(loc(b), what + ": symbolic dimension '" + d + "': dynamic shapes not supported yet");
+        userError(loc(b), what + ": malformed stride '" + d + "'");
+      }
+      errno = 0;
+      out.push_back(std::strtoll(d.c_str(), nullptr, 10));
+      if (errno == ERANGE) userError(loc(b), what + ": dimension out of range");
+      if (s[p] == ',') ++p;
+    }
+    return out;
+  };
+  size_t p = i;
+  ty.shape = parseList(p, true);
+  if (p < s.size() && s[p] == '[') parseList(p, false); // strides: ignored (aotc is dense row-major)
+  if (p < s.size()) {
+    std::string dev = s.substr(p);
+    bool ok = true;
+    for (char c : dev) ok = ok && (std::isalnum((unsigned char)c) || c == ':' || c == '_');
+    if (!ok) userError(loc(p), what + ": unexpected '" + dev + "' after the tensor type");
+  }
+  return ty;
+}
+
+} // namespace
+
+bool looksLikeFxText(const std::string &text) {
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t e = text.find('\n', p);
+    if (e == std::string::npos) e = text.size();
+    std::string line = strip(text.substr(p, e - p));
+    if (line.rfind("def forward(", 0) == 0) return true;
+    p = e + 1;
+  }
+  return false;
+}
+
+Program parseProgram(const std::string &text, const std::string &filename) {
+  return Parser(text, filename).run();
+}
+
+} // namespace aotc

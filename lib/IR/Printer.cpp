@@ -1,0 +1,176 @@
+//===- Printer.cpp - Program -> FX graph code with `# aotc:` headers ---------===//
+//
+// Prints the textual IR described in docs/formats.md: a `# aotc:` header, then
+// FX graph code in GraphModule.print_readable() style (torch/fx/graph.py
+// `python_code(verbose=True)`):
+//   * one `def` per graph (`forward`, then `backward` after partition);
+//   * `name: "f32[4, 16]" = torch.ops.aten.mm.default(a, b)`; arguments equal to
+//     their schema default are omitted, trailing positional ones first, and
+//     keyword-only arguments are printed `key = value` (as FX does);
+//   * no `;  a = None` deletion tails (the parser accepts them);
+//   * a `# File: ...` summary comment, preceded by a blank line, whenever the
+//     stack-trace summary changes, `# No stacktrace found for following nodes`
+//     when it becomes empty (FX's rule).
+// The output is deterministic, and parseProgram(printProgram(p)) prints back
+// byte-identically.
+//===----------------------------------------------------------------------===//
+#include "aotc/OpRegistry.h"
+#include "aotc/TextIR.h"
+
+#include <optional>
+#include <regex>
+#include <sstream>
+
+namespace aotc {
+namespace {
+
+/// Python repr of a str (single quotes unless the text has ' and no ").
+std::string pyStr(const std::string &s) {
+  char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+  std::string r(1, q);
+  for (char c : s) {
+    switch (c) {
+    case '\\': r += "\\\\"; break;
+    case '\n': r += "\\n"; break;
+    case '\t': r += "\\t"; break;
+    case '\r': r += "\\r"; break;
+    case '\0': r += "\\0"; break;
+    default:
+      if (c == q) r += '\\';
+      r += c;
+    }
+  }
+  return r + q;
+}
+
+std::string pyArg(const Arg &a) {
+  if (auto *s = std::get_if<std::string>(&a)) return pyStr(*s);
+  if (auto *n = std::get_if<Node *>(&a)) return *n ? (*n)->name : "None";
+  return argStr(a);
+}
+
+/// The one-line summary FX prints for a stack trace:
+/// "File: <file>:<line> in <fn>, code: <code>" from the last frame of a
+/// Python traceback. A trace that already is a summary is returned unchanged,
+/// so printing is idempotent through parse.
+std::string traceSummary(const std::string &st) {
+  if (st.empty()) return "";
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(st);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  auto strip = [](const std::string &s) {
+    size_t b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return std::string();
+    return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+  };
+  static const std::regex frame(R"re(^\s*File "(.+)", line (\d+), in (.+?)\s*$)re");
+  for (size_t i = lines.size(); i-- > 0;) {
+    std::smatch m;
+    if (std::regex_match(lines[i], m, frame)) {
+      std::string code = i + 1 < lines.size() ? strip(lines[i + 1]) : "";
+      return "File: " + m[1].str() + ":" + m[2].str() + " in " + m[3].str() + ", code: " + code;
+    }
+  }
+  for (const std::string &l : lines) {
+    std::string t = strip(l);
+    if (t.empty()) continue;
+    return t.rfind("File:", 0) == 0 ? t : "File: " + t;
+  }
+  return "";
+}
+
+std::string callArgs(const Node &n) {
+  std::vector<std::string> parts;
+  const OpDef *op = n.op;
+  if (!op || op->schema.args.size() != n.args.size()) {
+    for (const Arg &a : n.args) parts.push_back(pyArg(a));
+  } else {
+    const auto &sargs = op->schema.args;
+    auto isDefault = [&](size_t i) { return sargs[i].hasDefault && sargs[i].defaultValue == n.args[i]; };
+    int lastPos = -1;
+    for (size_t i = 0; i < sargs.size(); ++i)
+      if (!sargs[i].kwargOnly && !isDefault(i)) lastPos = (int)i;
+    for (int i = 0; i <= lastPos; ++i)
+      if (!sargs[i].kwargOnly) parts.push_back(pyArg(n.args[i]));
+    for (size_t i = 0; i < sargs.size(); ++i)
+      if (sargs[i].kwargOnly && !isDefault(i)) parts.push_back(sargs[i].name + " = " + pyArg(n.args[i]));
+  }
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
+  return s;
+}
+
+void printGraph(std::ostringstream &out, const char *fn, const Graph &g) {
+  const std::string ind = "        ";
+  out << "    def " << fn << "(self";
+  for (Node *ph : g.placeholders()) out << ", " << ph->name << ": \"" << ph->type().str() << "\"";
+  out << "):\n";
+  std::optional<std::string> prevTrace;
+  for (const auto &up : g.nodes()) {
+    const Node &n = *up;
+    if (!n.isCall()) continue;
+    std::string tr = traceSummary(n.stackTrace);
+    if (!prevTrace || tr != *prevTrace) {
+      if (!tr.empty()) out << "\n" << ind << "# " << tr << "\n";
+      else if (!prevTrace || !prevTrace->empty())
+        out << "\n" << ind << "# No stacktrace found for following nodes\n";
+      prevTrace = tr;
+    }
+    out << ind << n.name;
+    if (n.types.size() == 1) out << ": \"" << n.types[0].str() << "\"";
+    out << " = ";
+    if (n.isGetitem()) {
+      out << pyArg(n.args.at(0)) << "[" << pyArg(n.args.at(1)) << "]";
+    } else {
+      out << "torch.ops." << n.target << "(" << callArgs(n) << ")";
+    }
+    out << "\n";
+  }
+  std::vector<Node *> outs = g.outputs();
+  out << ind << "return (";
+  for (size_t i = 0; i < outs.size(); ++i) out << (i ? ", " : "") << outs[i]->name;
+  if (outs.size() == 1) out << ",";
+  out << ")\n";
+}
+
+void printInputs(std::ostringstream &out, const char *gname, const Graph &g) {
+  for (Node *ph : g.placeholders()) {
+    out << "# aotc: input " << gname << " " << ph->name << " role=" << roleName(ph->role);
+    if (!ph->fqn.empty()) out << " fqn=" << ph->fqn;
+    out << " requires_grad=" << (ph->requiresGrad ? "True" : "False") << "\n";
+  }
+}
+
+} // namespace
+
+std::string printProgram(const Program &p) {
+  std::ostringstream out;
+  bool hasBackward = !p.backward.nodes().empty();
+  out << "# aotc: stage " << (p.stage.empty() ? "capture" : p.stage) << "\n";
+  if (!p.name.empty()) out << "# aotc: name " << p.name << "\n";
+  printInputs(out, "forward", p.forward);
+  if (hasBackward) printInputs(out, "backward", p.backward);
+  if (p.numForwardOutputs) out << "# aotc: num_forward_outputs " << p.numForwardOutputs << "\n";
+  if (!p.gradOf.empty()) {
+    out << "# aotc: grad_of";
+    for (const auto &n : p.gradOf) out << " " << n;
+    out << "\n";
+  }
+  if (!p.saved.empty()) {
+    out << "# aotc: saved";
+    for (const auto &n : p.saved) out << " " << n;
+    out << "\n";
+  }
+  for (const auto &[idx, name] : p.mutatedInputs) out << "# aotc: mutated_input " << idx << " " << name << "\n";
+  out << "class GraphModule(torch.nn.Module):\n";
+  printGraph(out, "forward", p.forward);
+  if (hasBackward) {
+    out << "\n";
+    printGraph(out, "backward", p.backward);
+  }
+  return out.str();
+}
+
+} // namespace aotc
