@@ -1,0 +1,589 @@
+//===- FormulaEval.cpp - Derivative formulas -> graph nodes ------------------===//
+//
+// Evaluates a parsed formula (Formula.cpp) for one forward node: names become
+// the node's arguments, results and incoming gradients; calls become registry
+// ops (resolved by argument kinds, like PyTorch's overload resolution) or
+// build-time helpers. docs/derivatives.md documents the language.
+//===----------------------------------------------------------------------===//
+#include "AutodiffInternal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace aotc {
+namespace autodiff {
+
+//===-- Helper and alias tables ---------------------------------------------===//
+
+const std::vector<HelperInfo> &helpers() {
+  static const std::vector<HelperInfo> h = {
+      {"sum_to", 2, 2, "sum_to(x, sizes): sums x over broadcast dims to shape `sizes` (at::sum_to)"},
+      {"restore_dims", 4, 4,
+       "restore_dims(x, dim, keepdim, rank): unsqueezes the dims a reduction over `dim` removed "
+       "(nothing when keepdim; dim None or [] = all dims of a rank-`rank` input)"},
+      {"reduced_numel", 2, 2, "reduced_numel(sizes, dim): number of elements a reduction over `dim` combines"},
+      {"invperm", 1, 1, "invperm(dims): the inverse permutation (negative dims allowed)"},
+      {"last_dims", 1, 1, "last_dims(n or list): [-n, ..., -1] (n = length of a list)"},
+      {"prod", 1, 1, "prod(list): product of an int list (1 for [])"},
+      {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
+      {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
+      {"zeros", 1, 1, "zeros(x): a zero tensor of x's shape and dtype (aten.full)"},
+      {"zero", 1, 1, "zero(x): a 0-d zero of x's dtype, for where(...) (aten.full with size [])"},
+      {"if_defined", 3, 3, "if_defined(x, a, b): a when the optional tensor x is given, else b (lazy)"},
+      {"if_equal", 4, 4, "if_equal(x, y, a, b): a when the constants x and y are equal, else b (lazy)"},
+  };
+  return h;
+}
+
+const HelperInfo *findHelper(const std::string &name) {
+  for (auto &h : helpers())
+    if (name == h.name) return &h;
+  return nullptr;
+}
+
+const std::map<std::string, std::string> &shortNameAliases() {
+  static const std::map<std::string, std::string> m = {
+      {"sum_dim", "aten.sum.dim_IntList"},
+      {"mean_dim", "aten.mean.dim"},
+      {"squeeze_dims", "aten.squeeze.dims"},
+      {"where", "aten.where.self"},
+  };
+  return m;
+}
+
+std::vector<const OpDef *> resolveCallee(const std::string &name) {
+  const OpRegistry &reg = OpRegistry::get();
+  auto al = shortNameAliases().find(name);
+  if (al != shortNameAliases().end()) {
+    const OpDef *d = reg.lookup(al->second);
+    return d ? std::vector<const OpDef *>{d} : std::vector<const OpDef *>{};
+  }
+  if (name.find('.') != std::string::npos) {
+    std::string t = name.rfind("aten.", 0) == 0 ? name : "aten." + name;
+    const OpDef *d = reg.lookup(t);
+    return d ? std::vector<const OpDef *>{d} : std::vector<const OpDef *>{};
+  }
+  std::vector<const OpDef *> c;
+  for (auto &[t, d] : reg.all())
+    if (d.schema.name == name) c.push_back(&d);
+  auto rank = [](const OpDef *d) {
+    const std::string &o = d->schema.overload;
+    return o == "Tensor" ? 0 : o == "default" ? 1 : o == "Scalar" ? 2 : 3;
+  };
+  std::sort(c.begin(), c.end(), [&](const OpDef *a, const OpDef *b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return a->schema.overload < b->schema.overload;
+  });
+  return c;
+}
+
+//===-- BackwardBuilder ---------------------------------------------------===//
+
+static bool isNumber(const Arg &a) {
+  return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
+}
+static double numberOf(const Arg &a) {
+  if (auto *i = std::get_if<int64_t>(&a)) return (double)*i;
+  if (auto *d = std::get_if<double>(&a)) return *d;
+  if (auto *b = std::get_if<bool>(&a)) return *b ? 1.0 : 0.0;
+  return NAN;
+}
+
+/// The input x when `n` provably computes x unchanged (same type), else nullptr.
+static Node *peephole(const Node &n) {
+  if (n.args.empty() || !std::holds_alternative<Node *>(n.args[0]) || n.types.size() != 1)
+    return nullptr;
+  Node *x = std::get<Node *>(n.args[0]);
+  if (!x || x->types.size() != 1 || x->type() != n.type()) return nullptr;
+  const std::string &t = n.target;
+  if (t == "aten.mul.Tensor" || t == "aten.mul.Scalar" || t == "aten.div.Tensor" ||
+      t == "aten.div.Scalar" || t == "aten.pow.Tensor_Scalar")
+    return isNumber(n.args[1]) && numberOf(n.args[1]) == 1.0 ? x : nullptr;
+  if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
+      t == "aten.expand.default" || t == "aten._to_copy.default")
+    return x;
+  if (t == "aten.permute.default") {
+    const auto &p = n.intListArg(1);
+    for (size_t i = 0; i < p.size(); ++i)
+      if (p[i] != (int64_t)i && p[i] != (int64_t)i - (int64_t)p.size()) return nullptr;
+    return x;
+  }
+  if (t == "aten.sum.dim_IntList" && n.boolArg(2)) {
+    auto *dims = std::get_if<std::vector<int64_t>>(&n.args[1]);
+    if (!dims || dims->empty()) return nullptr;
+    for (int64_t d : *dims) {
+      auto w = wrapDim(d, x->type().rank());
+      if (!w || x->type().shape[*w] != 1) return nullptr;
+    }
+    return x;
+  }
+  return nullptr;
+}
+
+Node *BackwardBuilder::call(const std::string &target, const std::vector<Arg> &args,
+                            const std::vector<std::pair<std::string, Arg>> &kwargs,
+                            const Node *origin) {
+  const OpDef *op = OpRegistry::get().lookup(target);
+  AOTC_ASSERT(op, "backward builder: unknown op " + target);
+  Node *n = buildCall(g_, g_.uniqueName(op->schema.name), target, args, kwargs,
+                      origin ? origin->loc : SourceLoc{});
+  if (origin) n->stackTrace = origin->stackTrace;
+  if (Node *same = peephole(*n)) {
+    g_.erase(n);
+    return same;
+  }
+  std::string key = n->target + "(";
+  for (auto &a : n->args) key += argStr(a) + "|" + std::to_string(a.index()) + ",";
+  key += ")";
+  auto it = cse_.find(key);
+  if (it != cse_.end()) {
+    g_.erase(n);
+    return it->second;
+  }
+  cse_[key] = n;
+  return n;
+}
+
+Node *BackwardBuilder::sumTo(Node *x, const Shape &to, const Node *origin) {
+  const Shape &from = x->type().shape;
+  if (from == to) return x;
+  int64_t lead = (int64_t)from.size() - (int64_t)to.size();
+  AOTC_ASSERT(lead >= 0, "sum_to: cannot reduce " + shapeStr(from) + " to " + shapeStr(to));
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
+  for (size_t i = 0; i < to.size(); ++i) {
+    int64_t s = from[lead + i];
+    if (to[i] == 1 && s != 1)
+      dims.push_back(lead + (int64_t)i);
+    else
+      AOTC_ASSERT(s == to[i], "sum_to: cannot reduce " + shapeStr(from) + " to " + shapeStr(to));
+  }
+  Node *r = x;
+  if (!dims.empty()) r = call("aten.sum.dim_IntList", {x, dims, true}, {}, origin);
+  if (r->type().shape != to) r = call("aten.view.default", {r, to}, {}, origin);
+  return r;
+}
+
+Node *BackwardBuilder::zeros(const TensorType &t, const Node *origin) {
+  Arg fill = isFloating(t.dtype) ? Arg(0.0) : t.dtype == DType::Bool ? Arg(false) : Arg(int64_t(0));
+  return call("aten.full.default", {t.shape, fill}, {{"dtype", DTypeLit{t.dtype}}}, origin);
+}
+
+Node *BackwardBuilder::cast(Node *x, DType dt, const Node *origin) {
+  if (x->type().dtype == dt) return x;
+  return call("aten._to_copy.default", {x}, {{"dtype", DTypeLit{dt}}}, origin);
+}
+
+//===-- Overload matching ---------------------------------------------------===//
+
+static bool argFits(const SchemaArg &sa, const Arg &v, bool lenient, const OpDef &op) {
+  if (std::holds_alternative<std::monostate>(v)) return sa.optional;
+  const std::string &t = sa.type;
+  auto emptyList = [&]() {
+    if (auto *p = std::get_if<std::vector<int64_t>>(&v)) return p->empty();
+    return false;
+  };
+  if (t == "Tensor") {
+    if (auto *p = std::get_if<Node *>(&v)) return *p && (*p)->types.size() == 1;
+    return lenient && (isNumber(v) || std::holds_alternative<bool>(v)) &&
+           op.category == OpCategory::Pointwise;
+  }
+  if (t == "Tensor[]" || t == "Tensor?[]") return std::holds_alternative<std::vector<Node *>>(v) || emptyList();
+  if (t == "int" || t == "SymInt") return std::holds_alternative<int64_t>(v) || std::holds_alternative<bool>(v);
+  if (t == "int[]" || t == "SymInt[]")
+    return std::holds_alternative<std::vector<int64_t>>(v) ||
+           (sa.listLen > 0 && std::holds_alternative<int64_t>(v));
+  if (t == "float") return isNumber(v);
+  if (t == "float[]") return std::holds_alternative<std::vector<double>>(v) || std::holds_alternative<std::vector<int64_t>>(v);
+  if (t == "bool") return std::holds_alternative<bool>(v);
+  if (t == "bool[]") return std::holds_alternative<std::vector<bool>>(v) || emptyList();
+  if (t == "Scalar") return isNumber(v) || std::holds_alternative<bool>(v);
+  if (t == "str") return std::holds_alternative<std::string>(v);
+  if (t == "ScalarType") return std::holds_alternative<DTypeLit>(v);
+  return std::holds_alternative<std::string>(v) || std::holds_alternative<EnumLit>(v);
+}
+
+static bool overloadFits(const OpDef &op, const std::vector<Arg> &args,
+                         const std::vector<std::pair<std::string, Arg>> &kwargs, bool lenient) {
+  const auto &sa = op.schema.args;
+  size_t numPositional = 0;
+  for (auto &a : sa)
+    if (!a.kwargOnly) ++numPositional;
+  if (args.size() > numPositional) return false;
+  std::vector<bool> given(sa.size(), false);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!argFits(sa[i], args[i], lenient, op)) return false;
+    given[i] = true;
+  }
+  for (auto &[k, v] : kwargs) {
+    size_t i = 0;
+    while (i < sa.size() && sa[i].name != k) ++i;
+    if (i == sa.size() || given[i] || !argFits(sa[i], v, lenient, op)) return false;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < sa.size(); ++i)
+    if (!given[i] && !sa[i].hasDefault) return false;
+  return true;
+}
+
+//===-- Evaluation ----------------------------------------------------------===//
+
+[[noreturn]] static void evalError(const FormulaExpr &e, const std::string &msg) {
+  userError(e.loc, msg);
+}
+
+static std::string kindName(const Arg &a) {
+  switch (a.index()) {
+  case 0: return "None";
+  case 1: return "a tensor";
+  case 2: return "a tensor list";
+  case 3: return "an int";
+  case 4: return "a float";
+  case 5: return "a bool";
+  case 6: return "a string";
+  case 7: return "an int list";
+  case 8: return "a float list";
+  case 9: return "a bool list";
+  case 10: return "a dtype";
+  default: return "an enum";
+  }
+}
+
+static Node *expectTensor(const FormulaExpr &e, const Arg &v) {
+  auto *p = std::get_if<Node *>(&v);
+  if (!p || !*p) evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected a tensor");
+  return *p;
+}
+
+static std::vector<int64_t> expectIntList(const FormulaExpr &e, const Arg &v) {
+  if (auto *p = std::get_if<std::vector<int64_t>>(&v)) return *p;
+  if (auto *i = std::get_if<int64_t>(&v)) return {*i};
+  evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected an int list");
+}
+
+static int64_t expectInt(const FormulaExpr &e, const Arg &v) {
+  if (auto *i = std::get_if<int64_t>(&v)) return *i;
+  evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected an int");
+}
+
+/// The reduced-dims mask of a reduction over `dim` (int, list, None; [] = all).
+static std::vector<bool> reducedMask(const FormulaExpr &e, const Arg &dim, int64_t rank) {
+  std::vector<bool> mask(rank, false);
+  std::vector<int64_t> dims;
+  if (!std::holds_alternative<std::monostate>(dim)) dims = expectIntList(e, dim);
+  if (dims.empty()) return std::vector<bool>(rank, true);
+  for (int64_t d : dims) {
+    auto w = wrapDim(d, rank);
+    if (!w) evalError(e, "dimension " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+    if (rank > 0) mask[*w] = true;
+  }
+  return mask;
+}
+
+static bool constEqual(const Arg &a, const Arg &b) {
+  if ((isNumber(a) || std::holds_alternative<bool>(a)) && (isNumber(b) || std::holds_alternative<bool>(b)))
+    return numberOf(a) == numberOf(b);
+  return argStr(a) == argStr(b) && a.index() == b.index();
+}
+
+static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &sc, BackwardBuilder &bb) {
+  const std::string n = h.name;
+  if ((int)e.args.size() < h.minArgs || (int)e.args.size() > h.maxArgs || !e.kwargs.empty())
+    evalError(e, "wrong arguments for helper: " + std::string(h.doc));
+  // Lazy helpers first.
+  if (n == "if_defined") {
+    // grads[k] is "defined" when a gradient flowed into result k (not materialized here).
+    if (e.args[0].kind == FormulaExpr::Kind::Index) {
+      size_t k = (size_t)e.args[0].i;
+      bool defined = k < sc.grads.size() && sc.grads[k];
+      return evalFormula(defined ? e.args[1] : e.args[2], sc, bb);
+    }
+    Arg x = evalFormula(e.args[0], sc, bb);
+    return evalFormula(std::holds_alternative<std::monostate>(x) ? e.args[2] : e.args[1], sc, bb);
+  }
+  if (n == "if_equal") {
+    Arg x = evalFormula(e.args[0], sc, bb), y = evalFormula(e.args[1], sc, bb);
+    return evalFormula(constEqual(x, y) ? e.args[2] : e.args[3], sc, bb);
+  }
+  std::vector<Arg> v;
+  for (auto &a : e.args) v.push_back(evalFormula(a, sc, bb));
+  if (n == "sum_to") {
+    Node *x = expectTensor(e.args[0], v[0]);
+    Shape to = expectIntList(e.args[1], v[1]);
+    const Shape &from = x->type().shape;
+    auto b = broadcastShapes(from, to);
+    if (!b || *b != from)
+      evalError(e, "sum_to: " + shapeStr(from) + " is not a broadcast of " + shapeStr(to));
+    return bb.sumTo(x, to, sc.node);
+  }
+  if (n == "restore_dims") {
+    Node *x = expectTensor(e.args[0], v[0]);
+    auto *keep = std::get_if<bool>(&v[2]);
+    if (!keep) evalError(e.args[2], "keepdim must be a bool");
+    int64_t rank = expectInt(e.args[3], v[3]);
+    if (*keep) return x;
+    std::vector<bool> mask = reducedMask(e.args[1], v[1], rank);
+    Node *r = x;
+    for (int64_t d = 0; d < rank; ++d)
+      if (mask[d]) r = bb.call("aten.unsqueeze.default", {r, d}, {}, sc.node);
+    return r;
+  }
+  if (n == "reduced_numel") {
+    Shape s = expectIntList(e.args[0], v[0]);
+    std::vector<bool> mask = reducedMask(e.args[1], v[1], (int64_t)s.size());
+    int64_t c = 1;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (mask[d]) c *= s[d];
+    return c;
+  }
+  if (n == "invperm") {
+    std::vector<int64_t> p = expectIntList(e.args[0], v[0]);
+    int64_t r = (int64_t)p.size();
+    std::vector<int64_t> inv(r, -1);
+    for (int64_t i = 0; i < r; ++i) {
+      auto w = wrapDim(p[i], r);
+      if (!w || inv[*w] != -1) evalError(e, "invperm: not a permutation");
+      inv[*w] = i;
+    }
+    return inv;
+  }
+  if (n == "last_dims") {
+    int64_t k = std::holds_alternative<int64_t>(v[0]) ? std::get<int64_t>(v[0])
+                                                      : (int64_t)expectIntList(e.args[0], v[0]).size();
+    std::vector<int64_t> d;
+    for (int64_t i = -k; i < 0; ++i) d.push_back(i);
+    return d;
+  }
+  if (n == "prod") {
+    std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
+    return std::accumulate(l.begin(), l.end(), int64_t(1), std::multiplies<int64_t>());
+  }
+  if (n == "transpose_perm") {
+    int64_t r = expectInt(e.args[0], v[0]);
+    auto d0 = wrapDim(expectInt(e.args[1], v[1]), r), d1 = wrapDim(expectInt(e.args[2], v[2]), r);
+    if (!d0 || !d1 || r == 0) evalError(e, "transpose_perm: dimension out of range");
+    std::vector<int64_t> p(r);
+    std::iota(p.begin(), p.end(), 0);
+    std::swap(p[*d0], p[*d1]);
+    return p;
+  }
+  if (n == "dim_shape") {
+    int64_t r = expectInt(e.args[0], v[0]);
+    auto d = wrapDim(expectInt(e.args[1], v[1]), r);
+    if (!d) evalError(e, "dim_shape: dimension out of range");
+    std::vector<int64_t> s(r, 1);
+    if (r > 0) s[*d] = expectInt(e.args[2], v[2]);
+    return s;
+  }
+  if (n == "zeros") return bb.zeros(expectTensor(e.args[0], v[0])->type(), sc.node);
+  if (n == "zero") return bb.zeros(TensorType{expectTensor(e.args[0], v[0])->type().dtype, {}}, sc.node);
+  internalError("helper " + n + " not implemented");
+}
+
+/// Folds arithmetic on constants (alpha * -1, exponent - 1, ...).
+static std::optional<Arg> foldConstants(const std::string &name, const std::vector<Arg> &v) {
+  for (auto &a : v)
+    if (!isNumber(a)) return std::nullopt;
+  bool allInt = std::all_of(v.begin(), v.end(), [](const Arg &a) { return std::holds_alternative<int64_t>(a); });
+  auto mk = [&](double r, int64_t ri) -> Arg { return allInt ? Arg(ri) : Arg(r); };
+  if (name == "neg" && v.size() == 1) return mk(-numberOf(v[0]), allInt ? -std::get<int64_t>(v[0]) : 0);
+  if (v.size() != 2) return std::nullopt;
+  double a = numberOf(v[0]), b = numberOf(v[1]);
+  int64_t ia = allInt ? std::get<int64_t>(v[0]) : 0, ib = allInt ? std::get<int64_t>(v[1]) : 0;
+  if (name == "add") return mk(a + b, ia + ib);
+  if (name == "sub") return mk(a - b, ia - ib);
+  if (name == "mul") return mk(a * b, ia * ib);
+  if (name == "div") return Arg(a / b); // true division, as Python
+  if (name == "pow") return Arg(std::pow(a, b));
+  return std::nullopt;
+}
+
+Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
+  using K = FormulaExpr::Kind;
+  const Node &node = *sc.node;
+  switch (e.kind) {
+  case K::Int: return e.i;
+  case K::Float: return e.f;
+  case K::String: return e.name;
+  case K::List: {
+    std::vector<Arg> v;
+    for (auto &a : e.args) v.push_back(evalFormula(a, sc, bb));
+    if (v.empty()) return std::vector<int64_t>{};
+    auto all = [&](auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+    if (all([](const Arg &a) { return std::holds_alternative<int64_t>(a); })) {
+      std::vector<int64_t> r;
+      for (auto &a : v) r.push_back(std::get<int64_t>(a));
+      return r;
+    }
+    if (all([](const Arg &a) { return isNumber(a); })) {
+      std::vector<double> r;
+      for (auto &a : v) r.push_back(numberOf(a));
+      return r;
+    }
+    if (all([](const Arg &a) { return std::holds_alternative<bool>(a); })) {
+      std::vector<bool> r;
+      for (auto &a : v) r.push_back(std::get<bool>(a));
+      return r;
+    }
+    if (all([](const Arg &a) { return std::holds_alternative<Node *>(a); })) {
+      std::vector<Node *> r;
+      for (auto &a : v) r.push_back(std::get<Node *>(a));
+      return r;
+    }
+    evalError(e, "list elements must be all ints, all numbers, all bools or all tensors");
+  }
+  case K::Ident: {
+    const std::string &n = e.name;
+    if (n == "True") return true;
+    if (n == "False") return false;
+    if (n == "None") return std::monostate{};
+    const auto &sa = node.op->schema.args;
+    for (size_t i = 0; i < sa.size(); ++i)
+      if (sa[i].name == n) return node.args[i];
+    if (auto lv = sc.letValues.find(n); lv != sc.letValues.end()) return lv->second;
+    if (sc.rule)
+      for (auto &[ln, le] : sc.rule->lets)
+        if (ln == n) {
+          if (!sc.letInProgress.insert(n).second) evalError(e, "'" + n + "' is defined in terms of itself");
+          Arg v = evalFormula(le, sc, bb);
+          sc.letInProgress.erase(n);
+          sc.letValues[n] = v;
+          return v;
+        }
+    if (n == "grad") {
+      if (!sc.grads[0]) sc.grads[0] = bb.zeros(node.types[0], sc.node);
+      return sc.grads[0];
+    }
+    if (n == "result" || (n.rfind("result", 0) == 0 && n.size() > 6)) {
+      size_t k = n == "result" ? 0 : std::stoul(n.substr(6));
+      AOTC_ASSERT(k < sc.results->size(), "result index out of range");
+      Node *&r = (*sc.results)[k];
+      if (!r) {
+        Graph &g = bb.graph();
+        r = buildCall(g, g.uniqueName("getitem"), "getitem",
+                      {const_cast<Node *>(sc.node), int64_t(k)}, {}, node.loc);
+      }
+      return r;
+    }
+    evalError(e, "unknown name '" + n + "'");
+  }
+  case K::Index: {
+    size_t k = (size_t)e.i;
+    if (k >= sc.grads.size()) evalError(e, "grads index out of range");
+    if (!sc.grads[k]) sc.grads[k] = bb.zeros(node.types[k], sc.node);
+    return sc.grads[k];
+  }
+  case K::Attr: {
+    Arg b = evalFormula(e.args[0], sc, bb);
+    Node *x = expectTensor(e.args[0], b);
+    const TensorType &t = x->type();
+    if (e.name == "sizes") return t.shape;
+    if (e.name == "dim") return t.rank();
+    if (e.name == "numel") return t.numel();
+    if (e.name == "dtype") return DTypeLit{t.dtype};
+    evalError(e, "unknown attribute '" + e.name + "'");
+  }
+  case K::Call: {
+    if (const HelperInfo *h = findHelper(e.name)) return evalHelper(e, *h, sc, bb);
+    std::vector<Arg> args;
+    std::vector<std::pair<std::string, Arg>> kwargs;
+    for (auto &a : e.args) args.push_back(evalFormula(a, sc, bb));
+    for (auto &[k, a] : e.kwargs) kwargs.emplace_back(k, evalFormula(a, sc, bb));
+    if (kwargs.empty())
+      if (auto f = foldConstants(e.name, args)) return *f;
+    std::vector<const OpDef *> cands = resolveCallee(e.name);
+    if (cands.empty()) evalError(e, "unknown function '" + e.name + "'");
+    for (bool lenient : {false, true})
+      for (const OpDef *op : cands)
+        if (overloadFits(*op, args, kwargs, lenient)) return bb.call(op->target(), args, kwargs, sc.node);
+    std::string got;
+    for (auto &a : args) got += (got.empty() ? "" : ", ") + kindName(a);
+    for (auto &[k, a] : kwargs) got += (got.empty() ? "" : ", ") + k + "=" + kindName(a);
+    std::string have;
+    for (const OpDef *op : cands) have += "\n  " + op->target();
+    evalError(e, "no overload of '" + e.name + "' takes (" + got + "); candidates:" + have);
+  }
+  }
+  internalError("bad formula kind");
+}
+
+//===-- Load-time validation --------------------------------------------------===//
+
+void validateFormula(const FormulaExpr &e, const OpDef &op, const std::set<std::string> &lets) {
+  using K = FormulaExpr::Kind;
+  int nret = op.schema.numReturns;
+  switch (e.kind) {
+  case K::Int:
+  case K::Float:
+  case K::String: return;
+  case K::List:
+    for (auto &a : e.args) validateFormula(a, op, lets);
+    return;
+  case K::Ident: {
+    const std::string &n = e.name;
+    if (n == "True" || n == "False" || n == "None") return;
+    for (auto &a : op.schema.args)
+      if (a.name == n) return;
+    if (lets.count(n)) return;
+    if (n == "grad") {
+      if (nret != 1) userError(e.loc, "'grad' is ambiguous for " + op.target() + ", which has " +
+                                          std::to_string(nret) + " results; use grads[i]");
+      return;
+    }
+    if (n == "grads") userError(e.loc, "'grads' must be indexed: grads[i]");
+    if (n == "result") {
+      if (nret != 1) userError(e.loc, "'result' is ambiguous for " + op.target() + "; use result0..result" +
+                                          std::to_string(nret - 1));
+      return;
+    }
+    if (n.rfind("result", 0) == 0 && n.size() > 6 &&
+        std::all_of(n.begin() + 6, n.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
+      if (std::stoul(n.substr(6)) >= (size_t)nret)
+        userError(e.loc, "'" + n + "' out of range: " + op.target() + " has " + std::to_string(nret) +
+                             " result(s)");
+      return;
+    }
+    std::string names;
+    for (auto &a : op.schema.args) names += (names.empty() ? "" : ", ") + a.name;
+    userError(e.loc, "unknown name '" + n + "' in formula for " + op.target() +
+                         " (inputs: " + names + "; also grad/grads[i], result/resultK)");
+  }
+  case K::Index:
+    if (e.args[0].kind != K::Ident || e.args[0].name != "grads")
+      userError(e.loc, "only grads[i] can be indexed");
+    if (e.i < 0 || e.i >= nret)
+      userError(e.loc, "grads[" + std::to_string(e.i) + "] out of range: " + op.target() + " has " +
+                           std::to_string(nret) + " result(s)");
+    return;
+  case K::Attr:
+    if (e.name != "sizes" && e.name != "dim" && e.name != "numel" && e.name != "dtype")
+      userError(e.loc, "unknown attribute '" + e.name + "' (known: sizes, dim, numel, dtype)");
+    validateFormula(e.args[0], op, lets);
+    return;
+  case K::Call: {
+    if (const HelperInfo *h = findHelper(e.name)) {
+      if ((int)e.args.size() < h->minArgs || (int)e.args.size() > h->maxArgs || !e.kwargs.empty())
+        userError(e.loc, "wrong number of arguments for helper: " + std::string(h->doc));
+    } else {
+      auto cands = resolveCallee(e.name);
+      bool foldable = e.name == "neg" || e.name == "add" || e.name == "sub" || e.name == "mul" ||
+                      e.name == "div" || e.name == "pow";
+      if (cands.empty() && !foldable)
+        userError(e.loc, "unknown function '" + e.name + "' (not a registry op, alias or helper)");
+      for (auto &[k, v] : e.kwargs) {
+        bool found = false;
+        for (const OpDef *c : cands)
+          for (auto &a : c->schema.args) found |= a.name == k;
+        if (!found) userError(v.loc, "'" + e.name + "' has no argument '" + k + "'");
+      }
+    }
+    for (auto &a : e.args) validateFormula(a, op, lets);
+    for (auto &[k, v] : e.kwargs) validateFormula(v, op, lets);
+    return;
+  }
+  }
+}
+
+} // namespace autodiff
+} // namespace aotc
