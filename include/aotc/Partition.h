@@ -26,9 +26,11 @@ namespace aotc {
 /// name missing from p.forward is an internal error.
 int64_t savedBytes(const Program &p);
 
-/// Backward call nodes that do not depend, directly or transitively, on any
-/// Tangent placeholder: forward computations the backward performs again
-/// (recomputed from primals and saved tensors). In backward order.
+/// Recomputed ops: backward call nodes that the forward graph also computes
+/// (same node name; partition keeps the joint graph's names), as PyTorch's
+/// partitioner debug output counts them (fw call nodes & bw call nodes).
+/// Backward-only work that needs no tangent (e.g. a permute of a weight) is
+/// not counted. In backward order.
 std::vector<const Node *> recomputedNodes(const Program &p);
 
 /// The `--emit=partition` summary printed after the two graphs. Every line

@@ -8,7 +8,6 @@
 
 #include "aotc/Diagnostics.h"
 
-#include <unordered_set>
 
 namespace aotc {
 
@@ -27,21 +26,14 @@ int64_t savedBytes(const Program &p) {
 }
 
 std::vector<const Node *> recomputedNodes(const Program &p) {
-  std::unordered_set<const Node *> fromTangent;
+  // PyTorch's debug count of rematerialized nodes: fw call nodes & bw call nodes
+  // (by name; the partitioners keep the joint graph's names).
   std::vector<const Node *> r;
   for (auto &up : p.backward.nodes()) {
     const Node *n = up.get();
-    if (n->isPlaceholder()) {
-      if (n->role == InputRole::Tangent) fromTangent.insert(n);
-      continue;
-    }
     if (!n->isCall()) continue;
-    bool dep = false;
-    for (const Node *in : n->inputs()) dep = dep || fromTangent.count(in);
-    if (dep)
-      fromTangent.insert(n);
-    else
-      r.push_back(n);
+    const Node *f = p.forward.find(n->name);
+    if (f && f->isCall()) r.push_back(n);
   }
   return r;
 }
