@@ -368,7 +368,7 @@ static Arg coerceArg(const Node &n, const OpDef &op, const SchemaArg &sa, Arg v)
     // (as eager PyTorch does for `aten.mul.Tensor(x, 0.5)`).
     bool num = std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v) ||
                std::holds_alternative<bool>(v);
-    if (num && (op.category == OpCategory::Pointwise || op.category == OpCategory::Composite))
+    if (num && op.category == OpCategory::Pointwise)
       return v;
     return bad("a tensor");
   }

@@ -297,7 +297,9 @@ void registerPointwiseOps(OpRegistry &r) {
                         "lift_fresh_copy(Tensor self) -> Tensor"}) {
     OpDef &d = r.add(s, OpCategory::Pointwise);
     d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
-    setEval(d, [](const Node &n, const RefArgs &a) { return *a.at(0); });
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return x[0]; });
+    });
   }
 }
 

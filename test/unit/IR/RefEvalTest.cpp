@@ -292,3 +292,49 @@ TEST_CASE("evaluate checks inputs and in-place ops give the functional value", "
     CHECK(v < 3);
   }
 }
+
+TEST_CASE("the exported MLP loss graph equals cross_entropy_loss", "[refeval]") {
+  // The op sequence of examples/mlp/mlp.pt2 after the two addmm (see its ops.txt):
+  // F.cross_entropy as torch.export decomposes it, with ignore_index -100.
+  Graph g;
+  Node *z = g.addPlaceholder("logits", T(DType::F32, {4, 5}), InputRole::UserInput);
+  Node *t = g.addPlaceholder("target", T(DType::I64, {4}), InputRole::UserInput);
+  auto B = [&](const char *name, const char *target, std::vector<Arg> a,
+               std::vector<std::pair<std::string, Arg>> kw = {}) { return buildCall(g, name, target, a, kw); };
+  EnumLit cpu{"device(type='cpu')"};
+  Node *ls = B("_log_softmax", "aten._log_softmax.default", {z, int64_t(1), false});
+  Node *ne = B("ne", "aten.ne.Scalar", {t, int64_t(-100)});
+  Node *st = B("scalar_tensor", "aten.scalar_tensor.default", {int64_t(0)},
+               {{"dtype", DTypeLit{DType::I64}}, {"layout", EnumLit{"torch.strided"}}, {"device", cpu}});
+  Node *wh = B("where", "aten.where.self", {ne, t, st});
+  Node *un = B("unsqueeze", "aten.unsqueeze.default", {wh, int64_t(1)});
+  Node *ga = B("gather", "aten.gather.default", {ls, int64_t(1), un});
+  Node *sq = B("squeeze", "aten.squeeze.dims", {ga, std::vector<int64_t>{1}});
+  Node *ng = B("neg", "aten.neg.default", {sq});
+  Node *ne1 = B("ne_1", "aten.ne.Scalar", {t, int64_t(-100)});
+  Node *st1 = B("scalar_tensor_1", "aten.scalar_tensor.default", {int64_t(0)}, {{"dtype", DTypeLit{DType::F32}}});
+  Node *wh1 = B("where_1", "aten.where.self", {ne1, ng, st1});
+  Node *ne2 = B("ne_2", "aten.ne.Scalar", {t, int64_t(-100)});
+  Node *s1 = B("sum_1", "aten.sum.dim_IntList", {ne2, std::vector<int64_t>{}});
+  CHECK(s1->type() == T(DType::I64, {}));
+  Node *tc = B("_to_copy", "aten._to_copy.default", {s1}, {{"dtype", DTypeLit{DType::F32}}, {"device", cpu}});
+  Node *s2 = B("sum_2", "aten.sum.dim_IntList", {wh1, std::vector<int64_t>{}});
+  Node *dv = B("div", "aten.div.Tensor", {s2, tc});
+  CHECK(dv->type() == T(DType::F32, {}));
+  Node *ce = B("ce", "aten.cross_entropy_loss.default", {z, t});
+  g.setOutputs({dv, ce});
+  std::mt19937_64 rng(7);
+  RefTensor logits = randomTensor(T(DType::F32, {4, 5}), rng, -3, 3);
+  RefTensor target = R(DType::I64, {4}, {0, 4, -100, 2});
+  auto out = evaluate(g, {logits, target});
+  // By hand: mean over the 3 non-ignored rows of logsumexp(row) - row[target].
+  double want = 0;
+  for (int r : {0, 1, 3}) {
+    double lse = 0;
+    for (int c = 0; c < 5; ++c) lse += std::exp(logits.data[r * 5 + c]);
+    want += std::log(lse) - logits.data[r * 5 + (int)target.data[r]];
+  }
+  want /= 3;
+  near(out[0], {want}, 1e-12);
+  near(out[1], {want}, 1e-12);
+}
