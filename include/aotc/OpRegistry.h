@@ -90,8 +90,9 @@ struct OpDef {
   std::string target() const { return schema.target(); }
 };
 
-/// The global registry (filled at static-initialization time by lib/IR/ops/*.cpp
-/// through registerOp; call OpRegistry::get() to use it).
+/// The global registry. OpRegistry::get() fills it on first use by calling the
+/// register<Category>Ops functions of lib/IR/ops/*.cpp explicitly (no static
+/// constructors, which a static-library link may drop). The table is in docs/ops.md.
 class OpRegistry {
 public:
   static OpRegistry &get();
@@ -113,8 +114,16 @@ std::string canonicalTarget(const std::string &target);
 /// Builds a call node from possibly-partial arguments:
 ///  * positional `args` fill schema arguments in order; `kwargs` by name;
 ///  * the rest get their schema defaults (a missing argument without default is
-///    a nodeError "missing argument 'x'"; too many positional ones "expects N arguments");
+///    a nodeError "missing argument 'x'"; too many positional ones "expects at most N
+///    arguments, got M"; also "unexpected keyword argument 'x'", "got multiple values
+///    for argument 'x'", "argument 'x' expects <type>");
+///  * values are coerced to the schema type: an int for a float argument becomes a
+///    double, a single int for "int[N]" is repeated N times, an empty list takes the
+///    list's element type; a Python number in a Tensor position is kept as a wrapped
+///    scalar for pointwise ops only (as eager PyTorch does for `aten.mul.Tensor(x, 0.5)`);
 ///  * result types are inferred with OpDef::infer.
+/// `name` is used verbatim (pick a fresh one with Graph::uniqueName). On any error
+/// the graph is left unchanged.
 /// Unknown targets raise a user error at `loc`. getitem is handled too
 /// (args {tuple node, index}).
 Node *buildCall(Graph &g, const std::string &name, const std::string &target,
