@@ -140,9 +140,7 @@ Vals nllLoss(Emitter &e, Node &n) {
 /// cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing):
 /// aten/src/ATen/native/LossNLL.cpp cross_entropy_loss_symint.
 ///  * class-index target: nll_loss(_log_softmax(self, class_dim), target, ...);
-///    with label smoothing (no weight): (1-ls)*nll + ls/C * smooth_loss where
-///    smooth_loss = -sum(logp, class_dim) masked at ignore_index and reduced
-///    like the loss (mean over non-ignored targets);
+///    (label smoothing is not supported: a located error);
 ///  * probability target (floating, same shape): -(logp * target [* weight]).sum(class_dim),
 ///    mean divides by numel/C.
 Vals crossEntropy(Emitter &e, Node &n) {
@@ -171,19 +169,8 @@ Vals crossEntropy(Emitter &e, Node &n) {
     return {e.div(total, double(st.numel() / std::max<int64_t>(st.shape[cdim], 1)))};
   }
   Node *nll = e.call("aten.nll_loss.default", {logp, target, n.args[2], reduction, n.args[4]});
-  if (ls == 0.0) return {nll};
-  if (!n.isNoneArg(2)) nodeError(n, "cross_entropy: label_smoothing with class weights is not supported");
-  Node *smooth = e.neg(e.sum(logp, {cdim}, false));
-  Node *ignored = e.call("aten.eq.Scalar", {target, n.args[4]});
-  smooth = e.call("aten.where.self", {ignored, e.scalarTensor(0.0, st.dtype), smooth});
-  if (reduction == Sum) {
-    smooth = e.sum(smooth, {}, false);
-  } else if (reduction == Mean) {
-    Node *kept = e.call("aten.ne.Scalar", {target, n.args[4]});
-    smooth = e.div(e.sum(smooth, {}, false), e.toDtype(e.sum(kept, {}, false), st.dtype));
-  }
-  double c = (double)st.shape[cdim];
-  return {e.add(e.mul(nll, 1.0 - ls), e.mul(smooth, ls / c))};
+  if (ls != 0.0) nodeError(n, "cross_entropy: label_smoothing is not supported");
+  return {nll};
 }
 
 /// mse_loss(self, target, reduction): (self - target)^2 reduced
@@ -290,7 +277,7 @@ static const std::vector<RuleEntry> &table() {
                                                      "_softmax (after _to_copy when dtype is given)"},
     {"aten.log_softmax.int",           [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._log_softmax.default"); },
                                                      "_log_softmax (after _to_copy when dtype is given)"},
-    {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss (label smoothing, probability targets)"},
+    {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss; probability targets: -sum(logp * target)"},
     {"aten.nll_loss.default",          nllLoss,      "nll_loss_forward(...)[0]"},
     {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight"},
     {"aten.mse_loss.default",          mseLoss,      "sub, pow 2, mean/sum"},

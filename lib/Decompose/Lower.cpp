@@ -90,16 +90,6 @@ Vals thresholdBackward(Emitter &e, Node &n) {
   return {e.call("aten.where.self", {le, e.scalarTensor(int64_t(0), g->type().dtype), g})};
 }
 
-/// sigmoid_backward(grad, y) = grad * y * (1 - y); tanh_backward(grad, y) = grad * (1 - y^2).
-Vals sigmoidBackward(Emitter &e, Node &n) {
-  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
-  return {e.mul(g, e.mul(y, oneMinus(e, y)))};
-}
-Vals tanhBackward(Emitter &e, Node &n) {
-  Node *g = n.tensorArg(0), *y = n.tensorArg(1);
-  return {e.mul(g, oneMinus(e, e.mul(y, y)))};
-}
-
 /// sum(x, dtype) -> sum.dim_IntList(x, [], False, dtype=dtype).
 Vals sumDefault(Emitter &e, Node &n) {
   return {e.call("aten.sum.dim_IntList", {n.args[0], std::vector<int64_t>{}, false}, {{"dtype", n.args[1]}})};
@@ -146,17 +136,9 @@ Vals dropAlpha(Emitter &e, Node &n) {
   return {e.call(base + ".Tensor", {n.args[0], scaled})};
 }
 
-/// squeeze.dim(x, d) -> squeeze.dims(x, [d]); squeeze(x) -> squeeze.dims over the size-1 dims.
+/// squeeze.dim(x, d) -> squeeze.dims(x, [d]).
 Vals squeeze(Emitter &e, Node &n) {
-  Node *x = n.tensorArg(0);
-  std::vector<int64_t> dims;
-  if (n.target == "aten.squeeze.dim") {
-    dims.push_back(n.intArg(1));
-  } else {
-    for (int64_t i = 0; i < x->type().rank(); ++i)
-      if (x->type().shape[i] == 1) dims.push_back(i);
-  }
-  return {e.call("aten.squeeze.dims", {x, dims})};
+  return {e.call("aten.squeeze.dims", {n.args[0], std::vector<int64_t>{n.intArg(1)}})};
 }
 
 /// alias(x) -> view(x, shape); lift_fresh_copy(x) -> clone(x).
@@ -193,8 +175,6 @@ const std::vector<RuleEntry> &table() {
     {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results"},
     {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
-    {"aten.sigmoid_backward.default",       sigmoidBackward,    "grad y (1 - y)"},
-    {"aten.tanh_backward.default",          tanhBackward,       "grad (1 - y^2)"},
     {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},
     {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements"},
     {"aten.sum.default",                    sumDefault,         "sum.dim_IntList over []"},
@@ -207,7 +187,6 @@ const std::vector<RuleEntry> &table() {
     {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)"},
     {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)"},
     {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]"},
-    {"aten.squeeze.default",                squeeze,            "squeeze.dims over the size-1 dims"},
     {"aten.reshape.default",                toView,             "view"},
     {"aten.alias.default",                  aliasToView,        "view to the same shape"},
     {"aten.lift_fresh_copy.default",        toClone,            "clone"},

@@ -1,0 +1,217 @@
+//===- DecomposeTest.cpp - decompose(): values preserved, composites gone ----===//
+//
+// Every rule of the decompose table is run on small graphs; the float64
+// reference evaluator must give the same outputs before and after (relative
+// 1e-12) on random inputs, and no op of the table may remain.
+//===----------------------------------------------------------------------===//
+#include "PassTestUtil.h"
+
+#include "aotc/Decompositions.h"
+#include "aotc/Stages.h"
+
+using namespace aotc;
+using namespace aotc::testutil;
+
+namespace {
+
+/// No node of `g` has a target of the decompose table.
+void expectNoComposite(const Graph &g) {
+  for (auto &[t, _] : decomposeTable()) {
+    INFO(t);
+    CHECK(countTarget(g, t) == 0);
+  }
+}
+
+Program decomposed(const Program &p, const std::map<std::string, std::pair<double, double>> &ranges = {}) {
+  Program q = checkPreserves(p, [](Program &x) { decompose(x); }, 3, ranges);
+  expectNoComposite(q.forward);
+  CHECK(q.stage == "decompose");
+  return q;
+}
+
+} // namespace
+
+TEST_CASE("decompose linear: 2-D with bias becomes permute + addmm, name kept", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({4, 3})), *w = input(g, "w", f32({5, 3})), *b = input(g, "b", f32({5}));
+  Node *l = op(g, "aten.linear.default", {x, w, b});
+  g.setOutputs({l});
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten.addmm.default") == 1);
+  CHECK(countTarget(q.forward, "aten.permute.default") == 1);
+  Node *out = q.forward.outputs().at(0);
+  CHECK(out->name == "linear");
+  CHECK(out->target == "aten.addmm.default");
+}
+
+TEST_CASE("decompose linear: no bias, 3-D and 1-D inputs", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({2, 4, 3})), *v = input(g, "v", f32({3}));
+  Node *w = input(g, "w", f32({5, 3})), *b = input(g, "b", f32({5})), *b2 = input(g, "b2", f32({4, 5}));
+  Node *l1 = op(g, "aten.linear.default", {x, w});
+  Node *l2 = op(g, "aten.linear.default", {x, w, b});
+  Node *l3 = op(g, "aten.linear.default", {v, w, b});
+  Node *l4 = op(g, "aten.linear.default", {x, w, b2}); // bias not [out]: separate add
+  g.setOutputs({l1, l2, l3, l4});
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten.mm.default") == 2);
+  CHECK(countTarget(q.forward, "aten.addmm.default") == 2);
+}
+
+TEST_CASE("decompose layer_norm -> native_layer_norm + getitem", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({3, 2, 4})), *w = input(g, "w", f32({2, 4})), *b = input(g, "b", f32({2, 4}));
+  Node *ln = op(g, "aten.layer_norm.default", {x, std::vector<int64_t>{2, 4}, w, b, 1e-5});
+  Node *ln2 = op(g, "aten.layer_norm.default", {x, std::vector<int64_t>{4}});
+  g.setOutputs({ln, ln2});
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten.native_layer_norm.default") == 2);
+  CHECK(q.forward.outputs().at(0)->name == "layer_norm");
+  CHECK(q.forward.outputs().at(0)->isGetitem());
+}
+
+TEST_CASE("decompose softmax.int / log_softmax.int (negative dim, dtype)", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({3, 5}));
+  Node *s = op(g, "aten.softmax.int", {x, int64_t(-1)});
+  Node *l = op(g, "aten.log_softmax.int", {x, int64_t(0)}, {{"dtype", DTypeLit{DType::F64}}});
+  g.setOutputs({s, l});
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten._softmax.default") == 1);
+  CHECK(countTarget(q.forward, "aten._log_softmax.default") == 1);
+  CHECK(countTarget(q.forward, "aten._to_copy.default") == 1);
+}
+
+TEST_CASE("decompose cross_entropy_loss, all reductions, weight, ignore_index", "[decompose]") {
+  for (int64_t red : {0, 1, 2}) {
+    INFO("reduction " << red);
+    Program p;
+    Graph &g = p.forward;
+    Node *x = input(g, "x", f32({6, 4})), *t = input(g, "t", i64({6})), *w = input(g, "w", f32({4}));
+    Node *a = op(g, "aten.cross_entropy_loss.default", {x, t, std::monostate{}, red});
+    // ignore_index 2 hits about a quarter of the random targets in [0, 4).
+    Node *b = op(g, "aten.cross_entropy_loss.default", {x, t, w, red, int64_t(2)});
+    g.setOutputs({a, b});
+    Program q = decomposed(p, {{"t", {0, 4}}, {"w", {0.5, 2}}});
+    CHECK(countTarget(q.forward, "aten.gather.default") >= 2);
+    CHECK(countTarget(q.forward, "aten._log_softmax.default") == 2);
+  }
+}
+
+TEST_CASE("decompose cross_entropy_loss: probability targets, 1-D input", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({5, 3})), *t = input(g, "t", i64({5})), *pt = input(g, "pt", f32({5, 3}));
+  Node *x1 = input(g, "x1", f32({3})), *t1 = input(g, "t1", i64({}));
+  std::vector<Node *> outs;
+  for (int64_t red : {0, 1, 2}) {
+    outs.push_back(op(g, "aten.cross_entropy_loss.default", {x, t, std::monostate{}, red, int64_t(1)}));
+    outs.push_back(op(g, "aten.cross_entropy_loss.default", {x, pt, std::monostate{}, red}));
+  }
+  outs.push_back(op(g, "aten.cross_entropy_loss.default", {x1, t1}));
+  g.setOutputs(outs);
+  decomposed(p, {{"t", {0, 3}}, {"t1", {0, 3}}, {"pt", {0, 1}}});
+}
+
+TEST_CASE("decompose nll_loss / nll_loss_forward keep both results", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({7, 5})), *t = input(g, "t", i64({7})), *w = input(g, "w", f32({5}));
+  Node *f = op(g, "aten.nll_loss_forward.default", {x, t, w, int64_t(1), int64_t(3)});
+  Node *o0 = op(g, "getitem", {f, int64_t(0)});
+  Node *o1 = op(g, "getitem", {f, int64_t(1)});
+  Node *n = op(g, "aten.nll_loss.default", {x, t, std::monostate{}, int64_t(0)});
+  Node *f2 = op(g, "aten.nll_loss_forward.default", {x, t, std::monostate{}, int64_t(2), int64_t(-100)});
+  Node *o2 = op(g, "getitem", {f2, int64_t(1)});
+  g.setOutputs({o0, o1, n, o2});
+  Program q = decomposed(p, {{"t", {0, 5}}, {"w", {0.5, 2}}});
+  CHECK(q.forward.outputs().at(0)->name == "getitem");
+  CHECK(q.forward.outputs().at(1)->name == "getitem_1");
+}
+
+TEST_CASE("decompose mse_loss -> sub, pow, mean/sum", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *a = input(g, "a", f32({4, 3})), *b = input(g, "b", f32({4, 3}));
+  std::vector<Node *> outs;
+  for (int64_t red : {0, 1, 2}) outs.push_back(op(g, "aten.mse_loss.default", {a, b, red}));
+  g.setOutputs(outs);
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten.pow.Tensor_Scalar") == 3);
+  CHECK(countTarget(q.forward, "aten.mean.default") == 1);
+  CHECK(countTarget(q.forward, "aten.sum.default") == 1);
+}
+
+TEST_CASE("decompose silu, t, transpose, _unsafe_view, reshape", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({2, 3, 4})), *m = input(g, "m", f32({3, 5})), *v = input(g, "v", f32({4}));
+  Node *s = op(g, "aten.silu.default", {x});
+  Node *t = op(g, "aten.t.default", {m});
+  Node *t1 = op(g, "aten.t.default", {v});
+  Node *tr = op(g, "aten.transpose.int", {x, int64_t(-1), int64_t(0)});
+  Node *uv = op(g, "aten._unsafe_view.default", {x, std::vector<int64_t>{6, 4}});
+  Node *rs = op(g, "aten.reshape.default", {x, std::vector<int64_t>{-1, 2}});
+  g.setOutputs({s, t, t1, tr, uv, rs});
+  Program q = decomposed(p);
+  CHECK(countTarget(q.forward, "aten.sigmoid.default") == 1);
+  CHECK(countTarget(q.forward, "aten.permute.default") == 2);
+  CHECK(countTarget(q.forward, "aten.view.default") == 3);
+}
+
+TEST_CASE("decompose clamp, hardtanh, where with scalars, masked_fill, square", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({4, 5})), *c = input(g, "c", {DType::Bool, {4, 5}});
+  Node *k = input(g, "k", i64({4, 5}));
+  std::vector<Node *> outs = {
+      op(g, "aten.clamp.default", {x, -0.5, 0.25}),
+      op(g, "aten.clamp.default", {x, std::monostate{}, 0.25}),
+      op(g, "aten.clamp.default", {k, int64_t(0), 0.5}), // int input, float bound: f32 result
+      op(g, "aten.hardtanh.default", {x}),
+      op(g, "aten.clamp_min.default", {x, 0.1}),
+      op(g, "aten.where.ScalarOther", {c, x, 2.5}),
+      op(g, "aten.where.ScalarSelf", {c, int64_t(3), x}),
+      op(g, "aten.masked_fill.Scalar", {x, c, -1.0}),
+      op(g, "aten.square.default", {x}),
+  };
+  g.setOutputs(outs);
+  decomposed(p, {{"k", {-2, 3}}});
+}
+
+TEST_CASE("decompose leaves gelu, _softmax, _log_softmax, native_layer_norm whole", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({3, 4}));
+  Node *a = op(g, "aten.gelu.default", {x});
+  Node *b = op(g, "aten._softmax.default", {a, int64_t(1), false});
+  Node *c = op(g, "aten._log_softmax.default", {b, int64_t(1), false});
+  Node *ln = op(g, "aten.native_layer_norm.default", {c, std::vector<int64_t>{4}, std::monostate{}, std::monostate{}, 1e-5});
+  Node *o = op(g, "getitem", {ln, int64_t(0)});
+  g.setOutputs({o});
+  size_t before = g.nodes().size();
+  decompose(p);
+  CHECK(p.forward.nodes().size() == before);
+  CHECK(countTarget(p.forward, "aten.gelu.default") == 1);
+  CHECK(countTarget(p.forward, "aten.native_layer_norm.default") == 1);
+}
+
+TEST_CASE("decompose keeps the loc and stack trace of the replaced node", "[decompose]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({4, 3})), *w = input(g, "w", f32({5, 3}));
+  Node *l = op(g, "aten.linear.default", {x, w});
+  l->loc = SourceLoc{"m.py", 12, 3};
+  l->stackTrace = "File \"m.py\", line 12, in forward";
+  g.setOutputs({l});
+  decompose(p);
+  for (auto &n : p.forward.nodes()) {
+    if (!n->isCall()) continue;
+    CHECK(n->loc.line == 12);
+    CHECK(n->stackTrace == "File \"m.py\", line 12, in forward");
+  }
+}
