@@ -1,0 +1,231 @@
+//===- Kernels.h - Target-neutral description of fused kernels -*- C++ -*-===//
+//
+// The contract between fusion (lib/Codegen/Fusion.cpp, MLIR-free) and the
+// targets (lib/Codegen/MLIRGen.cpp for the CPU; a CUDA target later). Nothing
+// here knows about MLIR, LLVM, threads or vector widths.
+//
+// A graph (forward or backward, primitives only) becomes a KernelGraph:
+//  * Buffers: every tensor that exists in memory. ABI buffers (in/out/saved/
+//    tangents/grads) plus Scratch buffers, which live in one arena at offsets
+//    planned by liveness (Arena.cpp). All buffers are dense row-major; element
+//    addresses are computed by Accesses, so views never copy.
+//  * Kernels, in execution order. A Loop kernel iterates an `outer` domain
+//    (independent iterations: a target may run them in parallel) and, inside one
+//    outer iteration, runs its Phases in order. A phase iterates its `inner`
+//    domain sequentially: a reduce phase folds values into Reductions (whose
+//    results are per-outer-iteration registers visible to later phases), a map
+//    phase stores values. Because reductions never cross outer iterations, a
+//    kernel gives bit-identical results for any number of threads.
+//  * A Gemm kernel is a (batched) BLAS-style matrix product C = alpha*op(A)op(B)
+//    + beta*C; its optional phases initialise C (the broadcast bias of addmm)
+//    before the product.
+// Scalar computations are flat SSA instruction lists (Inst) per phase; operands
+// refer to earlier instructions of the same phase.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Graph.h"
+#include "aotc/Types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+/// Where a buffer lives (see abi.h for the entry-point arrays).
+enum class BufferKind {
+  Input,   ///< in[index] (forward and backward).
+  Output,  ///< out[index] (forward).
+  Saved,   ///< saved + offset (written by forward, read by backward).
+  Tangent, ///< tangents[index] (backward).
+  Grad,    ///< grads[index] (backward).
+  Scratch, ///< scratch + offset (planned by Arena.cpp).
+};
+const char *bufferKindName(BufferKind k);
+
+struct Buffer {
+  std::string name;   ///< The graph node (or a synthesized name for copies).
+  TensorType type;    ///< Dense row-major storage of type.numel() elements.
+  BufferKind kind = BufferKind::Scratch;
+  int index = -1;     ///< Array index for Input/Output/Tangent/Grad.
+  int64_t offset = 0; ///< Byte offset for Saved/Scratch (64-byte aligned).
+  int64_t bytes() const { return type.bytes(); }
+};
+
+/// A data-dependent index term: `stride * v` where v = the i64 value of
+/// instruction `value`. The target checks 0 <= v < bound; when violated, the
+/// access does not happen (loads yield 0) and the entry point returns error
+/// code `error + 1` with v as the error value.
+struct DynIndex {
+  int value = -1;
+  int64_t stride = 0;
+  int64_t bound = 0;
+  int error = -1; ///< Index into KernelGraph::errors (program-wide after planning).
+};
+
+/// An affine element address into a buffer:
+///   element = offset + sum_k coef[k] * var[k] + sum dyn terms,
+/// where var = (outer index..., inner index...) of the phase (coef has
+/// outer.size() + inner.size() entries). Units are elements, not bytes.
+struct Access {
+  int buffer = -1;
+  int64_t offset = 0;
+  std::vector<int64_t> coef;
+  std::vector<DynIndex> dyn;
+};
+
+/// Scalar operations. Types: every Inst has a result dtype; operands of binary
+/// ops and comparisons have the same dtype (Cast makes them so); Bool values are
+/// 1-bit truth values (stored as bytes 0/1).
+enum class ScalarOp : uint8_t {
+  Const,   ///< fconst (floating) or iconst (i64/bool).
+  Load,    ///< Access `access` of the phase.
+  Reg,     ///< Register `reg` (a reduction result of an earlier phase).
+  Cast,    ///< a -> type (float->int truncates toward zero; x->bool is x != 0).
+  Neg, Abs, Exp, Log, Tanh, Sqrt, Erf, Not,
+  Add, Sub, Mul, Div,   ///< Div on integers is not generated (true division casts first).
+  Pow,     ///< Floating a^b (libm pow).
+  Max, Min,             ///< Floating: NaN-propagating (torch.maximum); integers: plain.
+  Eq, Ne, Lt, Le, Gt, Ge, ///< Result Bool; ordered comparisons (NaN compares false, Ne true).
+  And, Or,              ///< Bool.
+  Select,  ///< a ? b : c (a Bool).
+};
+const char *scalarOpName(ScalarOp op);
+
+struct Inst {
+  ScalarOp op = ScalarOp::Const;
+  DType type = DType::F32;
+  int a = -1, b = -1, c = -1;
+  double fconst = 0.0;
+  int64_t iconst = 0;
+  int access = -1; ///< Load.
+  int reg = -1;    ///< Reg.
+};
+
+enum class ReduceKind { Sum, Max, Min, ArgMax };
+const char *reduceKindName(ReduceKind k);
+
+/// One reduction of a reduce phase: folds `value` (type `valueType`) over the
+/// phase's inner domain in row-major order, starting from the identity (0 for
+/// Sum, -inf/INT64_MIN for Max, +inf/INT64_MAX for Min). ArgMax keeps the first
+/// position of the maximum (a NaN counts as maximal, as torch.argmax) as an i64
+/// linear inner index. The result (type `resultType`) becomes register `reg`;
+/// Sum of f32 accumulates in f64 and rounds once at the end.
+struct Reduction {
+  ReduceKind kind = ReduceKind::Sum;
+  int value = -1;
+  int reg = -1;
+  DType accType = DType::F32;
+};
+
+/// A store of `value` to `access`. `accumulate` adds to the existing element
+/// (scatter_add); such kernels keep one outer iteration per target slice.
+struct Store {
+  int access = -1;
+  int value = -1;
+  bool accumulate = false;
+};
+
+struct Phase {
+  Shape inner;                ///< Sequential domain (may be empty: one iteration).
+  std::vector<Access> accesses;
+  std::vector<Inst> insts;
+  std::vector<Reduction> reductions; ///< Non-empty: a reduce phase.
+  /// Stores run per inner iteration in a map phase; in a reduce phase they run
+  /// once after the fold and may only use registers/constants/outer indices.
+  std::vector<Store> stores;
+};
+
+/// Matrix product, row-major: for b in [0, batch):
+///   C_b = alpha * op(A_b) * op(B_b) + beta * C_b, op = transpose when trans*.
+/// Element offsets (not bytes) into buffers a/b/c; ld* are leading dimensions.
+struct GemmDesc {
+  DType dtype = DType::F32;
+  int a = -1, b = -1, c = -1;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t offA = 0, offB = 0, offC = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  double alpha = 1.0, beta = 0.0;
+};
+
+struct Kernel {
+  enum class Kind { Loop, Gemm } kind = Kind::Loop;
+  std::string name;       ///< "k0", "k1", ... (unique within the graph).
+  Shape outer;            ///< Independent iterations.
+  int parallelDims = 0;   ///< Leading outer dims worth running in parallel (a hint).
+  std::vector<Phase> phases;
+  std::vector<DType> regTypes; ///< Register types, indexed by Reduction::reg.
+  GemmDesc gemm;          ///< Kind::Gemm only (phases then initialise C).
+  std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
+  std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
+  bool mayFail() const;   ///< Has a bounds-checked access.
+};
+
+struct KernelGraph {
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<std::string> errors; ///< Error messages (node + what), indexed by DynIndex::error.
+  int64_t scratchBytes = 0;        ///< Arena size, bytes (includes the status slot when needed).
+  int64_t statusOffset = -1;       ///< Byte offset in scratch of the {code, value} i64 pair, or -1.
+};
+
+/// ABI-level description of one tensor of the program descriptor.
+struct AbiTensor {
+  std::string name;   ///< FQN for parameters/buffers, else the node name.
+  TensorType type;
+  int role = 0;       ///< aotc_role.
+  bool requiresGrad = false;
+};
+
+/// The whole planned program: forward and backward kernel graphs plus the ABI.
+struct KernelProgram {
+  std::string name;
+  KernelGraph forward, backward;
+  bool hasBackward = false;
+  std::vector<AbiTensor> inputs, outputs, grads;
+  std::vector<int> gradInputIndex;
+  std::vector<std::string> errors;  ///< Program-wide error table (forward's then backward's).
+  int backwardErrorBase = 0;        ///< Backward DynIndex::error + this = program error index.
+  int64_t savedBytes = 0;
+  int64_t scratchBytes = 0;         ///< max(forward, backward).
+};
+
+struct FusionOptions {
+  bool fuse = true;            ///< false: one kernel per op (for tests/debugging).
+  int64_t parallelMinWork = 4096; ///< Domains smaller than this (elements) stay sequential.
+};
+
+/// Plans one graph whose placeholders/outputs are bound to `bind*` buffers
+/// (already in `kg.buffers`): builds fused kernels in execution order, then
+/// plans the scratch arena. `inputBuffers[i]` is the buffer of placeholder i;
+/// `outputBuffers[k]` the buffer that output k must be written to (dense).
+/// Unsupported ops raise nodeError.
+void fuseGraph(const Graph &g, KernelGraph &kg, const std::vector<int> &inputBuffers,
+               const std::vector<int> &outputBuffers, const FusionOptions &opts);
+
+/// Plans a partitioned Program (see the stage contracts in docs/abi.md):
+/// forward in[i] = primal i, out[k] = user output k, saved tensors in the saved
+/// area; backward tangents/grads as abi.h. A Program without backward nodes gets
+/// an empty backward. Program stage must be "partition" (or a forward-only graph).
+KernelProgram planProgram(const Program &p, const FusionOptions &opts = {});
+
+/// Arena planning (greedy best fit by size, 64-byte aligned). `live[i]` is the
+/// inclusive [first, last] step range of buffer i, sizes in bytes. Returns each
+/// buffer's offset and sets `total` to the arena size. Two buffers whose ranges
+/// intersect never overlap in memory. Deterministic.
+std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
+                               const std::vector<int64_t> &sizes, int64_t &total,
+                               int64_t alignment = 64);
+/// Computes liveness of the Scratch buffers of `kg` from kernel order and assigns
+/// their offsets (after the status slot when a kernel may fail).
+void planScratch(KernelGraph &kg);
+
+/// `--emit=kernels` text: one line per kernel, e.g.
+///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256]
+std::string printKernels(const KernelProgram &kp);
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title);
+
+} // namespace aotc

@@ -1,0 +1,37 @@
+//===- CodegenInternal.h - Between MLIRGen.cpp and ObjectEmit.cpp -*- C++ -*-===//
+//
+// Internal to lib/Codegen. MLIRGen.cpp builds each Loop kernel as a func.func
+// (MLIR scf/memref/arith/math), lowers it to the LLVM dialect (scf.parallel via
+// OpenMP) and translates it to an llvm::Module. ObjectEmit.cpp then writes the
+// ABI entry points, BLAS calls and the program descriptor with llvm::IRBuilder,
+// optimizes (-O3) and emits the object.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Codegen.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace aotc::cg {
+
+/// Symbol of a kernel function: "<name>_fwd_k3" / "<name>_bwd_k0".
+std::string kernelSymbol(const std::string &prog, bool backward, const std::string &kernel);
+
+/// Builds and lowers the Loop kernels of both graphs. Kernel function k takes
+/// one pointer per buffer of (k.reads ∪ k.writes), ascending buffer id, then a
+/// pointer to the {code, value} i64 status pair when k.mayFail(). Gemm kernels
+/// with init phases get a loop function too (for the phases only).
+/// `mlirText` (optional) receives the module before lowering.
+std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::LLVMContext &ctx,
+                                                std::string *mlirText);
+
+/// Buffer ids a kernel function takes, in argument order.
+std::vector<int> kernelArgs(const Kernel &k);
+
+} // namespace aotc::cg

@@ -1,0 +1,373 @@
+//===- ExprTree.cpp - Expression trees of fusion and their flattening -----===//
+//
+// This file implements the tree helpers of FusionInternal.h (construction,
+// address rewriting for views, substitution) and flattenKernel, which turns a
+// tree kernel into the flat, CSE'd instruction lists of Kernels.h.
+//===----------------------------------------------------------------------===//
+#include "FusionInternal.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aotc::fusion {
+
+ERef mkConst(DType t, double v) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Const;
+  e->type = t;
+  if (isFloating(t)) e->f = v;
+  else if (t == DType::Bool) e->i = v != 0.0;
+  else e->i = (int64_t)v;
+  e->f = isFloating(t) ? v : (double)e->i;
+  return e;
+}
+
+ERef mkLoad(DType t, EAddr a) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Load;
+  e->type = t;
+  e->addr = std::move(a);
+  return e;
+}
+
+ERef mkReg(DType t, int reg) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Reg;
+  e->type = t;
+  e->reg = reg;
+  return e;
+}
+
+ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args) {
+  auto e = std::make_shared<EExpr>();
+  e->op = op;
+  e->type = t;
+  e->args = std::move(args);
+  return e;
+}
+
+ERef mkCast(ERef e, DType t) {
+  if (e->type == t) return e;
+  if (e->op == ScalarOp::Const) return mkConst(t, e->f);
+  return mkOp(ScalarOp::Cast, t, {std::move(e)});
+}
+
+int exprCost(const ERef &root) {
+  std::unordered_set<const EExpr *> seen;
+  int cost = 0;
+  std::function<void(const ERef &)> visit = [&](const ERef &e) {
+    if (!seen.insert(e.get()).second) return;
+    if (e->op != ScalarOp::Load && e->op != ScalarOp::Const && e->op != ScalarOp::Reg) {
+      ++cost;
+      if (e->op == ScalarOp::Exp || e->op == ScalarOp::Log || e->op == ScalarOp::Tanh ||
+          e->op == ScalarOp::Erf || e->op == ScalarOp::Pow)
+        cost += 3;
+    }
+    for (auto &a : e->args) visit(a);
+    for (auto &d : e->addr.dyn) visit(d.value);
+  };
+  visit(root);
+  return cost;
+}
+
+namespace {
+struct Mapper {
+  const AddrFn &fn;
+  std::unordered_map<const EExpr *, ERef> memo;
+  bool failed = false;
+  ERef run(const ERef &e) {
+    if (failed) return nullptr;
+    auto it = memo.find(e.get());
+    if (it != memo.end()) return it->second;
+    ERef out;
+    if (e->op == ScalarOp::Load) {
+      EAddr a = e->addr;
+      for (auto &d : a.dyn) {
+        d.value = run(d.value);
+        if (failed) return nullptr;
+      }
+      if (!fn(a)) {
+        failed = true;
+        return nullptr;
+      }
+      out = mkLoad(e->type, std::move(a));
+    } else if (e->args.empty()) {
+      out = e;
+    } else {
+      std::vector<ERef> args;
+      bool same = true;
+      for (auto &x : e->args) {
+        args.push_back(run(x));
+        if (failed) return nullptr;
+        same = same && args.back() == x;
+      }
+      if (same) out = e;
+      else {
+        auto n = std::make_shared<EExpr>(*e);
+        n->args = std::move(args);
+        out = n;
+      }
+    }
+    memo[e.get()] = out;
+    return out;
+  }
+};
+} // namespace
+
+ERef mapAddrs(const ERef &e, const AddrFn &fn) {
+  Mapper m{fn, {}, false};
+  return m.run(e);
+}
+
+ERef substitute(const ERef &root, const std::function<ERef(const EExpr &)> &fn) {
+  std::unordered_map<const EExpr *, ERef> memo;
+  std::function<ERef(const ERef &)> run = [&](const ERef &e) -> ERef {
+    auto it = memo.find(e.get());
+    if (it != memo.end()) return it->second;
+    ERef out = fn(*e);
+    if (!out) {
+      if (e->op == ScalarOp::Load && !e->addr.dyn.empty()) {
+        EAddr a = e->addr;
+        bool same = true;
+        for (auto &d : a.dyn) {
+          auto v = run(d.value);
+          same = same && v == d.value;
+          d.value = v;
+        }
+        out = same ? e : mkLoad(e->type, std::move(a));
+      } else if (!e->args.empty()) {
+        std::vector<ERef> args;
+        bool same = true;
+        for (auto &x : e->args) {
+          args.push_back(run(x));
+          same = same && args.back() == x;
+        }
+        if (same) out = e;
+        else {
+          auto n = std::make_shared<EExpr>(*e);
+          n->args = std::move(args);
+          out = n;
+        }
+      } else {
+        out = e;
+      }
+    }
+    memo[e.get()] = out;
+    return out;
+  };
+  return run(root);
+}
+
+void forEachAddr(const ERef &root, const std::function<void(const EAddr &)> &fn) {
+  std::unordered_set<const EExpr *> seen;
+  std::function<void(const ERef &)> visit = [&](const ERef &e) {
+    if (!seen.insert(e.get()).second) return;
+    if (e->op == ScalarOp::Load) {
+      fn(e->addr);
+      for (auto &d : e->addr.dyn) visit(d.value);
+    }
+    for (auto &a : e->args) visit(a);
+  };
+  visit(root);
+}
+
+void forEachReg(const ERef &root, const std::function<void(int)> &fn) {
+  std::unordered_set<const EExpr *> seen;
+  std::function<void(const ERef &)> visit = [&](const ERef &e) {
+    if (!seen.insert(e.get()).second) return;
+    if (e->op == ScalarOp::Reg) fn(e->reg);
+    for (auto &d : e->addr.dyn) visit(d.value);
+    for (auto &a : e->args) visit(a);
+  };
+  visit(root);
+}
+
+IndexMap IndexMap::identity(int rank) {
+  IndexMap m;
+  m.newRank = rank;
+  m.m.assign(rank, std::vector<int64_t>(rank, 0));
+  m.c.assign(rank, 0);
+  for (int d = 0; d < rank; ++d) m.m[d][d] = 1;
+  return m;
+}
+
+IndexMap IndexMap::broadcast(const Shape &from, const Shape &to) {
+  IndexMap m;
+  int r = (int)to.size(), rf = (int)from.size();
+  m.newRank = r;
+  m.m.assign(rf, std::vector<int64_t>(r, 0));
+  m.c.assign(rf, 0);
+  for (int d = 0; d < rf; ++d) {
+    int nd = d + r - rf;
+    if (from[d] != 1 || (nd >= 0 && to[nd] == 1)) m.m[d][nd] = 1;
+  }
+  return m;
+}
+
+IndexMap IndexMap::select(const std::vector<int> &newPosOfOld, int newRank) {
+  IndexMap m;
+  m.newRank = newRank;
+  m.m.assign(newPosOfOld.size(), std::vector<int64_t>(newRank, 0));
+  m.c.assign(newPosOfOld.size(), 0);
+  for (size_t d = 0; d < newPosOfOld.size(); ++d)
+    if (newPosOfOld[d] >= 0) m.m[d][newPosOfOld[d]] = 1;
+  return m;
+}
+
+ERef applyIndexMap(const ERef &e, const IndexMap &map) {
+  return mapAddrs(e, [&](EAddr &a) {
+    AOTC_ASSERT(a.coef.size() == map.m.size(), "index map rank mismatch");
+    std::vector<int64_t> nc(map.newRank, 0);
+    for (size_t d = 0; d < a.coef.size(); ++d) {
+      a.offset += a.coef[d] * map.c[d];
+      for (int k = 0; k < map.newRank; ++k) nc[k] += a.coef[d] * map.m[d][k];
+    }
+    a.coef = std::move(nc);
+    return true;
+  });
+}
+
+//===-- Reads / writes -----------------------------------------------------===//
+
+std::vector<int> kernelReads(const TKernel &k) {
+  std::vector<int> r;
+  auto add = [&](const ERef &e) { forEachAddr(e, [&](const EAddr &a) { r.push_back(a.buffer); }); };
+  for (auto &p : k.phases) {
+    for (auto &x : p.reds) add(x.value);
+    for (auto &s : p.stores) {
+      add(s.value);
+      for (auto &d : s.addr.dyn) add(d.value);
+      if (s.accumulate) r.push_back(s.addr.buffer);
+    }
+  }
+  if (k.kind == Kernel::Kind::Gemm) {
+    r.push_back(k.gemm.a);
+    r.push_back(k.gemm.b);
+    if (k.gemm.beta != 0.0) r.push_back(k.gemm.c);
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+std::vector<int> kernelWrites(const TKernel &k) {
+  std::vector<int> w;
+  for (auto &p : k.phases)
+    for (auto &s : p.stores) w.push_back(s.addr.buffer);
+  if (k.kind == Kernel::Kind::Gemm) w.push_back(k.gemm.c);
+  std::sort(w.begin(), w.end());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  return w;
+}
+
+//===-- Flattening ---------------------------------------------------------===//
+
+namespace {
+struct Flattener {
+  Phase &ph;
+  std::unordered_map<const EExpr *, int> memo;
+  std::map<std::string, int> cse;
+  std::map<std::string, int> accessIds;
+
+  int access(const EAddr &a) {
+    Access acc;
+    acc.buffer = a.buffer;
+    acc.offset = a.offset;
+    acc.coef = a.coef;
+    std::ostringstream key;
+    key << a.buffer << ':' << a.offset;
+    for (auto c : a.coef) key << ',' << c;
+    for (auto &d : a.dyn) {
+      DynIndex di;
+      di.value = inst(d.value);
+      di.stride = d.stride;
+      di.bound = d.bound;
+      di.error = d.error;
+      acc.dyn.push_back(di);
+      key << "|d" << di.value << ',' << di.stride << ',' << di.bound << ',' << di.error;
+    }
+    auto it = accessIds.find(key.str());
+    if (it != accessIds.end()) return it->second;
+    ph.accesses.push_back(std::move(acc));
+    return accessIds[key.str()] = (int)ph.accesses.size() - 1;
+  }
+
+  int inst(const ERef &e) {
+    auto it = memo.find(e.get());
+    if (it != memo.end()) return it->second;
+    Inst in;
+    in.op = e->op;
+    in.type = e->type;
+    if (e->args.size() > 0) in.a = inst(e->args[0]);
+    if (e->args.size() > 1) in.b = inst(e->args[1]);
+    if (e->args.size() > 2) in.c = inst(e->args[2]);
+    in.fconst = e->f;
+    in.iconst = e->i;
+    in.reg = e->reg;
+    if (e->op == ScalarOp::Load) in.access = access(e->addr);
+    std::ostringstream key;
+    key << (int)in.op << ':' << (int)in.type << ':' << in.a << ',' << in.b << ',' << in.c << ':'
+        << in.access << ':' << in.reg << ':' << in.iconst << ':';
+    key.precision(17);
+    key << in.fconst;
+    auto c = cse.find(key.str());
+    int id;
+    if (c != cse.end()) id = c->second;
+    else {
+      ph.insts.push_back(in);
+      id = cse[key.str()] = (int)ph.insts.size() - 1;
+    }
+    memo[e.get()] = id;
+    return id;
+  }
+};
+} // namespace
+
+Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOptions &opts,
+                     const std::vector<Buffer> &buffers) {
+  Kernel k;
+  k.kind = tk.kind;
+  k.name = name;
+  k.outer = tk.outer;
+  k.regTypes = tk.regs;
+  k.gemm = tk.gemm;
+  for (auto &o : tk.ops)
+    if (std::find(k.ops.begin(), k.ops.end(), o) == k.ops.end()) k.ops.push_back(o);
+  for (auto &tp : tk.phases) {
+    Phase ph;
+    ph.inner = tp.inner;
+    Flattener f{ph, {}, {}, {}};
+    for (auto &r : tp.reds) {
+      Reduction red;
+      red.kind = r.kind;
+      red.value = f.inst(r.value);
+      red.reg = r.reg;
+      red.accType = r.accType;
+      ph.reductions.push_back(red);
+    }
+    for (auto &s : tp.stores) {
+      Store st;
+      st.value = f.inst(s.value);
+      st.access = f.access(s.addr);
+      st.accumulate = s.accumulate;
+      ph.stores.push_back(st);
+    }
+    k.phases.push_back(std::move(ph));
+  }
+  k.reads = kernelReads(tk);
+  k.writes = kernelWrites(tk);
+  // Parallel hint: all outer dims when the whole domain is big enough.
+  int64_t work = numelOf(tk.outer);
+  int64_t innerWork = 0;
+  for (auto &p : tk.phases) innerWork += numelOf(p.inner);
+  if (tk.kind == Kernel::Kind::Loop && !tk.outer.empty() && numelOf(tk.outer) > 1 &&
+      work * std::max<int64_t>(innerWork, 1) >= opts.parallelMinWork)
+    k.parallelDims = (int)tk.outer.size();
+  (void)buffers;
+  return k;
+}
+
+} // namespace aotc::fusion

@@ -1,0 +1,873 @@
+//===- Fusion.cpp - From a primitive graph to fused kernels ---------------===//
+//
+// This file implements fuseGraph (Kernels.h). It walks the graph in order and
+// keeps, for each node, a *value*: an expression tree over the node's index
+// space whose leaves load realized buffers through affine maps.
+//  * Views (view, permute, expand, unsqueeze, squeeze, slice, select, ...)
+//    rewrite the leaves' maps: they never copy. A reshape that is not
+//    expressible on some leaf (torch's computeStride fails) realizes first.
+//  * Pointwise ops build bigger trees (inlined into every consumer) unless the
+//    node is a graph output, feeds a matmul, or is used several times and is
+//    not trivial: then it is *realized*, i.e. stored by a map kernel.
+//  * Reductions fold their (inlined) input in a reduce kernel; gather and
+//    index_select substitute a bounds-checked data-dependent index into the
+//    leaves; scatter_add is an init kernel plus a sequential accumulation.
+//  * mm/addmm/bmm become Gemm kernels reading realized buffers; a transposed
+//    operand (a permute of a contiguous matrix) is a transpose flag.
+// KernelMerge.cpp then merges kernels with the same outer domain.
+//===----------------------------------------------------------------------===//
+#include "FusionInternal.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace aotc {
+namespace fusion {
+namespace {
+
+std::string opBase(const std::string &target) {
+  std::string t = target;
+  if (t.rfind("aten.", 0) == 0) t = t.substr(5);
+  auto dot = t.find('.');
+  return dot == std::string::npos ? t : t.substr(0, dot);
+}
+
+bool isViewTarget(const std::string &t) {
+  static const char *views[] = {"aten.view.default",     "aten._unsafe_view.default",
+                                "aten.reshape.default",  "aten.permute.default",
+                                "aten.expand.default",   "aten.unsqueeze.default",
+                                "aten.squeeze.dims",     "aten.squeeze.dim",
+                                "aten.squeeze.default",  "aten.slice.Tensor",
+                                "aten.select.int",       "aten.t.default",
+                                "aten.transpose.int",    "aten.alias.default",
+                                "aten.clone.default",    "aten.detach.default"};
+  for (auto *v : views)
+    if (t == v) return true;
+  return false;
+}
+
+/// torch.result_type over tensor/number args (c10 ResultTypeState): dimensioned
+/// tensors, then 0-d tensors, then wrapped numbers; a lower class only matters
+/// when its category is higher.
+DType combineCategories(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return *lower;
+  if (!lower) return *higher;
+  if (isFloating(*higher)) return *higher;
+  if (*higher == DType::Bool || isFloating(*lower)) return promoteTypes(*higher, *lower);
+  return *higher;
+}
+
+/// computeStride (aten/src/ATen/TensorUtils.cpp): strides of a view of a tensor
+/// with (oldShape, oldStride) as newShape, or nullopt when not expressible.
+std::optional<std::vector<int64_t>> computeStride(const Shape &oldShape,
+                                                  const std::vector<int64_t> &oldStride,
+                                                  const Shape &newShape) {
+  std::vector<int64_t> ns(newShape.size(), 0);
+  if (numelOf(oldShape) == 0 || oldShape.empty()) return ns; // all coefficients 0
+  int64_t viewD = (int64_t)newShape.size() - 1;
+  int64_t chunkBase = oldStride.back();
+  int64_t tensorNumel = 1, viewNumel = 1;
+  for (int64_t td = (int64_t)oldShape.size() - 1; td >= 0; --td) {
+    tensorNumel *= oldShape[td];
+    if (td == 0 || (oldShape[td - 1] != 1 && oldStride[td - 1] != tensorNumel * chunkBase)) {
+      while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] == 1)) {
+        ns[viewD] = viewNumel * chunkBase;
+        viewNumel *= newShape[viewD];
+        --viewD;
+      }
+      if (viewNumel != tensorNumel) return std::nullopt;
+      if (td > 0) {
+        chunkBase = oldStride[td - 1];
+        tensorNumel = 1;
+        viewNumel = 1;
+      }
+    }
+  }
+  if (viewD != -1) return std::nullopt;
+  return ns;
+}
+
+struct Val {
+  TensorType type;
+  ERef e;
+  std::vector<std::string> ops; ///< Ops inlined into e (not yet in a kernel).
+  int home = -1;                ///< Buffer when e is exactly a dense load of it.
+};
+
+class GraphFuser {
+public:
+  GraphFuser(const Graph &g, KernelGraph &kg, const std::vector<int> &in,
+             const std::vector<int> &out, const FusionOptions &opts)
+      : g_(g), kg_(kg), in_(in), out_(out), opts_(opts) {}
+
+  void run();
+
+private:
+  const Graph &g_;
+  KernelGraph &kg_;
+  const std::vector<int> &in_, &out_;
+  const FusionOptions &opts_;
+  std::unordered_map<const Node *, Val> vals_;
+  std::unordered_map<const Node *, std::vector<Node *>> users_;
+  std::unordered_map<const Node *, std::vector<int>> outSlots_;
+  std::vector<bool> claimed_;
+  std::vector<TKernel> ks_;
+
+  Val &val(const Node *n) {
+    auto it = vals_.find(n);
+    AOTC_ASSERT(it != vals_.end(), "codegen: no value for node '" + n->name + "'");
+    return it->second;
+  }
+
+  int addBuffer(const std::string &name, const TensorType &t) {
+    Buffer b;
+    b.name = name;
+    b.type = t;
+    b.kind = BufferKind::Scratch;
+    kg_.buffers.push_back(b);
+    return (int)kg_.buffers.size() - 1;
+  }
+
+  Val loadOf(int buffer) {
+    Val v;
+    v.type = kg_.buffers[buffer].type;
+    EAddr a;
+    a.buffer = buffer;
+    a.coef = contiguousStrides(v.type.shape);
+    v.e = mkLoad(v.type.dtype, std::move(a));
+    v.home = buffer;
+    return v;
+  }
+
+  int newError(const Node &n, const std::string &what) {
+    kg_.errors.push_back("node '" + n.name + "' (" + n.target + "): " + what);
+    return (int)kg_.errors.size() - 1;
+  }
+
+  /// The buffer a realized node should live in: its (first unclaimed) output slot, else scratch.
+  int homeFor(const Node *n, const std::string &suffix = "") {
+    auto it = outSlots_.find(n);
+    if (it != outSlots_.end() && suffix.empty())
+      for (int k : it->second)
+        if (!claimed_[k]) {
+          claimed_[k] = true;
+          return out_[k];
+        }
+    return addBuffer(n->name + suffix, n->types.empty() ? TensorType{} : n->type());
+  }
+
+  /// Stores v densely into `buffer` with a map kernel; returns the loaded value.
+  Val realizeInto(Val v, int buffer, const std::string &opName = "") {
+    TKernel k;
+    k.outer = v.type.shape;
+    TPhase p;
+    TStore s;
+    s.addr.buffer = buffer;
+    s.addr.coef = contiguousStrides(v.type.shape);
+    s.value = mkCast(v.e, kg_.buffers[buffer].type.dtype);
+    p.stores.push_back(s);
+    k.phases.push_back(std::move(p));
+    k.ops = v.ops;
+    if (k.ops.empty()) k.ops.push_back(opName.empty() ? "copy" : opName);
+    ks_.push_back(std::move(k));
+    return loadOf(buffer);
+  }
+
+  /// Non-view users, looking through views.
+  void effectiveUsers(const Node *n, std::vector<Node *> &out) {
+    for (Node *u : users_[n]) {
+      if (u->isCall() && isViewTarget(u->target)) effectiveUsers(u, out);
+      else out.push_back(u);
+    }
+  }
+
+  bool isMatmul(const Node *n) {
+    auto b = opBase(n->target);
+    return n->isCall() && (b == "mm" || b == "addmm" || b == "bmm");
+  }
+
+  void defineNode(const Node *n);
+  void definePointwise(const Node *n);
+  void defineView(const Node *n);
+  void defineReduction(const Node *n);
+  void defineMatmul(const Node *n);
+  void defineGather(const Node *n);
+  void defineIndexSelect(const Node *n);
+  void defineScatterAdd(const Node *n);
+  void maybeRealize(const Node *n, Val &v);
+
+  ERef operand(const Node &n, size_t i, const Shape &out, DType t);
+  DType resultTypeOf(const Node &n, const std::vector<size_t> &idx);
+  struct BlasOperand {
+    int buffer;
+    int64_t offset, ld, batchStride;
+    bool trans;
+  };
+  BlasOperand blasOperand(const Node &n, Node *arg, int rank);
+};
+
+ERef GraphFuser::operand(const Node &n, size_t i, const Shape &out, DType t) {
+  AOTC_ASSERT(i < n.args.size(), "codegen: node '" + n.name + "' lacks argument " +
+                                     std::to_string(i));
+  if (auto *p = std::get_if<Node *>(&n.args[i])) {
+    Val &v = val(*p);
+    ERef e = v.e;
+    if (v.type.shape != out) e = applyIndexMap(e, IndexMap::broadcast(v.type.shape, out));
+    return mkCast(e, t);
+  }
+  return mkConst(t, n.scalarArg(i));
+}
+
+DType GraphFuser::resultTypeOf(const Node &n, const std::vector<size_t> &idx) {
+  std::optional<DType> dim, zero, wrapped;
+  auto upd = [](std::optional<DType> &s, DType d) { s = s ? promoteTypes(*s, d) : d; };
+  for (size_t i : idx) {
+    if (i >= n.args.size()) continue;
+    const Arg &a = n.args[i];
+    if (auto *p = std::get_if<Node *>(&a)) {
+      const TensorType &t = (*p)->type();
+      upd(t.shape.empty() ? zero : dim, t.dtype);
+    } else if (std::holds_alternative<double>(a)) {
+      upd(wrapped, DType::F32);
+    } else if (std::holds_alternative<int64_t>(a)) {
+      upd(wrapped, DType::I64);
+    } else if (std::holds_alternative<bool>(a)) {
+      upd(wrapped, DType::Bool);
+    }
+  }
+  std::optional<DType> low = (zero || wrapped) ? std::optional<DType>(combineCategories(zero, wrapped))
+                                              : std::nullopt;
+  if (!dim && !low) return DType::F32;
+  return combineCategories(dim, low);
+}
+
+void GraphFuser::maybeRealize(const Node *n, Val &v) {
+  bool mustStore = outSlots_.count(n) > 0;
+  std::vector<Node *> eff;
+  effectiveUsers(n, eff);
+  bool feedsMatmul = false;
+  for (Node *u : eff) feedsMatmul = feedsMatmul || isMatmul(u);
+  int cost = exprCost(v.e);
+  bool shared = eff.size() > 1 && cost > 2;
+  bool unfused = !opts_.fuse && cost > 0;
+  if (mustStore || feedsMatmul || shared || cost > 48 || unfused)
+    v = realizeInto(v, homeFor(n));
+}
+
+void GraphFuser::defineNode(const Node *n) {
+  if (n->isPlaceholder()) return;
+  if (!n->isCall()) return;
+  const std::string &t = n->target;
+  std::string b = opBase(t);
+  if (t == "getitem") {
+    nodeError(*n, "codegen: multi-result ops must be lowered before codegen");
+  } else if (isViewTarget(t)) {
+    defineView(n);
+  } else if (b == "sum" || b == "amax" || b == "amin" || b == "argmax" || b == "mean") {
+    defineReduction(n);
+  } else if (b == "mm" || b == "addmm" || b == "bmm") {
+    defineMatmul(n);
+  } else if (b == "gather") {
+    defineGather(n);
+  } else if (b == "index_select") {
+    defineIndexSelect(n);
+  } else if (b == "scatter_add") {
+    defineScatterAdd(n);
+  } else {
+    definePointwise(n);
+  }
+}
+
+void GraphFuser::definePointwise(const Node *n) {
+  const TensorType &ot = n->type();
+  const Shape &S = ot.shape;
+  DType od = ot.dtype;
+  std::string b = opBase(n->target);
+  std::string ov = n->target.substr(n->target.rfind('.') + 1);
+  auto X = [&](size_t i, DType t) { return operand(*n, i, S, t); };
+  ERef e;
+  auto unary = [&](ScalarOp op) { e = mkOp(op, od, {X(0, od)}); };
+  auto binary = [&](ScalarOp op) { e = mkOp(op, od, {X(0, od), X(1, od)}); };
+  if (b == "add" || b == "sub") {
+    ERef rhs = X(1, od);
+    if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
+      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConst(od, n->scalarArg(2))});
+    e = mkOp(b == "add" ? ScalarOp::Add : ScalarOp::Sub, od, {X(0, od), rhs});
+  } else if (b == "rsub") {
+    ERef rhs = X(0, od);
+    if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
+      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConst(od, n->scalarArg(2))});
+    e = mkOp(ScalarOp::Sub, od, {X(1, od), rhs});
+  } else if (b == "mul") {
+    binary(ScalarOp::Mul);
+  } else if (b == "div") {
+    if (!isFloating(od)) nodeError(*n, "codegen: integer division is not supported");
+    binary(ScalarOp::Div);
+  } else if (b == "maximum" || b == "minimum") {
+    binary(b == "maximum" ? ScalarOp::Max : ScalarOp::Min);
+  } else if (b == "neg") {
+    unary(ScalarOp::Neg);
+  } else if (b == "abs") {
+    unary(ScalarOp::Abs);
+  } else if (b == "exp" || b == "log" || b == "tanh" || b == "sqrt" || b == "erf") {
+    if (!isFloating(od)) nodeError(*n, "codegen: '" + b + "' needs a floating result");
+    unary(b == "exp" ? ScalarOp::Exp : b == "log" ? ScalarOp::Log : b == "tanh" ? ScalarOp::Tanh
+          : b == "sqrt" ? ScalarOp::Sqrt : ScalarOp::Erf);
+  } else if (b == "rsqrt" || b == "reciprocal") {
+    ERef x = X(0, od);
+    if (b == "rsqrt") x = mkOp(ScalarOp::Sqrt, od, {x});
+    e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), x});
+  } else if (b == "sigmoid") {
+    // 1 / (1 + exp(-x))
+    ERef x = X(0, od);
+    e = mkOp(ScalarOp::Div, od,
+             {mkConst(od, 1.0), mkOp(ScalarOp::Add, od,
+                                     {mkConst(od, 1.0),
+                                      mkOp(ScalarOp::Exp, od, {mkOp(ScalarOp::Neg, od, {x})})})});
+  } else if (b == "relu") {
+    e = mkOp(ScalarOp::Max, od, {X(0, od), mkConst(od, 0.0)});
+  } else if (b == "square") {
+    ERef x = X(0, od);
+    e = mkOp(ScalarOp::Mul, od, {x, x});
+  } else if (b == "sign") {
+    ERef x = X(0, od);
+    ERef gt = mkOp(ScalarOp::Gt, DType::Bool, {x, mkConst(od, 0.0)});
+    ERef lt = mkOp(ScalarOp::Lt, DType::Bool, {x, mkConst(od, 0.0)});
+    e = mkOp(ScalarOp::Select, od,
+             {gt, mkConst(od, 1.0), mkOp(ScalarOp::Select, od, {lt, mkConst(od, -1.0), x})});
+    // x == 0 or NaN keeps x (sign(0) = 0, sign(nan) = nan as torch).
+  } else if (b == "pow" && ov == "Tensor_Scalar") {
+    double p = n->scalarArg(1);
+    ERef x = X(0, od);
+    if (p == 1.0) e = x;
+    else if (p == 2.0) e = mkOp(ScalarOp::Mul, od, {x, x});
+    else if (p == 3.0) e = mkOp(ScalarOp::Mul, od, {mkOp(ScalarOp::Mul, od, {x, x}), x});
+    else if (p == 0.0) e = mkConst(od, 1.0);
+    else if (!isFloating(od)) nodeError(*n, "codegen: integer pow supports exponents 0..3 only");
+    else if (p == 0.5) e = mkOp(ScalarOp::Sqrt, od, {x});
+    else if (p == -1.0) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), x});
+    else if (p == -0.5) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), mkOp(ScalarOp::Sqrt, od, {x})});
+    else if (p == -2.0) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), mkOp(ScalarOp::Mul, od, {x, x})});
+    else e = mkOp(ScalarOp::Pow, od, {x, mkConst(od, p)});
+  } else if (b == "pow") {
+    if (!isFloating(od)) nodeError(*n, "codegen: integer pow is not supported");
+    binary(ScalarOp::Pow);
+  } else if (b == "eq" || b == "ne" || b == "lt" || b == "le" || b == "gt" || b == "ge") {
+    DType ct = resultTypeOf(*n, {0, 1});
+    ScalarOp op = b == "eq" ? ScalarOp::Eq : b == "ne" ? ScalarOp::Ne : b == "lt" ? ScalarOp::Lt
+                  : b == "le" ? ScalarOp::Le : b == "gt" ? ScalarOp::Gt : ScalarOp::Ge;
+    if (ct == DType::Bool) ct = DType::I64;
+    e = mkCast(mkOp(op, DType::Bool, {X(0, ct), X(1, ct)}), od);
+  } else if (b == "logical_not") {
+    e = mkCast(mkOp(ScalarOp::Not, DType::Bool, {X(0, DType::Bool)}), od);
+  } else if (b == "logical_and" || b == "logical_or") {
+    e = mkCast(mkOp(b == "logical_and" ? ScalarOp::And : ScalarOp::Or, DType::Bool,
+                    {X(0, DType::Bool), X(1, DType::Bool)}),
+               od);
+  } else if (b == "where") {
+    e = mkOp(ScalarOp::Select, od, {X(0, DType::Bool), X(1, od), X(2, od)});
+  } else if (b == "masked_fill") {
+    e = mkOp(ScalarOp::Select, od, {X(1, DType::Bool), X(2, od), X(0, od)});
+  } else if (b == "clamp_min" || b == "clamp_max" || b == "clamp") {
+    e = X(0, od);
+    auto clampBy = [&](size_t i, ScalarOp cmp) {
+      if (i >= n->args.size() || n->isNoneArg(i)) return;
+      ERef m = X(i, od);
+      e = mkOp(ScalarOp::Select, od, {mkOp(cmp, DType::Bool, {e, m}), m, e});
+    };
+    if (b == "clamp_min") clampBy(1, ScalarOp::Lt);
+    else if (b == "clamp_max") clampBy(1, ScalarOp::Gt);
+    else {
+      clampBy(1, ScalarOp::Lt);
+      clampBy(2, ScalarOp::Gt);
+    }
+  } else if (b == "_to_copy" || b == "to" || b == "type_as") {
+    e = X(0, od);
+  } else if (b == "full" || b == "scalar_tensor" || b == "full_like") {
+    e = mkConst(od, n->scalarArg(b == "full_like" ? 1 : (b == "full" ? 1 : 0)));
+  } else if (b == "zeros" || b == "zeros_like" || b == "empty_like" || b == "new_zeros") {
+    e = mkConst(od, 0.0);
+  } else if (b == "ones" || b == "ones_like") {
+    e = mkConst(od, 1.0);
+  } else {
+    nodeError(*n, "codegen: unsupported op '" + n->target + "' (not a primitive; was the graph lowered?)");
+  }
+  Val v;
+  v.type = ot;
+  v.e = mkCast(e, od);
+  if (e->op != ScalarOp::Const) {
+    for (auto &a : n->args)
+      if (auto *p = std::get_if<Node *>(&a))
+        for (auto &o : val(*p).ops) v.ops.push_back(o);
+    v.ops.push_back(b);
+  }
+  maybeRealize(n, v);
+  vals_[n] = std::move(v);
+}
+
+void GraphFuser::defineView(const Node *n) {
+  Node *src = n->tensorArg(0);
+  Val in = val(src);
+  const Shape &os = in.type.shape;
+  const Shape &ns = n->type().shape;
+  int r = (int)os.size(), nr = (int)ns.size();
+  std::string t = n->target;
+  Val v;
+  v.type = n->type();
+  v.ops = in.ops;
+  auto wrap = [&](int64_t d, int64_t rank) {
+    auto w = wrapDim(d, rank);
+    if (!w) nodeError(*n, "codegen: dimension out of range");
+    return *w;
+  };
+  if (t == "aten.clone.default" || t == "aten.alias.default" || t == "aten.detach.default") {
+    v.e = in.e;
+    v.home = in.home;
+    if (t == "aten.clone.default") {
+      vals_[n] = v;
+      maybeRealize(n, vals_[n]);
+      return;
+    }
+  } else if (t == "aten.permute.default" || t == "aten.t.default" || t == "aten.transpose.int") {
+    std::vector<int> perm(r);
+    for (int i = 0; i < r; ++i) perm[i] = i;
+    if (t == "aten.permute.default") {
+      auto &dims = n->intListArg(1);
+      for (int i = 0; i < r; ++i) perm[i] = (int)wrap(dims[i], r);
+    } else if (r >= 2 || t == "aten.transpose.int") {
+      int64_t a = t == "aten.t.default" ? 0 : wrap(n->intArg(1), r);
+      int64_t b = t == "aten.t.default" ? 1 : wrap(n->intArg(2), r);
+      if (r >= 2) std::swap(perm[a], perm[b]);
+    }
+    // new dim k = old dim perm[k]  =>  old var perm[k] = new var k.
+    std::vector<int> pos(r);
+    for (int k = 0; k < r; ++k) pos[perm[k]] = k;
+    v.e = applyIndexMap(in.e, IndexMap::select(pos, nr));
+  } else if (t == "aten.expand.default") {
+    v.e = applyIndexMap(in.e, IndexMap::broadcast(os, ns));
+  } else if (t == "aten.unsqueeze.default" || t == "aten.squeeze.dims" ||
+             t == "aten.squeeze.dim" || t == "aten.squeeze.default") {
+    // Match the non-size-1 dims in order; size-1 old dims map to index 0.
+    std::vector<int> pos(r, -1);
+    int k = 0;
+    for (int d = 0; d < r; ++d) {
+      if (os[d] == 1) continue;
+      while (k < nr && ns[k] == 1) ++k;
+      AOTC_ASSERT(k < nr && ns[k] == os[d], "codegen: squeeze/unsqueeze shape mismatch");
+      pos[d] = k++;
+    }
+    v.e = applyIndexMap(in.e, IndexMap::select(pos, nr));
+  } else if (t == "aten.slice.Tensor") {
+    int64_t dim = wrap(n->intArg(1), r);
+    int64_t size = os[dim];
+    int64_t start = n->isNoneArg(2) ? 0 : n->intArg(2);
+    int64_t step = n->isNoneArg(4) ? 1 : n->intArg(4);
+    if (start < 0) start += size;
+    start = std::clamp<int64_t>(start, 0, size);
+    std::vector<int> pos(r);
+    for (int d = 0; d < r; ++d) pos[d] = d;
+    IndexMap m = IndexMap::select(pos, nr);
+    m.m[dim][dim] = step;
+    m.c[dim] = start;
+    v.e = applyIndexMap(in.e, m);
+  } else if (t == "aten.select.int") {
+    int64_t dim = wrap(n->intArg(1), r);
+    int64_t idx = n->intArg(2);
+    if (idx < 0) idx += os[dim];
+    if (idx < 0 || idx >= os[dim]) nodeError(*n, "codegen: select index out of range");
+    std::vector<int> pos(r);
+    for (int d = 0; d < r; ++d) pos[d] = d < dim ? d : (d == dim ? -1 : d - 1);
+    IndexMap m = IndexMap::select(pos, nr);
+    m.c[dim] = idx;
+    v.e = applyIndexMap(in.e, m);
+  } else {
+    // view / _unsafe_view / reshape: re-stride each leaf (computeStride), else realize.
+    auto reshape = [&](const ERef &e) {
+      return mapAddrs(e, [&](EAddr &a) {
+        auto st = computeStride(os, a.coef, ns);
+        if (!st) return false;
+        a.coef = *st;
+        return true;
+      });
+    };
+    if (numelOf(os) != numelOf(ns)) nodeError(*n, "codegen: view changes the number of elements");
+    ERef e = reshape(in.e);
+    if (!e) {
+      Val r2 = realizeInto(in, addBuffer(src->name + "_contig", in.type));
+      e = reshape(r2.e);
+      v.ops.clear();
+    }
+    v.e = e;
+  }
+  if (!v.e) internalError("codegen: view rewrite failed for '" + n->name + "'");
+  if (outSlots_.count(n)) v = realizeInto(v, homeFor(n));
+  vals_[n] = std::move(v);
+}
+
+void GraphFuser::defineReduction(const Node *n) {
+  Node *src = n->tensorArg(0);
+  Val in = val(src);
+  const Shape &S = in.type.shape;
+  int r = (int)S.size();
+  std::string b = opBase(n->target);
+  std::vector<bool> mask(r, false);
+  bool all = true;
+  if (n->args.size() > 1 && !n->isNoneArg(1)) {
+    if (auto *l = std::get_if<std::vector<int64_t>>(&n->args[1])) {
+      all = l->empty();
+      for (int64_t d : *l) {
+        auto w = wrapDim(d, r);
+        if (!w) nodeError(*n, "codegen: dimension out of range");
+        if (r > 0) mask[*w] = true;
+      }
+    } else if (std::holds_alternative<int64_t>(n->args[1])) {
+      all = false;
+      auto w = wrapDim(n->intArg(1), r);
+      if (!w) nodeError(*n, "codegen: dimension out of range");
+      if (r > 0) mask[*w] = true;
+    }
+  }
+  if (all) mask.assign(r, true);
+  const TensorType &ot = n->type();
+  bool keep = (int)ot.shape.size() == r && r > 0;
+  // Domain: kept dims (outer) then reduced dims (inner).
+  Shape outer, inner;
+  std::vector<int> pos(r);
+  for (int d = 0; d < r; ++d)
+    if (!mask[d]) {
+      pos[d] = (int)outer.size();
+      outer.push_back(S[d]);
+    }
+  for (int d = 0; d < r; ++d)
+    if (mask[d]) {
+      pos[d] = (int)outer.size() + (int)inner.size();
+      inner.push_back(S[d]);
+    }
+  int nd = (int)outer.size() + (int)inner.size();
+  ERef body = applyIndexMap(in.e, IndexMap::select(pos, nd));
+  TKernel k;
+  k.outer = outer;
+  TPhase p;
+  p.inner = inner;
+  TReduction red;
+  red.reg = 0;
+  DType od = ot.dtype;
+  DType vt = in.type.dtype;
+  if (b == "sum" || b == "mean") {
+    red.kind = ReduceKind::Sum;
+    red.accType = isFloating(od) ? DType::F64 : DType::I64;
+    red.value = mkCast(body, red.accType);
+  } else if (b == "amax" || b == "amin") {
+    red.kind = b == "amax" ? ReduceKind::Max : ReduceKind::Min;
+    red.accType = vt == DType::Bool ? DType::I64 : vt;
+    red.value = mkCast(body, red.accType);
+  } else { // argmax
+    red.kind = ReduceKind::ArgMax;
+    red.accType = vt == DType::Bool ? DType::I64 : vt;
+    red.value = mkCast(body, red.accType);
+  }
+  k.regs.push_back(b == "argmax" ? DType::I64 : (b == "mean" ? red.accType : od));
+  ERef result = mkReg(k.regs[0], 0);
+  if (b == "mean") {
+    int64_t cnt = numelOf(inner);
+    result = mkOp(ScalarOp::Div, red.accType, {result, mkConst(red.accType, (double)cnt)});
+  }
+  p.reds.push_back(red);
+  int home = homeFor(n);
+  TStore st;
+  st.addr.buffer = home;
+  auto strides = contiguousStrides(ot.shape);
+  st.addr.coef.assign(nd, 0);
+  for (int d = 0, o = 0; d < r; ++d)
+    if (!mask[d]) {
+      st.addr.coef[o++] = keep ? strides[d] : strides[pos[d]];
+    }
+  st.value = mkCast(result, od);
+  p.stores.push_back(st);
+  k.phases.push_back(std::move(p));
+  k.ops = in.ops;
+  k.ops.push_back(b);
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(home);
+}
+
+GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int rank) {
+  Val v = val(arg);
+  const Shape &S = v.type.shape;
+  auto fits = [&](const Val &x, BlasOperand &o) {
+    if (x.e->op != ScalarOp::Load || !x.e->addr.dyn.empty()) return false;
+    const EAddr &a = x.e->addr;
+    int64_t rows = S[rank - 2], cols = S[rank - 1];
+    int64_t s0 = a.coef[rank - 2], s1 = a.coef[rank - 1];
+    o.buffer = a.buffer;
+    o.offset = a.offset;
+    o.batchStride = rank == 3 ? a.coef[0] : 0;
+    if ((s1 == 1 || cols == 1) && (rows == 1 || s0 >= std::max<int64_t>(cols, 1))) {
+      o.trans = false;
+      o.ld = rows == 1 ? std::max<int64_t>(cols, 1) : s0;
+      return true;
+    }
+    if ((s0 == 1 || rows == 1) && (cols == 1 || s1 >= std::max<int64_t>(rows, 1))) {
+      o.trans = true;
+      o.ld = cols == 1 ? std::max<int64_t>(rows, 1) : s1;
+      return true;
+    }
+    return false;
+  };
+  BlasOperand o{};
+  if (v.type.dtype == DType::F32 || v.type.dtype == DType::F64) {
+    if (fits(v, o)) return o;
+  }
+  Val r = realizeInto(v, addBuffer(arg->name + "_contig", v.type));
+  vals_[arg] = r;
+  bool ok = fits(r, o);
+  AOTC_ASSERT(ok, "codegen: contiguous operand not BLAS-compatible");
+  return o;
+}
+
+void GraphFuser::defineMatmul(const Node *n) {
+  std::string b = opBase(n->target);
+  const TensorType &ot = n->type();
+  if (!isFloating(ot.dtype)) nodeError(*n, "codegen: matmul needs f32 or f64 operands");
+  bool add = b == "addmm";
+  bool batched = b == "bmm";
+  int rank = batched ? 3 : 2;
+  Node *A = n->tensorArg(add ? 1 : 0);
+  Node *B = n->tensorArg(add ? 2 : 1);
+  if (A->type().dtype != ot.dtype || B->type().dtype != ot.dtype)
+    nodeError(*n, "codegen: matmul operands must have the result's dtype");
+  BlasOperand oa = blasOperand(*n, A, rank);
+  BlasOperand ob = blasOperand(*n, B, rank);
+  int home = homeFor(n);
+  TKernel k;
+  k.kind = Kernel::Kind::Gemm;
+  k.noMerge = true;
+  GemmDesc &gd = k.gemm;
+  gd.dtype = ot.dtype;
+  gd.a = oa.buffer;
+  gd.b = ob.buffer;
+  gd.c = home;
+  gd.transA = oa.trans;
+  gd.transB = ob.trans;
+  gd.lda = oa.ld;
+  gd.ldb = ob.ld;
+  gd.offA = oa.offset;
+  gd.offB = ob.offset;
+  const Shape &as = A->type().shape;
+  gd.m = as[rank - 2];
+  gd.k = as[rank - 1];
+  gd.n = ot.shape[rank - 1];
+  gd.ldc = std::max<int64_t>(gd.n, 1);
+  gd.batch = batched ? ot.shape[0] : 1;
+  gd.strideA = oa.batchStride;
+  gd.strideB = ob.batchStride;
+  gd.strideC = gd.m * gd.n;
+  gd.alpha = 1.0;
+  gd.beta = 0.0;
+  k.outer = ot.shape;
+  if (add) {
+    double beta = n->args.size() > 3 && !n->isNoneArg(3) ? n->scalarArg(3) : 1.0;
+    double alpha = n->args.size() > 4 && !n->isNoneArg(4) ? n->scalarArg(4) : 1.0;
+    gd.alpha = alpha;
+    if (beta != 0.0) {
+      gd.beta = 1.0;
+      TPhase p;
+      TStore st;
+      st.addr.buffer = home;
+      st.addr.coef = contiguousStrides(ot.shape);
+      ERef bias = operand(*n, 0, ot.shape, ot.dtype);
+      if (beta != 1.0) bias = mkOp(ScalarOp::Mul, ot.dtype, {bias, mkConst(ot.dtype, beta)});
+      st.value = bias;
+      p.stores.push_back(st);
+      k.phases.push_back(std::move(p));
+      for (auto &o : val(n->tensorArg(0)).ops) k.ops.push_back(o);
+    }
+  }
+  k.ops.push_back(b);
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(home);
+}
+
+void GraphFuser::defineGather(const Node *n) {
+  Node *src = n->tensorArg(0);
+  Val in = val(src);
+  int r = (int)in.type.shape.size();
+  auto w = wrapDim(n->intArg(1), r);
+  if (!w) nodeError(*n, "codegen: dimension out of range");
+  int64_t dim = r == 0 ? 0 : *w;
+  Node *idxNode = n->tensorArg(2);
+  Val idx = val(idxNode);
+  const Shape &os = n->type().shape;
+  ERef ie = mkCast(idx.e, DType::I64);
+  int64_t bound = r == 0 ? 1 : in.type.shape[dim];
+  int err = newError(*n, "index out of bounds for dimension " + std::to_string(dim) +
+                             " with size " + std::to_string(bound));
+  Val v;
+  v.type = n->type();
+  v.ops = in.ops;
+  for (auto &o : idx.ops) v.ops.push_back(o);
+  v.ops.push_back("gather");
+  v.e = mapAddrs(in.e, [&](EAddr &a) {
+    std::vector<int64_t> nc(os.size(), 0);
+    EDyn d;
+    d.value = ie;
+    d.bound = bound;
+    d.error = err;
+    for (int k = 0; k < r; ++k) {
+      if (k == dim) d.stride = a.coef[k];
+      else nc[k] = a.coef[k];
+    }
+    a.coef = std::move(nc);
+    a.dyn.push_back(d);
+    return true;
+  });
+  if (r == 0) { // gather on a 0-d tensor: only index 0 is valid
+    v.e = in.e;
+  }
+  maybeRealize(n, v);
+  vals_[n] = std::move(v);
+}
+
+void GraphFuser::defineIndexSelect(const Node *n) {
+  Node *src = n->tensorArg(0);
+  Val in = val(src);
+  int r = (int)in.type.shape.size();
+  auto w = wrapDim(n->intArg(1), r);
+  if (!w) nodeError(*n, "codegen: dimension out of range");
+  int64_t dim = *w;
+  Val idx = val(n->tensorArg(2));
+  const Shape &os = n->type().shape;
+  int nr = (int)os.size();
+  // index var 0 = out var dim.
+  std::vector<int> ipos(idx.type.shape.size(), (int)dim);
+  ERef ie = mkCast(applyIndexMap(idx.e, IndexMap::select(ipos, nr)), DType::I64);
+  int64_t bound = r == 0 ? 1 : in.type.shape[dim];
+  int err = newError(*n, "index out of range for dimension " + std::to_string(dim) +
+                             " with size " + std::to_string(bound));
+  Val v;
+  v.type = n->type();
+  v.ops = in.ops;
+  v.ops.push_back("index_select");
+  v.e = mapAddrs(in.e, [&](EAddr &a) {
+    EDyn d;
+    d.value = ie;
+    d.bound = bound;
+    d.error = err;
+    if (r > 0) {
+      d.stride = a.coef[dim];
+      a.coef[dim] = 0;
+    }
+    a.dyn.push_back(d);
+    return true;
+  });
+  maybeRealize(n, v);
+  vals_[n] = std::move(v);
+}
+
+void GraphFuser::defineScatterAdd(const Node *n) {
+  Val self = val(n->tensorArg(0));
+  int r = (int)self.type.shape.size();
+  auto w = wrapDim(n->intArg(1), r);
+  if (!w) nodeError(*n, "codegen: dimension out of range");
+  int64_t dim = r == 0 ? 0 : *w;
+  Node *idxNode = n->tensorArg(2);
+  Val idx = val(idxNode);
+  Val src = val(n->tensorArg(3));
+  const Shape &I = idx.type.shape;
+  int home = homeFor(n);
+  // 1. out = self (a map kernel, mergeable).
+  Val init = self;
+  realizeInto(init, home, "scatter_add");
+  if (numelOf(I) == 0) {
+    vals_[n] = loadOf(home);
+    return;
+  }
+  // 2. Sequential accumulation along `dim`, parallel over the other index dims.
+  int ir = (int)I.size();
+  std::vector<int> pos(ir);
+  Shape outer;
+  for (int d = 0; d < ir; ++d)
+    if (d != dim) {
+      pos[d] = (int)outer.size();
+      outer.push_back(I[d]);
+    }
+  if (ir > 0) pos[dim] = ir - 1;
+  IndexMap m = IndexMap::select(pos, ir);
+  TKernel k;
+  k.noMerge = true;
+  k.outer = outer;
+  TPhase p;
+  if (ir > 0) p.inner = {I[dim]};
+  auto strides = contiguousStrides(self.type.shape);
+  TStore st;
+  st.accumulate = true;
+  st.addr.buffer = home;
+  st.addr.coef.assign(ir, 0);
+  EDyn d;
+  d.value = mkCast(applyIndexMap(idx.e, m), DType::I64);
+  d.bound = r == 0 ? 1 : self.type.shape[dim];
+  d.stride = r == 0 ? 0 : strides[dim];
+  d.error = newError(*n, "index out of bounds for dimension " + std::to_string(dim) +
+                             " with size " + std::to_string(d.bound));
+  for (int e = 0; e < ir; ++e)
+    if (e != dim) st.addr.coef[pos[e]] = strides[e];
+  st.addr.dyn.push_back(d);
+  ERef sv = src.e;
+  if (src.type.shape.size() != I.size())
+    nodeError(*n, "codegen: scatter_add src and index must have the same rank");
+  st.value = mkCast(applyIndexMap(sv, m), self.type.dtype);
+  p.stores.push_back(st);
+  k.phases.push_back(std::move(p));
+  k.ops = src.ops;
+  for (auto &o : idx.ops) k.ops.push_back(o);
+  k.ops.push_back("scatter_add");
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(home);
+}
+
+void GraphFuser::run() {
+  users_.clear();
+  for (auto &[k, v] : g_.users()) users_[k] = v;
+  auto outs = g_.outputs();
+  AOTC_ASSERT(outs.size() == out_.size(), "codegen: output binding count mismatch");
+  claimed_.assign(outs.size(), false);
+  for (size_t k = 0; k < outs.size(); ++k) outSlots_[outs[k]].push_back((int)k);
+  auto phs = g_.placeholders();
+  AOTC_ASSERT(phs.size() == in_.size(), "codegen: input binding count mismatch");
+  for (size_t i = 0; i < phs.size(); ++i) vals_[phs[i]] = loadOf(in_[i]);
+  for (auto &up : g_.nodes()) defineNode(up.get());
+  // Outputs not yet stored in their slot: copy (or compute) them there.
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (claimed_[k]) continue;
+    Val v = val(outs[k]);
+    v.ops.clear();
+    realizeInto(v, out_[k]);
+    claimed_[k] = true;
+  }
+  if (opts_.fuse) mergeKernels(ks_, kg_.buffers);
+  int id = 0;
+  for (auto &k : ks_) {
+    if (k.dead) continue;
+    // Pure map kernels of rank >= 2: the last dim becomes the sequential inner loop.
+    if (k.kind == Kernel::Kind::Loop && k.phases.size() == 1 && !k.phases[0].isReduce() &&
+        k.phases[0].inner.empty() && k.outer.size() >= 2 && !k.noMerge) {
+      k.phases[0].inner = {k.outer.back()};
+      k.outer.pop_back();
+    }
+    kg_.kernels.push_back(flattenKernel(k, "k" + std::to_string(id++), opts_, kg_.buffers));
+  }
+  planScratch(kg_);
+}
+
+} // namespace
+} // namespace fusion
+
+void fuseGraph(const Graph &g, KernelGraph &kg, const std::vector<int> &inputBuffers,
+               const std::vector<int> &outputBuffers, const FusionOptions &opts) {
+  fusion::GraphFuser f(g, kg, inputBuffers, outputBuffers, opts);
+  f.run();
+}
+
+} // namespace aotc

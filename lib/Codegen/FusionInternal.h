@@ -1,0 +1,125 @@
+//===- FusionInternal.h - Tree form of kernels during fusion ----*- C++ -*-===//
+//
+// Internal to lib/Codegen (MLIR-free). While fusing, scalar computations are
+// immutable expression trees (shared DAGs) whose loads address buffers through
+// affine maps over the index space of the value being computed. Views rewrite
+// those maps (no copies); pointwise ops build bigger trees; reductions, GEMMs
+// and stores into buffers end a tree and make a TKernel. TKernels are merged
+// (KernelMerge.cpp) and finally flattened into the Kernels.h form.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Kernels.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace aotc::fusion {
+
+struct EExpr;
+using ERef = std::shared_ptr<const EExpr>;
+
+struct EDyn {
+  ERef value; ///< i64 expression in the same index space as the load.
+  int64_t stride = 0, bound = 0;
+  int error = -1;
+};
+
+/// A load (or the address of a store): element = offset + sum coef[k]*var[k] + dyn.
+struct EAddr {
+  int buffer = -1;
+  int64_t offset = 0;
+  std::vector<int64_t> coef;
+  std::vector<EDyn> dyn;
+};
+
+struct EExpr {
+  ScalarOp op = ScalarOp::Const;
+  DType type = DType::F32;
+  std::vector<ERef> args;
+  double f = 0.0;
+  int64_t i = 0;
+  EAddr addr; ///< Load.
+  int reg = -1; ///< Reg.
+};
+
+ERef mkConst(DType t, double v);
+ERef mkLoad(DType t, EAddr a);
+ERef mkReg(DType t, int reg);
+ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args);
+/// Cast unless already of type t.
+ERef mkCast(ERef e, DType t);
+/// Number of arithmetic nodes in the tree (shared subtrees counted once).
+int exprCost(const ERef &e);
+
+/// Rewrites every load's address (dyn values first, recursively), memoized so
+/// DAG sharing is kept. `fn` receives the load with already-rewritten dyn terms
+/// and edits it in place; returning false aborts (the result is nullptr).
+using AddrFn = std::function<bool(EAddr &)>;
+ERef mapAddrs(const ERef &e, const AddrFn &fn);
+/// Rewrites registers / loads: `fn` returns a replacement or nullptr to keep.
+ERef substitute(const ERef &e, const std::function<ERef(const EExpr &)> &fn);
+/// Calls fn on every load address (including those inside dyn values).
+void forEachAddr(const ERef &e, const std::function<void(const EAddr &)> &fn);
+/// Calls fn on every register used.
+void forEachReg(const ERef &e, const std::function<void(int)> &fn);
+
+/// old_var[d] = sum_k m[d][k] * new_var[k] + c[d]  (an affine index map).
+struct IndexMap {
+  std::vector<std::vector<int64_t>> m;
+  std::vector<int64_t> c;
+  int newRank = 0;
+  static IndexMap identity(int rank);
+  /// Maps an operand of shape `from` broadcast (right-aligned) to shape `to`.
+  static IndexMap broadcast(const Shape &from, const Shape &to);
+  /// old var d = new var perm[d] (a permutation/embedding of vars).
+  static IndexMap select(const std::vector<int> &newPosOfOld, int newRank);
+};
+/// Applies an index map to every load of e (returns e unchanged for rank-0 identity).
+ERef applyIndexMap(const ERef &e, const IndexMap &map);
+
+struct TReduction {
+  ReduceKind kind = ReduceKind::Sum;
+  ERef value;
+  int reg = -1;
+  DType accType = DType::F32;
+};
+
+struct TStore {
+  EAddr addr;
+  ERef value;
+  bool accumulate = false;
+};
+
+struct TPhase {
+  Shape inner;
+  std::vector<TReduction> reds;
+  std::vector<TStore> stores;
+  bool isReduce() const { return !reds.empty(); }
+};
+
+struct TKernel {
+  Kernel::Kind kind = Kernel::Kind::Loop;
+  Shape outer;
+  std::vector<TPhase> phases;
+  std::vector<DType> regs;
+  GemmDesc gemm;
+  std::vector<std::string> ops;
+  bool noMerge = false;
+  bool dead = false; ///< Merged into another kernel.
+};
+
+/// Buffers read / written by a kernel (sorted, unique).
+std::vector<int> kernelReads(const TKernel &k);
+std::vector<int> kernelWrites(const TKernel &k);
+
+/// Merges kernels (same outer domain, dependencies only within an outer
+/// iteration), then removes stores to scratch buffers nobody reads.
+void mergeKernels(std::vector<TKernel> &ks, const std::vector<Buffer> &buffers);
+
+/// Flattens tree kernels into Kernels.h form (CSE per phase).
+Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOptions &opts,
+                     const std::vector<Buffer> &buffers);
+
+} // namespace aotc::fusion

@@ -1,0 +1,239 @@
+//===- Plan.cpp - ABI binding of a partitioned program, kernel listing ----===//
+//
+// This file implements planProgram and printKernels (Kernels.h): it binds the
+// forward and backward graphs' placeholders and outputs to the ABI buffers of
+// abi.h (in/out/saved/tangents/grads), lays out the saved area, fuses both
+// graphs and builds the program-wide error table.
+//===----------------------------------------------------------------------===//
+#include "aotc/Kernels.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace aotc {
+
+const char *bufferKindName(BufferKind k) {
+  switch (k) {
+  case BufferKind::Input: return "input";
+  case BufferKind::Output: return "output";
+  case BufferKind::Saved: return "saved";
+  case BufferKind::Tangent: return "tangent";
+  case BufferKind::Grad: return "grad";
+  case BufferKind::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+const char *scalarOpName(ScalarOp op) {
+  static const char *names[] = {"const", "load", "reg", "cast", "neg", "abs", "exp", "log",
+                                "tanh",  "sqrt", "erf", "not",  "add", "sub", "mul", "div",
+                                "pow",   "max",  "min", "eq",   "ne",  "lt",  "le",  "gt",
+                                "ge",    "and",  "or",  "select"};
+  return names[(int)op];
+}
+
+const char *reduceKindName(ReduceKind k) {
+  switch (k) {
+  case ReduceKind::Sum: return "sum";
+  case ReduceKind::Max: return "max";
+  case ReduceKind::Min: return "min";
+  case ReduceKind::ArgMax: return "argmax";
+  }
+  return "?";
+}
+
+static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+static int addBuf(KernelGraph &kg, const std::string &name, const TensorType &t, BufferKind kind,
+                  int index, int64_t offset = 0) {
+  Buffer b;
+  b.name = name;
+  b.type = t;
+  b.kind = kind;
+  b.index = index;
+  b.offset = offset;
+  kg.buffers.push_back(b);
+  return (int)kg.buffers.size() - 1;
+}
+
+KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
+  KernelProgram kp;
+  kp.name = p.name;
+  auto fph = p.forward.placeholders();
+  auto fouts = p.forward.outputs();
+  bool hasBwd = false;
+  for (auto &n : p.backward.nodes())
+    if (n->kind != NodeKind::Placeholder) hasBwd = true;
+  hasBwd = hasBwd || !p.backward.placeholders().empty();
+  kp.hasBackward = hasBwd;
+  int nUser = (!hasBwd && p.saved.empty()) ? (int)fouts.size() : p.numForwardOutputs;
+  if (nUser + p.saved.size() != fouts.size())
+    internalError("codegen: forward has " + std::to_string(fouts.size()) + " outputs, expected " +
+                  std::to_string(nUser) + " user outputs + " + std::to_string(p.saved.size()) +
+                  " saved tensors");
+
+  // ABI tensors.
+  for (Node *ph : fph) {
+    AbiTensor t;
+    bool named = (ph->role == InputRole::Parameter || ph->role == InputRole::Buffer) && !ph->fqn.empty();
+    t.name = named ? ph->fqn : ph->name;
+    t.type = ph->type();
+    t.role = ph->role == InputRole::Parameter ? 0 : ph->role == InputRole::Buffer ? 1 : 2;
+    t.requiresGrad = std::find(p.gradOf.begin(), p.gradOf.end(), ph->name) != p.gradOf.end();
+    kp.inputs.push_back(t);
+  }
+  for (int k = 0; k < nUser; ++k) {
+    AbiTensor t;
+    t.name = fouts[k]->name;
+    t.type = fouts[k]->type();
+    t.role = 3;
+    kp.outputs.push_back(t);
+  }
+  if (hasBwd)
+    for (auto &g : p.gradOf) {
+      int idx = -1;
+      for (size_t i = 0; i < fph.size(); ++i)
+        if (fph[i]->name == g) idx = (int)i;
+      if (idx < 0) internalError("codegen: gradOf names unknown input '" + g + "'");
+      AbiTensor t = kp.inputs[idx];
+      t.role = 4;
+      t.requiresGrad = false;
+      kp.grads.push_back(t);
+      kp.gradInputIndex.push_back(idx);
+    }
+
+  // Saved area.
+  std::vector<int64_t> savedOff;
+  int64_t so = 0;
+  for (size_t s = 0; s < p.saved.size(); ++s) {
+    savedOff.push_back(so);
+    so += alignUp(std::max<int64_t>(fouts[nUser + s]->type().bytes(), 1), 64);
+  }
+  kp.savedBytes = so;
+
+  // Forward.
+  {
+    KernelGraph &kg = kp.forward;
+    std::vector<int> in, out;
+    for (size_t i = 0; i < fph.size(); ++i)
+      in.push_back(addBuf(kg, fph[i]->name, fph[i]->type(), BufferKind::Input, (int)i));
+    for (int k = 0; k < nUser; ++k)
+      out.push_back(addBuf(kg, fouts[k]->name, fouts[k]->type(), BufferKind::Output, k));
+    for (size_t s = 0; s < p.saved.size(); ++s)
+      out.push_back(addBuf(kg, p.saved[s], fouts[nUser + s]->type(), BufferKind::Saved, -1,
+                           savedOff[s]));
+    fuseGraph(p.forward, kg, in, out, opts);
+  }
+  kp.errors = kp.forward.errors;
+  kp.backwardErrorBase = (int)kp.errors.size();
+
+  if (hasBwd) {
+    KernelGraph &kg = kp.backward;
+    // Tangent k <-> k-th floating user output.
+    std::vector<int> floatingOut;
+    for (int k = 0; k < nUser; ++k)
+      if (isFloating(fouts[k]->type().dtype)) floatingOut.push_back(k);
+    std::vector<int> in;
+    int primal = 0, tangent = 0;
+    for (Node *ph : p.backward.placeholders()) {
+      if (ph->role == InputRole::Saved) {
+        auto it = std::find(p.saved.begin(), p.saved.end(), ph->name);
+        if (it == p.saved.end())
+          internalError("codegen: backward placeholder '" + ph->name + "' is not a saved tensor");
+        size_t s = it - p.saved.begin();
+        in.push_back(addBuf(kg, ph->name, ph->type(), BufferKind::Saved, -1, savedOff[s]));
+      } else if (ph->role == InputRole::Tangent) {
+        if (tangent >= (int)floatingOut.size())
+          internalError("codegen: more tangents than floating forward outputs");
+        in.push_back(addBuf(kg, ph->name, ph->type(), BufferKind::Tangent, floatingOut[tangent++]));
+      } else {
+        if (primal >= (int)fph.size()) internalError("codegen: backward has too many primals");
+        in.push_back(addBuf(kg, ph->name, ph->type(), BufferKind::Input, primal++));
+      }
+    }
+    std::vector<int> out;
+    auto bouts = p.backward.outputs();
+    if (bouts.size() != kp.grads.size())
+      internalError("codegen: backward outputs do not match gradOf");
+    for (size_t j = 0; j < bouts.size(); ++j)
+      out.push_back(addBuf(kg, "grad_" + kp.grads[j].name, kp.grads[j].type, BufferKind::Grad, (int)j));
+    fuseGraph(p.backward, kg, in, out, opts);
+    for (auto &k : kg.kernels)
+      for (auto &ph : k.phases)
+        for (auto &a : ph.accesses)
+          for (auto &d : a.dyn) d.error += kp.backwardErrorBase;
+    for (auto &e : kg.errors) kp.errors.push_back(e);
+  }
+  kp.scratchBytes = std::max(kp.forward.scratchBytes, kp.backward.scratchBytes);
+  return kp;
+}
+
+static std::string joinNames(const KernelGraph &kg, const std::vector<int> &ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + kg.buffers[ids[i]].name;
+  return s + "]";
+}
+
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
+  std::ostringstream os;
+  os << "# " << title << ": " << kg.kernels.size() << " kernels, scratch " << kg.scratchBytes
+     << " bytes\n";
+  for (auto &k : kg.kernels) {
+    os << "kernel " << k.name << ":";
+    if (k.kind == Kernel::Kind::Gemm) os << " gemm";
+    os << " ops=[";
+    for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
+    os << "] reads=" << joinNames(kg, k.reads) << " writes=" << joinNames(kg, k.writes);
+    Shape dom = k.outer;
+    Shape inner;
+    bool common = true;
+    for (auto &p : k.phases) {
+      if (p.inner.empty()) continue;
+      if (inner.empty()) inner = p.inner;
+      else if (inner != p.inner) common = false;
+    }
+    if (common) dom.insert(dom.end(), inner.begin(), inner.end());
+    os << " domain=" << shapeStr(k.kind == Kernel::Kind::Gemm ? k.outer : dom);
+    if (k.kind == Kernel::Kind::Loop && (k.phases.size() > 1 || !common ||
+                                         (k.phases.size() == 1 && !k.phases[0].reductions.empty()))) {
+      os << " phases=[";
+      for (size_t i = 0; i < k.phases.size(); ++i) {
+        auto &p = k.phases[i];
+        os << (i ? ", " : "");
+        if (p.reductions.empty()) os << "map";
+        else {
+          os << "reduce(";
+          for (size_t r = 0; r < p.reductions.size(); ++r)
+            os << (r ? "," : "") << reduceKindName(p.reductions[r].kind);
+          os << ")";
+        }
+        os << shapeStr(p.inner);
+      }
+      os << "]";
+    }
+    if (k.kind == Kernel::Kind::Gemm) {
+      auto &g = k.gemm;
+      os << " m=" << g.m << " n=" << g.n << " k=" << g.k;
+      if (g.batch > 1) os << " batch=" << g.batch;
+      if (g.transA) os << " transA";
+      if (g.transB) os << " transB";
+      if (g.beta != 0.0) os << " beta=" << g.beta;
+    }
+    if (k.parallelDims > 0) os << " parallel=" << k.parallelDims;
+    if (k.mayFail()) os << " checked";
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string printKernels(const KernelProgram &kp) {
+  std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
+                  " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
+  s += printKernelGraph(kp.forward, "forward");
+  if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward");
+  return s;
+}
+
+} // namespace aotc
