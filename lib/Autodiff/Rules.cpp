@@ -111,9 +111,13 @@ void DerivativeRules::loadString(const std::string &text, const std::string &fil
     SourceLoc eloc = markLoc(filename, entry.Mark());
     if (!entry.IsMap()) userError(eloc, "each derivatives entry must be a mapping with a 'name' key");
     YAML::Node nameNode;
+    bool hasName = false;
     for (auto it = entry.begin(); it != entry.end(); ++it)
-      if (it->first.IsScalar() && it->first.Scalar() == "name") nameNode = it->second;
-    if (!nameNode) userError(eloc, "derivatives entry without 'name'");
+      if (it->first.IsScalar() && it->first.Scalar() == "name") {
+        nameNode = it->second;
+        hasName = true;
+      }
+    if (!hasName) userError(eloc, "derivatives entry without 'name'");
     SourceLoc nloc = markLoc(filename, nameNode.Mark());
     if (!nameNode.IsScalar()) userError(nloc, "'name' must be an op target such as aten.mul.Tensor");
     std::string raw = nameNode.Scalar();
