@@ -6,8 +6,8 @@
 //  * Every tensor value of the input graph belongs to a *storage root*: a
 //    placeholder or a node that is not a view. A view node (an op whose schema
 //    returns an alias `Tensor(a)` and mutates nothing: view, unsqueeze,
-//    permute, slice, select, t, transpose, squeeze, expand, alias, ...) records
-//    the chain of view nodes that leads from its root to it.
+//    permute, slice, select, t, transpose, squeeze, expand, alias, split and
+//    its getitems, ...) records the chain of view nodes from its root to it.
 //  * An in-place op `foo_(a, ...)` becomes its functional form `foo(a, ...)`
 //    (fill_ -> full_like, zero_ -> zeros_like, copy_ -> _to_copy/expand/clone),
 //    producing the new value V of `a`. V is written back to the root through
@@ -75,8 +75,9 @@ public:
         if (isMutatingOp(*o)) {
           functionalizeMutation(o);
           mutated = true;
-        } else if (isViewOp(*o)) {
-          copyView(o);
+        } else if (isViewOp(*o) || (o->isGetitem() && isViewOp(*o->tensorArg(0)))) {
+          copyView(o); // getitem of split & co. is a view too
+
         } else {
           copyRoot(o);
         }
