@@ -469,9 +469,10 @@ void Reader::readNodes(const json &graph) {
       for (size_t p : preds[cur])
         if (pending[p]) { cur = p; break; }
     }
-    std::string cyc;
-    for (size_t i = seenAt[cur]; i < path.size(); ++i) cyc = "'" + jsonNodeName(nodes[path[i]]) + "' -> " + cyc;
-    cyc += "'" + jsonNodeName(nodes[cur]) + "'";
+    // `path` follows inputs backwards; print the cycle in data-flow order.
+    std::string cyc = "'" + jsonNodeName(nodes[cur]) + "'";
+    for (size_t i = path.size(); i-- > seenAt[cur] + 1;) cyc += " -> '" + jsonNodeName(nodes[path[i]]) + "'";
+    cyc += " -> '" + jsonNodeName(nodes[cur]) + "'";
     failNode(nodes[cur], "the graph has a cycle: " + cyc);
   }
   for (size_t k : order) buildNode(nodes[k]);

@@ -57,6 +57,7 @@ public:
 
   std::vector<Tok> run() {
     std::vector<Tok> out;
+    std::vector<Tok> open; // unclosed brackets
     int depth = 0;
     for (size_t li = 0; li < lines_.size(); ++li) {
       const std::string &s = lines_[li];
@@ -149,10 +150,14 @@ public:
             t.text = std::string(1, c);
             ++i;
           }
-          if (c == '(' || c == '[' || c == '{') ++depth;
+          if (c == '(' || c == '[' || c == '{') {
+            ++depth;
+            open.push_back(t);
+          }
           if (c == ')' || c == ']' || c == '}') {
             if (depth == 0) userError(SourceLoc{file_, lineNo, t.col}, "unmatched '" + t.text + "'");
             --depth;
+            open.pop_back();
           }
         }
         if (!any) t.indent = indent;
@@ -168,10 +173,9 @@ public:
         out.push_back(nl);
       }
     }
-    if (depth != 0) {
-      int last = first_ + (int)lines_.size() - 1;
-      userError(SourceLoc{file_, last, 1}, "unexpected end of input: unclosed bracket");
-    }
+    if (depth != 0)
+      userError(SourceLoc{file_, open.back().line, open.back().col},
+                "'" + open.back().text + "' was never closed");
     Tok end;
     end.kind = TK::End;
     end.line = first_ + (int)lines_.size();
@@ -724,6 +728,10 @@ void Parser::parseAssignment(Graph &g) {
     next();
     std::string callee = parseDotted(r);
     if (!isOp(peek(), "(")) {
+      const Tok &after = peek();
+      if (after.kind == TK::Op && after.text != ";")
+        fail(after, "unsupported Python operator '" + after.text +
+                        "': only torch.ops.<ns>.<op>.<overload>(...) calls and getitem are supported");
       if (g.find(callee)) fail(r, "aliasing assignment '" + lhs.text + " = " + callee + "' is not supported");
       fail(r, "undefined name '" + callee + "'");
     }
