@@ -624,6 +624,10 @@ void Parser::parseStatement(Graph &g, bool &returned) {
     }
   }
   if (peek().kind == TK::Comment) next(); // trailing comment
+  if (peek().kind == TK::Op && peek().text != ";" && peek().text != "," && peek().text != ")" &&
+      peek().text != "]")
+    fail(peek(), "unsupported Python operator '" + peek().text +
+                     "': only torch.ops.<ns>.<op>.<overload>(...) calls and getitem are supported");
   if (peek().kind != TK::Newline && peek().kind != TK::End)
     fail(peek(), "unexpected " + describe(peek()) + " at the end of the statement");
   if (peek().kind == TK::Newline) next();
