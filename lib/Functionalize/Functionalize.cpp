@@ -88,7 +88,8 @@ public:
     std::vector<Node *> outs;
     for (Node *o : old_.outputs()) outs.push_back(value(o));
     // Input mutations become extra outputs `mutated_<name>`, in placeholder order.
-    std::vector<std::pair<int, std::string>> mutatedInputs;
+    // Mutations capture already recorded (a functional torch.export graph) stay first.
+    std::vector<std::pair<int, std::string>> mutatedInputs = p_.mutatedInputs;
     for (Node *ph : old_.placeholders()) {
       if (version_[ph] == 0) continue;
       Node *fin = cur_.at(ph);
