@@ -95,20 +95,36 @@ static Node *peephole(const Node &n) {
   if (n.args.empty() || !std::holds_alternative<Node *>(n.args[0]) || n.types.size() != 1)
     return nullptr;
   Node *x = std::get<Node *>(n.args[0]);
-  if (!x || x->types.size() != 1 || x->type() != n.type()) return nullptr;
+  if (!x || x->types.size() != 1) return nullptr;
   const std::string &t = n.target;
+  if (t == "aten.permute.default") {
+    int64_t r = x->type().rank();
+    auto wrapped = [r](const std::vector<int64_t> &p) {
+      std::vector<int64_t> w;
+      for (int64_t d : p) w.push_back(d < 0 ? d + r : d);
+      return w;
+    };
+    std::vector<int64_t> q = wrapped(n.intListArg(1));
+    bool identity = true;
+    for (int64_t i = 0; i < r; ++i) identity &= q[i] == i;
+    if (identity) return x;
+    // permute(permute(y, p), q) is y when p[q[i]] == i for all i.
+    if (x->isCall() && x->target == "aten.permute.default") {
+      std::vector<int64_t> p = wrapped(x->intListArg(1));
+      Node *y = x->tensorArg(0);
+      bool inverse = y->types.size() == 1 && y->type() == n.type();
+      for (int64_t i = 0; i < r && inverse; ++i) inverse = p[q[i]] == i;
+      if (inverse) return y;
+    }
+    return nullptr;
+  }
+  if (x->type() != n.type()) return nullptr;
   if (t == "aten.mul.Tensor" || t == "aten.mul.Scalar" || t == "aten.div.Tensor" ||
       t == "aten.div.Scalar" || t == "aten.pow.Tensor_Scalar")
     return isNumber(n.args[1]) && numberOf(n.args[1]) == 1.0 ? x : nullptr;
   if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
       t == "aten.expand.default" || t == "aten._to_copy.default")
     return x;
-  if (t == "aten.permute.default") {
-    const auto &p = n.intListArg(1);
-    for (size_t i = 0; i < p.size(); ++i)
-      if (p[i] != (int64_t)i && p[i] != (int64_t)i - (int64_t)p.size()) return nullptr;
-    return x;
-  }
   if (t == "aten.sum.dim_IntList" && n.boolArg(2)) {
     auto *dims = std::get_if<std::vector<int64_t>>(&n.args[1]);
     if (!dims || dims->empty()) return nullptr;
@@ -463,6 +479,7 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
         Graph &g = bb.graph();
         r = buildCall(g, g.uniqueName("getitem"), "getitem",
                       {const_cast<Node *>(sc.node), int64_t(k)}, {}, node.loc);
+        r->stackTrace = node.stackTrace;
       }
       return r;
     }

@@ -96,6 +96,11 @@ std::vector<Case> allCases() {
   v.push_back(withArgs("aten.rsub.Scalar", f64({2, 3}), {int64_t(2), 3.0}));
   v.push_back(binary("aten.mul.Tensor", {3, 4}, {4}));
   v.push_back(binary("aten.mul.Tensor", {}, {2, 3}));
+  // Wrapped Python numbers in tensor positions (as exported graphs write `mul.Tensor(x, 0.5)`).
+  v.push_back(withArgs("aten.mul.Tensor", f64({3, 2}), {0.5}));
+  v.push_back(withArgs("aten.add.Tensor", f64({4}), {1.0}, {{"alpha", 2.0}}));
+  v.push_back(withArgs("aten.sub.Tensor", f64({2, 2}), {int64_t(3)}));
+  v.push_back(withArgs("aten.div.Tensor", f64({3}), {-4.0}));
   v.push_back(withArgs("aten.mul.Scalar", f64({3}), {-1.5}));
   v.push_back(withArgs("aten.mul.Scalar", f64({2, 5}), {int64_t(4)}));
   {
