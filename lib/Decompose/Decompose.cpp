@@ -185,19 +185,6 @@ Vals mseLoss(Emitter &e, Node &n) {
   }
 }
 
-/// broadcast_tensors(tensors) -> expand each tensor to the common shape
-/// (a tensor that already has it is used as is).
-Vals broadcastTensors(Emitter &e, Node &n) {
-  const auto &xs = std::get<std::vector<Node *>>(n.args[0]);
-  Vals r;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const Shape &want = n.types[i].shape;
-    r.push_back(xs[i]->type().shape == want ? xs[i]
-                                            : e.call("aten.expand.default", {xs[i], want}));
-  }
-  return r;
-}
-
 } // namespace
 
 namespace rules {
@@ -295,7 +282,6 @@ static const std::vector<RuleEntry> &table() {
     {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
     {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
-    {"aten.broadcast_tensors.default", broadcastTensors, "expand each tensor to the common shape"},
   };
   // clang-format on
   return t;

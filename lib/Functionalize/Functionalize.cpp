@@ -134,9 +134,12 @@ private:
   std::unordered_map<const Node *, Cached> cache_;  // view node -> value at a root version
   std::unordered_set<const Node *> created_;        // new nodes that functionalize introduced
 
-  /// A name free in both graphs: `base`, else `base_1`, `base_2`, ...
+  /// A name free in both graphs: `base`, else `base_1`, `base_2`, ... A base
+  /// that would shadow a Python builtin starts at `_1`, as FX names nodes.
   std::string fresh(const std::string &base) {
-    std::string n = base;
+    static const std::unordered_set<std::string> builtins = {"sum", "pow", "abs", "max", "min",
+                                                             "round", "slice", "all", "any"};
+    std::string n = builtins.count(base) ? base + "_1" : base;
     for (int i = 1; neu_.find(n) || old_.find(n); ++i) n = base + "_" + std::to_string(i);
     return n;
   }
