@@ -70,7 +70,8 @@ std::string traceSummary(const std::string &st) {
     std::smatch m;
     if (std::regex_match(lines[i], m, frame)) {
       std::string code = i + 1 < lines.size() ? strip(lines[i + 1]) : "";
-      return "File: " + m[1].str() + ":" + m[2].str() + " in " + m[3].str() + ", code: " + code;
+      // Trailing blanks are stripped so that the parsed comment prints back identically.
+      return strip("File: " + m[1].str() + ":" + m[2].str() + " in " + m[3].str() + ", code: " + code);
     }
   }
   for (const std::string &l : lines) {
