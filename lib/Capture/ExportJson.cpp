@@ -622,7 +622,7 @@ Program Reader::run() {
   int64_t minor = sv.contains("minor") && sv["minor"].is_number_integer() ? sv["minor"].get<int64_t>() : 0;
   if (major != 8)
     fail("unsupported schema_version " + std::to_string(major) + "." + std::to_string(minor) +
-         " (aotc reads major version 8, written by torch 2.5-2.10)");
+         " (aotc reads major version 8; re-export with a torch that writes it)");
   auto isTraining = [](const json &v) { return v.is_string() && v.get<std::string>() == "TRAINING"; };
   bool training = j_.contains("dialect") && isTraining(j_["dialect"]);
   if (j_.contains("verifiers") && j_["verifiers"].is_array())
