@@ -11,6 +11,7 @@
 #include "PartitionImpl.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/Partition.h"
 #include "aotc/Stages.h"
 
 namespace aotc {
@@ -36,24 +37,44 @@ std::vector<Node *> defaultSavedValues(const JointInfo &ji) {
 
 } // namespace part
 
-void partition(Program &p, PartitionerKind kind) {
+static void checkJointProgram(const Program &p) {
   AOTC_ASSERT(p.backward.nodes().empty(), "partition: the program is already partitioned");
   AOTC_ASSERT(p.stage == "joint" || p.stage == "lower",
               "partition: expected a joint graph (stage joint or lower), got stage '" + p.stage + "'");
+  p.forward.verify();
+}
+
+std::vector<std::string> minCutNetworkSaved(const Program &p) {
+  checkJointProgram(p);
+  Graph joint = p.forward.clone();
+  joint.eliminateDeadCode();
+  part::JointInfo ji = part::analyzeJoint(p, joint);
+  std::vector<std::string> r;
+  if (ji.requiredBw.empty()) return r;
+  for (Node *n : part::planBackward(ji, part::minCutSavedValues(ji)).saved) r.push_back(n->name);
+  return r;
+}
+
+void partition(Program &p, PartitionerKind kind) {
+  checkJointProgram(p);
   // The joint graph must outlive the extraction (JointInfo points into it).
   Graph joint = std::move(p.forward);
   p.forward = Graph();
-  joint.verify();
   joint.eliminateDeadCode();
   part::JointInfo ji = part::analyzeJoint(p, joint);
 
-  std::vector<Node *> saved;
+  std::vector<Node *> saved = part::planBackward(ji, part::defaultSavedValues(ji)).saved;
   // As in PyTorch, a graph whose backward needs nothing from the tangents or
   // gradients has nothing to cut; the default partition handles it.
-  if (kind == PartitionerKind::MinCut && !ji.requiredBw.empty())
-    saved = part::minCutSavedValues(ji);
-  else
-    saved = part::defaultSavedValues(ji);
+  if (kind == PartitionerKind::MinCut && !ji.requiredBw.empty()) {
+    std::vector<Node *> cut = part::planBackward(ji, part::minCutSavedValues(ji)).saved;
+    // aotc's byte guard (a deviation from PyTorch, see docs/stage-partition.md):
+    // the network minimizes *weighted* bytes (distance bias, x2 for values that
+    // would otherwise stay fused), which can choose more bytes than the
+    // default partition saves. Issue 2 requires min-cut never to save more
+    // bytes than default, so the min-cut set is kept only when it is no larger.
+    if (part::bytesOf(cut) <= part::bytesOf(saved)) saved = std::move(cut);
+  }
   part::extract(p, ji, saved);
 }
 

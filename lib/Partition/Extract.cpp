@@ -116,9 +116,7 @@ Node *copyPlaceholder(Graph &g, const Node *n, InputRole role) {
 
 } // namespace
 
-void extract(Program &p, const JointInfo &ji, const std::vector<Node *> &candidates) {
-  const Graph &joint = *ji.joint;
-
+BackwardPlan planBackward(const JointInfo &ji, const std::vector<Node *> &candidates) {
   // Candidate saved values: forward nodes only (never placeholders), unique,
   // in graph order.
   std::unordered_set<const Node *> savedSet;
@@ -139,25 +137,38 @@ void extract(Program &p, const JointInfo &ji, const std::vector<Node *> &candida
   auto isBoundary = [&](const Node *n) { return n->isPlaceholder() || savedSet.count(n); };
 
   // Nodes the backward computes: ancestors of the gradients inside the boundary.
-  std::unordered_set<const Node *> needed, usedBoundary;
-  {
-    std::vector<Node *> stack(ji.bwdOutputs.begin(), ji.bwdOutputs.end());
-    while (!stack.empty()) {
-      Node *n = stack.back();
-      stack.pop_back();
-      if (isBoundary(n)) {
-        usedBoundary.insert(n);
-        continue;
-      }
-      if (!needed.insert(n).second) continue;
-      for (Node *in : n->inputs()) stack.push_back(in);
+  BackwardPlan plan;
+  std::unordered_set<const Node *> usedBoundary;
+  std::vector<Node *> stack(ji.bwdOutputs.begin(), ji.bwdOutputs.end());
+  while (!stack.empty()) {
+    Node *n = stack.back();
+    stack.pop_back();
+    if (isBoundary(n)) {
+      usedBoundary.insert(n);
+      continue;
     }
+    if (!plan.needed.insert(n).second) continue;
+    for (Node *in : n->inputs()) stack.push_back(in);
   }
 
-  // Saved values the backward does not use are dropped.
-  std::vector<Node *> keptSaved;
+  // Saved values the backward does not use are dropped (this does not change
+  // `needed`: the walk never reached them).
   for (Node *n : saved)
-    if (usedBoundary.count(n)) keptSaved.push_back(n);
+    if (usedBoundary.count(n)) plan.saved.push_back(n);
+  return plan;
+}
+
+int64_t bytesOf(const std::vector<Node *> &nodes) {
+  int64_t b = 0;
+  for (const Node *n : nodes) b += n->type().bytes();
+  return b;
+}
+
+void extract(Program &p, const JointInfo &ji, const std::vector<Node *> &candidates) {
+  const Graph &joint = *ji.joint;
+  BackwardPlan plan = planBackward(ji, candidates);
+  const std::unordered_set<const Node *> &needed = plan.needed;
+  const std::vector<Node *> &keptSaved = plan.saved;
 
   // Backward order, as PyTorch's reordering_to_mimic_autograd_engine: walk the
   // joint graph from the first node that reads a tangent; each needed node is

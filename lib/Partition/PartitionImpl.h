@@ -41,6 +41,21 @@ struct JointInfo {
 /// Contract violations are internal errors (they are bugs of earlier stages).
 JointInfo analyzeJoint(const Program &p, const Graph &joint);
 
+/// What the backward needs for a candidate saved set.
+struct BackwardPlan {
+  /// The saved values the backward reads, in joint-graph order (candidates that
+  /// are placeholders, duplicates, or unused by the backward are dropped).
+  std::vector<Node *> saved;
+  /// The call nodes the backward computes: every ancestor of a gradient that is
+  /// not a primal, a tangent or a saved value.
+  std::unordered_set<const Node *> needed;
+};
+/// Computes the BackwardPlan of `candidates` (internal error if a candidate
+/// depends on a tangent or is tuple-valued).
+BackwardPlan planBackward(const JointInfo &info, const std::vector<Node *> &candidates);
+/// Sum of numel x itemsize over single-result nodes.
+int64_t bytesOf(const std::vector<Node *> &nodes);
+
 /// Builds p.forward, p.backward and p.saved from the joint graph and a
 /// candidate saved set (any order; duplicates and primals ignored; candidates
 /// the backward does not use are dropped). The backward computes every

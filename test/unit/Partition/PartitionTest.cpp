@@ -380,3 +380,49 @@ TEST_CASE("Partition: contract violations are internal errors", "[partition]") {
   already.stage = "partition";
   CHECK_THROWS_AS(partition(already, PartitionerKind::Default), Error);
 }
+
+TEST_CASE("Partition: byte guard when the weighted cut saves more bytes", "[partition]") {
+  // The log-softmax tail of a classifier. lsm = log_softmax(mm(x, w)) is read
+  // by the forward's sum and by the backward's exp. Network weights:
+  //   lsm:    dist 1, all users fuse -> 2*int(320*1.1)          = 704
+  //   logits: mm, banned, dist 3, materialized -> int(320*1.331) = 425
+  //   amax:   reduction (32*4 < 320), banned, dist 3 -> 2*42      =  84
+  //   lg:     dist 2 -> 2*int(32*1.21)                            =  76
+  // so the network saves {logits, amax, lg} (585 < 704): 384 bytes, more than
+  // the 320 bytes of {lsm} that default saves. partition(MinCut) keeps default's.
+  Program p0;
+  p0.stage = "joint";
+  Graph &g = p0.forward;
+  Node *x = primal(g, "x", f32({8, 4}));
+  Node *w = primal(g, "w", f32({4, 10}), InputRole::Parameter);
+  Node *t = g.addPlaceholder("tangents_1", f32({}), InputRole::Tangent);
+  Node *logits = call(g, "logits", "aten.mm.default", {x, w});
+  Node *amax = call(g, "amax", "aten.amax.default", {logits, std::vector<int64_t>{1}, true});
+  Node *s1 = call(g, "s1", "aten.sub.Tensor", {logits, amax});
+  Node *e1 = call(g, "e1", "aten.exp.default", {s1});
+  Node *se = call(g, "se", "aten.sum.dim_IntList", {e1, std::vector<int64_t>{1}, true});
+  Node *lg = call(g, "lg", "aten.log.default", {se});
+  Node *lsm = call(g, "lsm", "aten.sub.Tensor", {s1, lg});
+  Node *loss = call(g, "loss", "aten.sum.default", {lsm});
+  Node *te = call(g, "te", "aten.expand.default", {t, std::vector<int64_t>{8, 10}});
+  Node *ex = call(g, "ex", "aten.exp.default", {lsm});
+  Node *sm = call(g, "sm", "aten.sum.dim_IntList", {te, std::vector<int64_t>{1}, true});
+  Node *mul = call(g, "mulg", "aten.mul.Tensor", {ex, sm});
+  Node *gl = call(g, "gl", "aten.sub.Tensor", {te, mul});
+  Node *wt = call(g, "wt", "aten.permute.default", {w, std::vector<int64_t>{1, 0}});
+  Node *gx = call(g, "gx", "aten.mm.default", {gl, wt});
+  Node *xt = call(g, "xt", "aten.permute.default", {x, std::vector<int64_t>{1, 0}});
+  Node *gw = call(g, "gw", "aten.mm.default", {xt, gl});
+  g.setOutputs({loss, gx, gw});
+  p0.numForwardOutputs = 1;
+  p0.gradOf = {"x", "w"};
+
+  CHECK(minCutNetworkSaved(p0) == std::vector<std::string>{"logits", "amax", "lg"});
+  Program d = partitioned(p0, PartitionerKind::Default);
+  Program m = partitioned(p0, PartitionerKind::MinCut);
+  CHECK(d.saved == std::vector<std::string>{"lsm"});
+  CHECK(m.saved == std::vector<std::string>{"lsm"});
+  CHECK(savedBytes(m) == 320);
+  // When the network's set is no larger, it is used as is (the chain above).
+  CHECK(minCutNetworkSaved(tanhExpChain()) == std::vector<std::string>{"tanh"});
+}
