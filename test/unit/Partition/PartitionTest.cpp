@@ -426,3 +426,38 @@ TEST_CASE("Partition: byte guard when the weighted cut saves more bytes", "[part
   // When the network's set is no larger, it is used as is (the chain above).
   CHECK(minCutNetworkSaved(tanhExpChain()) == std::vector<std::string>{"tanh"});
 }
+
+TEST_CASE("Partition: long fusible chains get cut every ~100 forward nodes", "[partition]") {
+  // h_i = tanh(h_{i-1}), i = 1..N; backward g_{i-1} = g_i * (1 - h_i^2).
+  // Recomputing the whole chain from x would be free in the network, but
+  // ban_recompute_long_fusible_chains bans a node once a fusible chain runs
+  // more than 100 forward nodes past its start, so a few chain values are saved.
+  const int N = 450;
+  Program p0;
+  p0.stage = "joint";
+  Graph &g = p0.forward;
+  Node *x = primal(g, "x", f32({4}));
+  Node *t = g.addPlaceholder("tangents_1", f32({4}), InputRole::Tangent);
+  std::vector<Node *> h{x};
+  for (int i = 1; i <= N; ++i)
+    h.push_back(call(g, "h" + std::to_string(i), "aten.tanh.default", {h.back()}));
+  Node *gi = t;
+  for (int i = N; i >= 1; --i) {
+    std::string k = std::to_string(i);
+    Node *sq = call(g, "sq" + k, "aten.mul.Tensor", {h[i], h[i]});
+    Node *om = call(g, "om" + k, "aten.rsub.Scalar", {sq, 1.0});
+    gi = call(g, "g" + k, "aten.mul.Tensor", {gi, om});
+  }
+  g.setOutputs({h.back(), gi});
+  p0.numForwardOutputs = 1;
+  p0.gradOf = {"x"};
+
+  Program d = partitioned(p0, PartitionerKind::Default);
+  CHECK(d.saved.size() == (size_t)N);
+  Program m = partitioned(p0, PartitionerKind::MinCut);
+  // h_i has forward order i-1. The first chain starts at h1 (order 0) and is
+  // banned at order 101 (h102); the next unvisited start is h103, banned at
+  // h204; and so on. h450 is the forward output (materialized: banned).
+  CHECK(m.saved == std::vector<std::string>{"h102", "h204", "h306", "h408", "h450"});
+  CHECK(recomputedNodes(m).size() == (size_t)N - 5);
+}
