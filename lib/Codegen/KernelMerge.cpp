@@ -29,8 +29,13 @@ bool splittable(const TKernel &k) {
          !k.phases[0].isReduce() && k.phases[0].inner.empty();
 }
 
+/// Domains at most this big may lose their parallel loop when merged into a
+/// sequential (outer = []) kernel.
+constexpr int64_t kSmallDomain = 4096;
+
 bool isPrefix(const Shape &p, const Shape &s) {
-  return !p.empty() && p.size() < s.size() && std::equal(p.begin(), p.end(), s.begin());
+  if (p.size() >= s.size() || !std::equal(p.begin(), p.end(), s.begin())) return false;
+  return !p.empty() || numelOf(s) <= kSmallDomain;
 }
 
 void split(TKernel &k, size_t outerRank) {

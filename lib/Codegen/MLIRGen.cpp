@@ -10,8 +10,8 @@
 //     accumulators of reduce phases as iter_args,
 // with arith/math for the scalar code. Bounds-checked (data-dependent) accesses
 // are guarded by scf.if and record {code, value} in the status pair.
-// Lowering (C++ PassManager): scf-to-openmp, scf-to-cf, math-to-libm, then one
-// conversion to the LLVM dialect (arith, math, memref, cf, func with the
+// Lowering (C++ PassManager): scf-to-openmp, math-to-libm, then one conversion
+// to the LLVM dialect (scf->cf, arith, math, memref, cf, func with the
 // bare-pointer calling convention, openmp), reconcile-unrealized-casts, and
 // translateModuleToLLVMIR.
 //===----------------------------------------------------------------------===//
@@ -496,7 +496,6 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   {
     PassManager pm(ctx);
     pm.addPass(createConvertSCFToOpenMPPass());
-    pm.addPass(createConvertSCFToCFPass());
     pm.addPass(createConvertMathToLibmPass());
     if (failed(pm.run(mod))) return failure();
   }
@@ -504,6 +503,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   options.useBarePtrCallConv = true;
   LLVMTypeConverter converter(ctx, options);
   RewritePatternSet patterns(ctx);
+  // scf -> cf in the same conversion: scf-to-openmp wraps loop bodies in
+  // memref.alloca_scope, a single-block op that must be inlined first.
+  populateSCFToControlFlowConversionPatterns(patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   populateMathToLLVMConversionPatterns(converter, patterns);
   populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
@@ -512,7 +514,8 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   populateOpenMPToLLVMConversionPatterns(converter, patterns);
   LLVMConversionTarget target(*ctx);
   configureOpenMPToLLVMConversionLegality(target, converter);
-  target.addLegalOp<ModuleOp>();
+  target.addLegalOp<ModuleOp, omp::TerminatorOp, omp::BarrierOp, omp::TaskwaitOp,
+                    omp::TaskyieldOp>();
   if (failed(applyFullConversion(mod, target, std::move(patterns)))) return failure();
   PassManager pm2(ctx);
   pm2.addPass(createReconcileUnrealizedCastsPass());

@@ -1,0 +1,120 @@
+//===- FusionTest.cpp - Kernel grouping on small graphs -------------------===//
+#include "TestPrograms.h"
+
+#include <catch2/catch.hpp>
+
+using namespace aotc;
+using namespace cgtest;
+
+namespace {
+const Kernel *findKernelWithOp(const KernelGraph &kg, const std::string &op) {
+  for (auto &k : kg.kernels)
+    if (std::find(k.ops.begin(), k.ops.end(), op) != k.ops.end()) return &k;
+  return nullptr;
+}
+} // namespace
+
+TEST_CASE("fusion: addmm is a GEMM with the bias in its setup; relu+sum is one kernel", "[fusion]") {
+  Program p = linearReluSum();
+  KernelProgram kp = planProgram(p);
+  INFO(printKernels(kp));
+  const KernelGraph &fw = kp.forward;
+  REQUIRE(fw.kernels.size() == 2);
+  const Kernel &g = fw.kernels[0];
+  CHECK(g.kind == Kernel::Kind::Gemm);
+  CHECK(g.gemm.transB); // permute(w) is a transpose flag, not a copy
+  CHECK(!g.gemm.transA);
+  CHECK(g.gemm.beta == 1.0); // bias broadcast into C, then C += x @ w^T
+  CHECK(g.phases.size() == 1);
+  const Kernel &k = fw.kernels[1];
+  CHECK(k.kind == Kernel::Kind::Loop);
+  CHECK(std::find(k.ops.begin(), k.ops.end(), "relu") != k.ops.end());
+  CHECK(std::find(k.ops.begin(), k.ops.end(), "sum") != k.ops.end());
+  // Only the addmm result is an intermediate; relu is written straight to the saved area.
+  int scratch = 0;
+  for (int b : k.reads) scratch += fw.buffers[b].kind == BufferKind::Scratch;
+  CHECK(scratch == 1);
+  for (int b : k.writes) CHECK(fw.buffers[b].kind != BufferKind::Scratch);
+}
+
+TEST_CASE("fusion: backward mm reads the saved mask product transposed", "[fusion]") {
+  Program p = linearReluSum();
+  KernelProgram kp = planProgram(p);
+  INFO(printKernels(kp));
+  const Kernel *mm = findKernelWithOp(kp.backward, "mm");
+  REQUIRE(mm);
+  CHECK(mm->gemm.transA);
+  CHECK(mm->gemm.m == 3);
+  CHECK(mm->gemm.n == 8);
+  CHECK(mm->gemm.k == 4);
+}
+
+TEST_CASE("fusion: log_softmax through the loss is 2 kernels with per-row intermediates", "[fusion]") {
+  Program p = logSoftmaxNll(64, 10);
+  KernelProgram kp = planProgram(p);
+  std::string text = printKernels(kp);
+  INFO(text);
+  CHECK(kp.forward.kernels.size() <= 2);
+  // Every scratch buffer is a per-row (or smaller) scalar: at most 64 elements.
+  for (auto &k : kp.forward.kernels)
+    for (int b : k.writes)
+      if (kp.forward.buffers[b].kind == BufferKind::Scratch)
+        CHECK(kp.forward.buffers[b].type.numel() <= 64);
+  CHECK(text.find("checked") != std::string::npos); // gather is bounds-checked
+  REQUIRE(kp.errors.size() == 1);
+  CHECK(kp.errors[0].find("gather") != std::string::npos);
+}
+
+TEST_CASE("fusion: a pointwise chain is one kernel and views are indexing", "[fusion]") {
+  Program p;
+  p.name = "chain";
+  Graph &g = p.forward;
+  Node *x = ph(g, "x", T(DType::F32, {8, 6}), InputRole::UserInput);
+  Node *y = ph(g, "y", T(DType::F32, {6}), InputRole::UserInput);
+  Node *a = buildCall(g, "add", "aten.add.Tensor", {x, y}, {});
+  Node *t = buildCall(g, "permute", "aten.permute.default", {a, std::vector<int64_t>{1, 0}}, {});
+  Node *e = buildCall(g, "exp", "aten.exp.default", {t}, {});
+  Node *v = buildCall(g, "view", "aten.view.default", {e, std::vector<int64_t>{6, 2, 4}}, {});
+  Node *m = buildCall(g, "mul", "aten.mul.Scalar", {v, 2.0}, {});
+  g.setOutputs({m});
+  p.numForwardOutputs = 1;
+  KernelProgram kp = planProgram(p);
+  INFO(printKernels(kp));
+  REQUIRE(kp.forward.kernels.size() == 1);
+  auto &ops = kp.forward.kernels[0].ops;
+  CHECK(ops == std::vector<std::string>{"add", "exp", "mul"});
+  CHECK(kp.forward.scratchBytes == 0);
+  // A reshape that strides cannot express (flattening the transposed value) realizes first.
+  Node *f = buildCall(g, "view_1", "aten.view.default", {e, std::vector<int64_t>{48}}, {});
+  g.setOutputs({m, f});
+  p.numForwardOutputs = 2;
+  KernelProgram kp2 = planProgram(p);
+  INFO(printKernels(kp2));
+  CHECK(kp2.forward.scratchBytes > 0);
+}
+
+TEST_CASE("fusion: --no-fuse style planning gives one kernel per op", "[fusion]") {
+  Program p = logSoftmaxNll(4, 3);
+  FusionOptions o;
+  o.fuse = false;
+  KernelProgram kp = planProgram(p, o);
+  KernelProgram fused = planProgram(p);
+  CHECK(kp.forward.kernels.size() > fused.forward.kernels.size());
+}
+
+TEST_CASE("fusion: unsupported op is a located user error", "[fusion]") {
+  Program p;
+  p.name = "bad";
+  Graph &g = p.forward;
+  Node *x = ph(g, "x", T(DType::F32, {2, 3}), InputRole::UserInput);
+  Node *s = buildCall(g, "softmax", "aten._softmax.default", {x, int64_t(1), false}, {});
+  g.setOutputs({s});
+  p.numForwardOutputs = 1;
+  try {
+    planProgram(p);
+    FAIL("expected an error");
+  } catch (const Error &e) {
+    CHECK(e.kind() == Error::Kind::User);
+    CHECK(std::string(e.what()).find("softmax") != std::string::npos);
+  }
+}

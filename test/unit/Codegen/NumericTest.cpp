@@ -1,0 +1,208 @@
+//===- NumericTest.cpp - Compiled objects vs the float64 reference --------===//
+//
+// Compiles small forward/backward programs to objects, links them into shared
+// libraries with clang-19 and compares the entry points' results with
+// aotc::evaluate (float64) within 1e-5 relative.
+//===----------------------------------------------------------------------===//
+#include "TestPrograms.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <set>
+
+using namespace aotc;
+using namespace cgtest;
+
+namespace {
+
+std::vector<RefTensor> randomInputs(const Graph &g, std::mt19937_64 &rng) {
+  std::vector<RefTensor> in;
+  for (Node *p : g.placeholders()) in.push_back(randomTensor(p->type(), rng));
+  return in;
+}
+
+/// Checks forward outputs and gradients of `p` against evaluate().
+void checkProgram(const Program &p, std::vector<RefTensor> inputs, double tol = 1e-5,
+                  const FusionOptions &fo = {}) {
+  CodegenOptions co;
+  co.fusion = fo;
+  auto L = compileAndLoad(p, co);
+  REQUIRE(L->prog);
+  INFO(L->art.kernelsText);
+  auto refF = evaluate(p.forward, inputs);
+  int nUser = p.numForwardOutputs;
+  std::vector<RefTensor> tangents;
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < nUser; ++k) {
+    TensorType t{refF[k].dtype, refF[k].shape};
+    tangents.push_back(isFloating(t.dtype) ? randomTensor(t, rng) : RefTensor(t.dtype, t.shape));
+  }
+  bool bwd = !p.backward.nodes().empty();
+  RunResult r = run(*L, inputs, bwd ? &tangents : nullptr);
+  REQUIRE(r.fwdRc == 0);
+  for (int k = 0; k < nUser; ++k) {
+    INFO("output " << k);
+    CHECK(relErr(r.outputs[k], refF[k]) <= tol);
+  }
+  if (!bwd) return;
+  REQUIRE(r.bwdRc == 0);
+  // Backward placeholders: primals, saved (from the reference forward), tangents.
+  std::vector<RefTensor> bin;
+  size_t nPrimal = p.forward.placeholders().size();
+  for (size_t i = 0; i < nPrimal; ++i) bin.push_back(inputs[i]);
+  for (size_t s = 0; s < p.saved.size(); ++s) bin.push_back(refF[nUser + s]);
+  for (int k = 0; k < nUser; ++k)
+    if (isFloating(refF[k].dtype)) bin.push_back(tangents[k]);
+  auto refB = evaluate(p.backward, bin);
+  REQUIRE(r.grads.size() == refB.size());
+  for (size_t j = 0; j < refB.size(); ++j) {
+    INFO("grad " << j);
+    CHECK(relErr(r.grads[j], refB[j]) <= tol);
+  }
+}
+
+} // namespace
+
+TEST_CASE("numeric: linear + relu + sum, forward and backward", "[numeric]") {
+  std::mt19937_64 rng(1);
+  Program p = linearReluSum(4, 8, 3);
+  checkProgram(p, randomInputs(p.forward, rng));
+  Program q = linearReluSum(33, 17, 9);
+  checkProgram(q, randomInputs(q.forward, rng));
+}
+
+TEST_CASE("numeric: unfused planning computes the same values", "[numeric]") {
+  std::mt19937_64 rng(2);
+  Program p = linearReluSum(5, 7, 6);
+  FusionOptions fo;
+  fo.fuse = false;
+  checkProgram(p, randomInputs(p.forward, rng), 1e-5, fo);
+}
+
+TEST_CASE("numeric: log_softmax + nll loss (gather, where, bool sum, cast)", "[numeric]") {
+  std::mt19937_64 rng(3);
+  Program p = logSoftmaxNll(6, 5);
+  auto in = randomInputs(p.forward, rng);
+  in[1] = RefTensor(DType::I64, {6});
+  std::vector<double> t = {0, 4, 2, -100, 1, 3};
+  in[1].data = t;
+  for (auto &v : in[0].data) v *= 4;
+  checkProgram(p, in);
+}
+
+TEST_CASE("numeric: an out-of-range gather index returns an error naming the node", "[numeric]") {
+  std::mt19937_64 rng(4);
+  Program p = logSoftmaxNll(6, 5);
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  auto in = randomInputs(p.forward, rng);
+  in[1] = RefTensor(DType::I64, {6});
+  in[1].data = {0, 1, 7, 2, 3, 4};
+  RunResult r = run(*L, in, nullptr);
+  REQUIRE(r.fwdRc > 0);
+  REQUIRE(r.fwdRc <= L->prog->num_errors);
+  CHECK(std::string(L->prog->errors[r.fwdRc - 1]).find("'gather'") != std::string::npos);
+  CHECK(*L->prog->error_value == 7);
+}
+
+TEST_CASE("numeric: views, bmm, index_select, scatter_add, argmax, pow", "[numeric]") {
+  Program p;
+  p.name = "misc";
+  Graph &g = p.forward;
+  Node *a = ph(g, "a", T(DType::F32, {2, 3, 4}), InputRole::UserInput);
+  Node *b = ph(g, "b", T(DType::F32, {2, 5, 4}), InputRole::UserInput);
+  Node *idx = ph(g, "idx", T(DType::I64, {3}), InputRole::UserInput);
+  Node *sidx = ph(g, "sidx", T(DType::I64, {2, 3, 2}), InputRole::UserInput);
+  Node *bt = buildCall(g, "permute", "aten.permute.default", {b, std::vector<int64_t>{0, 2, 1}}, {});
+  Node *mm = buildCall(g, "bmm", "aten.bmm.default", {a, bt}, {});               // [2,3,5]
+  Node *sl = buildCall(g, "slice", "aten.slice.Tensor", {mm, int64_t(2), int64_t(1), int64_t(5), int64_t(2)}, {}); // [2,3,2]
+  Node *is = buildCall(g, "index_select", "aten.index_select.default", {mm, int64_t(2), idx}, {}); // [2,3,3]
+  Node *sel = buildCall(g, "select", "aten.select.int", {is, int64_t(0), int64_t(1)}, {}); // [3,3]
+  Node *pw = buildCall(g, "pow", "aten.pow.Tensor_Scalar", {sel, 2.0}, {});
+  Node *th = buildCall(g, "tanh", "aten.tanh.default", {pw}, {});
+  Node *z = buildCall(g, "zeros_like", "aten.zeros_like.default", {a}, {}); // [2,3,4]
+  Node *sa = buildCall(g, "scatter_add", "aten.scatter_add.default", {z, int64_t(2), sidx, sl}, {});
+  Node *am = buildCall(g, "argmax", "aten.argmax.default", {mm, int64_t(-1), false}, {});
+  Node *vw = buildCall(g, "view", "aten.view.default", {mm, std::vector<int64_t>{6, 5}}, {});
+  Node *mx = buildCall(g, "amax", "aten.amax.default", {vw, std::vector<int64_t>{0}, false}, {});
+  Node *er = buildCall(g, "erf", "aten.erf.default", {mx}, {});
+  g.setOutputs({th, sa, am, er});
+  p.numForwardOutputs = 4;
+  std::mt19937_64 rng(5);
+  auto in = randomInputs(g, rng);
+  in[2].data = {4, 0, 2};
+  in[3].data = {0, 3, 0, 1, 1, 2, 3, 3, 2, 0, 1, 1};
+  checkProgram(p, in);
+}
+
+TEST_CASE("numeric: same program twice gives a byte-identical object and header", "[numeric]") {
+  Program p = linearReluSum();
+  CodegenOptions o;
+  Artifact a1 = compileProgram(p, o);
+  Artifact a2 = compileProgram(p, o);
+  CHECK(!a1.object.empty());
+  CHECK(a1.object == a2.object);
+  CHECK(a1.header == a2.header);
+  CHECK(a1.header.find("Generated by aotc") != std::string::npos);
+  CHECK(a1.header.find("extern const aotc_program lin_program;") != std::string::npos);
+}
+
+TEST_CASE("numeric: 1 and 2 threads give identical bits", "[numeric]") {
+  Program p;
+  p.name = "par";
+  Graph &g = p.forward;
+  Node *x = ph(g, "x", T(DType::F32, {256, 300}), InputRole::UserInput);
+  Node *e = buildCall(g, "exp", "aten.exp.default", {x}, {});
+  Node *s0 = buildCall(g, "sum", "aten.sum.dim_IntList", {e, std::vector<int64_t>{0}}, {});
+  Node *s1 = buildCall(g, "sum_1", "aten.sum.dim_IntList", {e, std::vector<int64_t>{1}}, {});
+  Node *t = buildCall(g, "tanh", "aten.tanh.default", {x}, {});
+  g.setOutputs({s0, s1, t});
+  p.numForwardOutputs = 3;
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  INFO(L->art.kernelsText);
+  CHECK(L->art.kernelsText.find("parallel=") != std::string::npos);
+  auto setThreads = (void (*)(int))dlsym(L->handle, "omp_set_num_threads");
+  REQUIRE(setThreads);
+  std::mt19937_64 rng(6);
+  auto in = randomInputs(g, rng);
+  setThreads(1);
+  RunResult r1 = run(*L, in, nullptr);
+  setThreads(2);
+  RunResult r2 = run(*L, in, nullptr);
+  REQUIRE(r1.fwdRc == 0);
+  REQUIRE(r2.fwdRc == 0);
+  for (size_t k = 0; k < r1.outputs.size(); ++k) CHECK(r1.outputs[k].data == r2.outputs[k].data);
+  auto ref = evaluate(g, in);
+  for (size_t k = 0; k < ref.size(); ++k) CHECK(relErr(r1.outputs[k], ref[k]) <= 1e-5);
+}
+
+TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, libm, memset/memcpy",
+          "[numeric]") {
+  Program p = logSoftmaxNll(64, 10);
+  auto L = compileAndLoad(p);
+  Program q = linearReluSum(64, 100, 50);
+  auto L2 = compileAndLoad(q);
+  std::set<std::string> libm = {"expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf",
+                                "powf", "pow", "sqrtf", "sqrt", "fmaxf", "fminf", "fmax", "fmin"};
+  for (auto *l : {L.get(), L2.get()}) {
+    std::string cmd = "nm -u '" + l->dir + "/k.o'";
+    FILE *f = popen(cmd.c_str(), "r");
+    REQUIRE(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+      std::string s(line);
+      s = s.substr(s.find_last_of(' ') + 1);
+      s.erase(s.find_last_not_of("\n") + 1);
+      INFO("undefined symbol " << s);
+      bool ok = s.rfind("cblas_", 0) == 0 || s.rfind("__kmpc_", 0) == 0 || libm.count(s) ||
+                s == "memset" || s == "memcpy";
+      CHECK(ok);
+      ++n;
+    }
+    pclose(f);
+    CHECK(n > 0);
+  }
+}
