@@ -533,7 +533,16 @@ void Reader::buildNode(const json &jn) {
       nodeName = def->schema.name + "_" + std::to_string(i);
     reserved_.insert(nodeName);
   }
-  Node *n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+  Node *n = nullptr;
+  try {
+    n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+  } catch (const Error &e) {
+    // Errors of argument binding / shape inference: add the node's stack trace.
+    std::string msg = e.what();
+    if (e.kind() == Error::Kind::User && !stack.empty() && msg.find("\n  stack_trace: ") == std::string::npos)
+      throw Error(e.kind(), msg + "\n  stack_trace: " + stack);
+    throw;
+  }
   n->loc = loc_;
   n->stackTrace = stack;
   auto check = [&](Node *node, const std::string &name, const TensorType &inferred) {

@@ -783,7 +783,15 @@ void Parser::parseAssignment(Graph &g) {
       userError(pos[numPositional].loc, "op '" + target + "' takes at most " +
                                             std::to_string(numPositional) + " positional arguments, got " +
                                             std::to_string(pos.size()));
-    node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
+    try {
+      node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
+    } catch (const Error &e) {
+      // Errors of argument binding / shape inference: add the statement's stack trace.
+      std::string msg = e.what();
+      if (e.kind() == Error::Kind::User && !curTrace_.empty() && msg.find("\n  stack_trace: ") == std::string::npos)
+        throw Error(e.kind(), msg + "\n  stack_trace: " + curTrace_);
+      throw;
+    }
   } else {
     fail(r, "unsupported expression: only torch.ops calls and getitem are allowed, found " + describe(r));
   }
