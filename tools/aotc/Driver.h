@@ -56,8 +56,6 @@ CompileResult runPipeline(const CompileOptions &opts);
 /// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
 /// the file name up to its first '.', non-identifier characters replaced by '_'.
 std::string defaultProgramName(const std::string &path);
-/// True when `s` is a C identifier.
-bool isCIdentifier(const std::string &s);
 /// Reads a whole file; user error naming it when it cannot be read.
 std::string readFile(const std::string &path);
 /// Writes a file, refusing (user error) when `path` is one of `inputs` (same file).
@@ -73,6 +71,7 @@ struct RunOptions {
   CompileOptions compile;
   std::string inputs;  ///< --inputs: safetensors with inputs / parameters / tangent_<i>.
   std::string out;     ///< --out: safetensors receiving output_<i> and grad_<name>.
+  std::string saveObject; ///< --save-object: also write the object that is loaded.
 };
 /// `aotc run`; returns the exit code.
 int runCommand(const RunOptions &opts);

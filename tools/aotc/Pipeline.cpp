@@ -90,16 +90,22 @@ CompileResult runPipeline(const CompileOptions &o) {
   //    the exported meta, apply --requires-grad/--freeze. With --start-from, IN
   //    is the text of that stage instead.
   Program p;
+  bool named = false; // the text carried a `# aotc: name` header
   if (from < 0) {
     p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze}, &r.weights);
   } else {
-    p = parseProgram(readFile(o.input), o.input);
+    const std::string text = readFile(o.input);
+    p = parseProgram(text, o.input);
     if (p.stage != o.startFrom)
       userError(SourceLoc{o.input, 0, 0}, "--start-from=" + o.startFrom + " but the input is a '" +
                                               p.stage + "' program");
+    named = text.find("# aotc: name ") != std::string::npos;
     applyGradFlags(p, o);
   }
-  p.name = o.name.empty() ? defaultProgramName(o.input) : o.name;
+  if (!o.name.empty())
+    p.name = o.name;
+  else if (!named)
+    p.name = defaultProgramName(o.input);
   if (!isCIdentifier(p.name))
     userError("--name '" + p.name + "' is not a C identifier");
   if (stopsAfter("capture", printProgram(p)))
@@ -140,24 +146,23 @@ CompileResult runPipeline(const CompileOptions &o) {
     convertF32ToF64(p);
 
   // 6. kernels: fusion into target-neutral loop nests + scratch arena planning.
-  KernelProgram kp = planProgram(p);
+  CodegenOptions cg;
+  cg.name = p.name;
+  KernelProgram kp = planProgram(p, cg.fusion);
   if (stopsAfter("kernels", printKernels(kp)))
     return r;
 
-  // 7. mlir: each kernel as MLIR (scf/arith/math/memref/omp), lowered to the LLVM dialect.
-  CodegenOptions cg;
-  cg.target = o.target;
-  std::string mlir = emitMLIR(kp, cg);
-  if (stopsAfter("mlir", mlir))
+  // 7-8. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
+  //      lowered to the LLVM dialect, translated to LLVM IR, optimized, emitted.
+  cg.emitMLIR = stop == stageIndex("mlir");
+  cg.emitLLVM = stop == stageIndex("llvm");
+  cg.emitObject = stop < 0;
+  Artifact art;
+  emitObject(kp, cg, art);
+  if (stopsAfter("mlir", art.mlirText) || stopsAfter("llvm", art.llvmText))
     return r;
-
-  // 8. llvm: LLVM IR, then the relocatable object and the C header.
-  if (stop == stageIndex("llvm")) {
-    stopsAfter("llvm", emitLLVMIR(kp, cg));
-    return r;
-  }
-  r.object = emitObject(kp, cg);
-  r.header = emitHeader(kp, cg);
+  r.object = std::move(art.object);
+  r.header = emitHeader(kp);
   r.program = std::move(p);
   return r;
 }
@@ -173,13 +178,6 @@ std::string defaultProgramName(const std::string &path) {
   if (std::isdigit((unsigned char)id[0]))
     id = "_" + id;
   return id;
-}
-
-bool isCIdentifier(const std::string &s) {
-  if (s.empty() || std::isdigit((unsigned char)s[0]))
-    return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
 }
 
 std::string readFile(const std::string &path) {

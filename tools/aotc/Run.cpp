@@ -35,6 +35,8 @@ int runCommand(const RunOptions &o) {
   if (!o.inputs.empty())
     readFiles.push_back(o.inputs);
 
+  if (!o.saveObject.empty())
+    writeFile(o.saveObject, compiled.object.data(), compiled.object.size(), readFiles);
   LoadedObject obj(compiled.object, compiled.program.name);
   const aotc_program &prog = obj.program();
   std::vector<rt::Tensor> inputs =

@@ -33,11 +33,13 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
   app.add_option("--start-from", o.startFrom,
                  "IN is the text of this stage (as --emit prints it); continue after it")
       ->check(CLI::IsMember(kTextStages));
-  app.add_option("--partitioner", o.partitioner, "Forward/backward partitioner")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, PartitionerKind>{{"default", PartitionerKind::Default},
-                                                 {"min-cut", PartitionerKind::MinCut}},
-          CLI::ignore_case))
+  app.add_option_function<std::string>(
+         "--partitioner",
+         [&o](const std::string &s) {
+           o.partitioner = s == "default" ? PartitionerKind::Default : PartitionerKind::MinCut;
+         },
+         "Forward/backward partitioner: default (save what the backward uses) or min-cut")
+      ->check(CLI::IsMember({"default", "min-cut"}))
       ->default_str("min-cut");
   app.add_option("--name", o.name, "C identifier of the entry points (default: input stem)");
   app.add_option("--target", o.target, "Code generation target")
@@ -120,17 +122,17 @@ int main(int argc, char **argv) {
   addCompileFlags(*runCmd, run.compile, /*withEmit=*/false);
   runCmd->add_option("--inputs", run.inputs,
                      "safetensors with inputs by name (or input.<name>), parameters by FQN "
-                     "(or param.<FQN>), and tangent_<i>")
-      ->check(CLI::ExistingFile);
+                     "(or param.<FQN>), and tangent_<i>; read only after IN compiled");
   runCmd->add_option("--out", run.out, "safetensors receiving output_<i> and grad_<name>")
       ->required();
+  runCmd->add_option("--save-object", run.saveObject,
+                     "Also write the object it loads (for comparing with `aotc IN -o`)");
 
   GradcheckOptions gc;
   CLI::App *gcCmd = app.add_subcommand(
       "gradcheck", "Compile IN in f64 and compare its gradients with central differences");
   addCompileFlags(*gcCmd, gc.compile, /*withEmit=*/false);
-  gcCmd->add_option("--inputs", gc.inputs, "safetensors with the point to check at")
-      ->check(CLI::ExistingFile);
+  gcCmd->add_option("--inputs", gc.inputs, "safetensors with the point to check at");
   gcCmd->add_option("--samples", gc.samples, "Elements checked per input")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -1,0 +1,31 @@
+# aotc_model(<var> SOURCE <model> NAME <c-name> DIR <dir> [FLAGS <aotc flags>...] [DEPENDS <files>...])
+#
+# Compiles a model with aotc at build time (a custom command):
+#   <dir>/<name>.o, <dir>/<name>.h, <dir>/<name>.weights.safetensors
+# and sets <var>_OBJECT, <var>_HEADER, <var>_WEIGHTS, <var>_DIR in the caller's scope.
+# Add ${<var>_OBJECT} and ${<var>_HEADER} to an executable's sources and
+# ${<var>_DIR} to its include directories to link the compiled training step.
+function(aotc_model var)
+  cmake_parse_arguments(A "" "SOURCE;NAME;DIR" "FLAGS;DEPENDS" ${ARGN})
+  set(_obj ${A_DIR}/${A_NAME}.o)
+  set(_hdr ${A_DIR}/${A_NAME}.h)
+  set(_wts ${A_DIR}/${A_NAME}.weights.safetensors)
+  file(MAKE_DIRECTORY ${A_DIR})
+  add_custom_command(
+    OUTPUT ${_obj} ${_hdr} ${_wts}
+    COMMAND $<TARGET_FILE:aotc> ${A_SOURCE} -o ${_obj} --name ${A_NAME} ${A_FLAGS}
+    DEPENDS aotc ${A_SOURCE} ${A_DEPENDS}
+    COMMENT "aotc ${A_SOURCE} -> ${_obj}"
+    VERBATIM)
+  set_source_files_properties(${_obj} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  set(${var}_OBJECT ${_obj} PARENT_SCOPE)
+  set(${var}_HEADER ${_hdr} PARENT_SCOPE)
+  set(${var}_WEIGHTS ${_wts} PARENT_SCOPE)
+  set(${var}_DIR ${A_DIR} PARENT_SCOPE)
+endfunction()
+
+# aotc_link_step(<target>): what an executable linking an aotc object needs:
+# the runtime, OpenBLAS (GEMMs), LLVM's libomp (parallel loops) and libm.
+function(aotc_link_step target)
+  target_link_libraries(${target} PRIVATE aotc_runtime ${BLAS_LIBRARIES} ${AOTC_OMP_LIB} m)
+endfunction()
