@@ -73,7 +73,7 @@ CompileResult runPipeline(const CompileOptions &o) {
     userError("unsupported --target '" + o.target + "' (supported: cpu)");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
   const int stop = o.emit.empty() ? -1 : stageIndex(o.emit);
-  if (stop >= 0 && stop <= from)
+  if (stop >= 0 && stop < from)
     userError("--emit=" + o.emit + " comes before --start-from=" + o.startFrom +
               ": nothing to do");
   // A stage runs when it comes after --start-from; the pipeline stops after --emit.
