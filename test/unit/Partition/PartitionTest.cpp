@@ -461,3 +461,33 @@ TEST_CASE("Partition: long fusible chains get cut every ~100 forward nodes", "[p
   CHECK(m.saved == std::vector<std::string>{"h102", "h204", "h306", "h408", "h450"});
   CHECK(recomputedNodes(m).size() == (size_t)N - 5);
 }
+
+TEST_CASE("Partition: a fusible use after an unfusible one is banned (used far apart)",
+          "[partition]") {
+  // X = 2x feeds tanh (A), mm (B -> relu D, the first unfusible use, order 3)
+  // and, later, sigmoid (C, order 4). ban_recompute_used_far_apart bans C.
+  // Without the ban the cheapest cut is the primal x (placeholders are outside
+  // requiredFw, so dist 0 -> int(64*1.1) = 70 < X's 77 < C's 2*70): nothing
+  // saved, X and C recomputed. With the ban, C itself must be saved.
+  Program p0;
+  p0.stage = "joint";
+  Graph &g = p0.forward;
+  Node *x = primal(g, "x", f32({4, 4}));
+  Node *w = primal(g, "w", f32({4, 4}), InputRole::Parameter);
+  Node *t = g.addPlaceholder("tangents_1", f32({4, 4}), InputRole::Tangent);
+  Node *X = call(g, "X", "aten.mul.Scalar", {x, 2.0});
+  Node *A = call(g, "A", "aten.tanh.default", {X});
+  Node *B = call(g, "B", "aten.mm.default", {X, w});
+  Node *D = call(g, "D", "aten.relu.default", {B});
+  Node *C = call(g, "C", "aten.sigmoid.default", {X});
+  Node *s1 = call(g, "s1", "aten.add.Tensor", {A, D});
+  Node *out = call(g, "out", "aten.add.Tensor", {s1, C});
+  Node *gx = call(g, "gx", "aten.mul.Tensor", {t, C});
+  Node *gw = call(g, "gw", "aten.mul.Tensor", {t, w});
+  g.setOutputs({out, gx, gw});
+  p0.numForwardOutputs = 1;
+  p0.gradOf = {"x", "w"};
+  Program m = partitioned(p0, PartitionerKind::MinCut);
+  CHECK(m.saved == std::vector<std::string>{"C"});
+  CHECK(recomputedNodes(m).empty());
+}
