@@ -5,24 +5,56 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <set>
 #include <unordered_set>
 
 namespace aotc {
 
+// Python's float repr: the shortest digit string that round-trips, printed
+// positionally when -4 <= exponent < 16 and in exponent form otherwise
+// ("10.0", "0.0001", "1e-05", "1e+16"), as CPython's float_repr_style 'short'.
 static std::string fmtDouble(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";
-  // Python repr: shortest round-trip representation, always with a '.' or exponent.
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
   char buf[64];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  int prec = 1;
+  for (; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  std::string s = buf;
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
+  std::string e = buf; // d.ddde[+-]XX
+  bool neg = e[0] == '-';
+  if (neg) e = e.substr(1);
+  size_t epos = e.find('e');
+  int exp10 = std::atoi(e.c_str() + epos + 1);
+  std::string digits;
+  for (size_t i = 0; i < epos; ++i)
+    if (e[i] != '.') digits += e[i];
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  std::string out;
+  if (exp10 >= -5 && exp10 < 16) {
+    if (exp10 < 0) {
+      out = "0." + std::string(-exp10 - 1, '0') + digits;
+    } else if ((int)digits.size() <= exp10 + 1) {
+      out = digits + std::string(exp10 + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, exp10 + 1) + "." + digits.substr(exp10 + 1);
+    }
+    if (exp10 == -5) { // Python switches to exponent form below 1e-4
+      out.clear();
+    }
+  }
+  if (out.empty()) {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[16];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
+    out += eb;
+  }
+  return neg ? "-" + out : out;
 }
 
 std::string argStr(const Arg &a) {
