@@ -270,6 +270,7 @@ private:
   [[noreturn]] void fail(const Tok &t, const std::string &msg) const { userError(at(t), msg); }
 
   // Header.
+  void checkStageContract() const;
   void parseHeaderLine(const std::string &body, int line, int col);
   // Token helpers.
   const Tok &peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
@@ -530,7 +531,37 @@ Program Parser::run() {
   }
   if (prog_.numForwardOutputs > (int)prog_.forward.outputs().size())
     userError(SourceLoc{file_}, "num_forward_outputs is larger than the number of forward outputs");
+  checkStageContract();
   return std::move(prog_);
+}
+
+/// The output layout the header promises (Graph.h "Contracts between stages").
+void Parser::checkStageContract() const {
+  SourceLoc loc{file_};
+  const std::string &st = prog_.stage;
+  size_t nf = prog_.forward.outputs().size(), ng = prog_.gradOf.size();
+  auto count = [](size_t n) { return std::to_string(n); };
+  if (st == "joint" || st == "lower") {
+    if (nf != (size_t)prog_.numForwardOutputs + ng)
+      userError(loc, "a '" + st + "' program must return num_forward_outputs (" +
+                         count(prog_.numForwardOutputs) + ") + one gradient per grad_of entry (" + count(ng) +
+                         ") values; 'def forward' returns " + count(nf));
+  }
+  if (st == "partition") {
+    if (!defsSeen_.count("backward")) userError(loc, "a 'partition' program needs a 'def backward'");
+    if (nf != (size_t)prog_.numForwardOutputs + prog_.saved.size())
+      userError(loc, "'def forward' of a 'partition' program must return num_forward_outputs (" +
+                         count(prog_.numForwardOutputs) + ") + the saved tensors (" + count(prog_.saved.size()) +
+                         "); it returns " + count(nf));
+    if (prog_.backward.outputs().size() != ng)
+      userError(loc, "'def backward' must return one gradient per grad_of entry (" + count(ng) + "); it returns " +
+                         count(prog_.backward.outputs().size()));
+    for (const std::string &n : prog_.saved) {
+      Node *b = prog_.backward.find(n);
+      if (!b || !b->isPlaceholder() || b->role != InputRole::Saved)
+        userError(loc, "saved tensor '" + n + "' is not a role=saved input of 'def backward'");
+    }
+  }
 }
 
 void Parser::parseDef(int defIndent) {

@@ -340,3 +340,27 @@ TEST_CASE("looksLikeFxText", "[textir]") {
   CHECK(looksLikeFxText(kSmall));
   CHECK_FALSE(looksLikeFxText("{\"graph_module\": 1}"));
 }
+
+TEST_CASE("aotc header: stage output contracts are checked", "[textir][errors]") {
+  // A joint program must return num_forward_outputs + one gradient per grad_of entry.
+  std::string joint = std::string("# aotc: stage joint\n# aotc: num_forward_outputs 1\n# aotc: grad_of w\n") + kSmall;
+  CHECK(contains(userErrorOf([&] { parseProgram(joint, "j"); }),
+                 "j: error: a 'joint' program must return num_forward_outputs (1) + one gradient per grad_of "
+                 "entry (1) values; 'def forward' returns 1"));
+  // A partition program needs a backward whose saved inputs match the header.
+  std::string part = std::string("# aotc: stage partition\n") + kSmall;
+  CHECK(contains(userErrorOf([&] { parseProgram(part, "p"); }), "a 'partition' program needs a 'def backward'"));
+  std::string part2 = std::string("# aotc: stage partition\n# aotc: saved mm\n") +
+                      "class M(torch.nn.Module):\n"
+                      "    def forward(self, x: \"f32[2]\"):\n"
+                      "        mm: \"f32[2]\" = torch.ops.aten.relu.default(x)\n"
+                      "        return (mm,)\n\n"
+                      "    def backward(self, x: \"f32[2]\", mm: \"f32[2]\"):\n"
+                      "        return ()\n";
+  CHECK(contains(userErrorOf([&] { parseProgram(part2, "p"); }),
+                 "saved tensor 'mm' is not a role=saved input of 'def backward'"));
+  // With the role, the same text is a valid (empty-gradient) partition program.
+  Program ok = parseProgram("# aotc: input backward mm role=saved requires_grad=False\n" + part2, "p");
+  CHECK(ok.backward.find("mm")->role == InputRole::Saved);
+  CHECK(ok.saved == std::vector<std::string>{"mm"});
+}
