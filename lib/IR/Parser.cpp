@@ -587,8 +587,14 @@ void Parser::parseDef(int defIndent) {
     if (isOp(peek(), "*") || isOp(peek(), "**"))
       fail(peek(), "variadic parameters are not supported (print the graph without pytree codegen)");
     const Tok &pn = expectName("a parameter name");
-    if (!isOp(peek(), ":"))
+    if (!isOp(peek(), ":")) {
+      bool pytree = false;
+      for (const std::string &l : lines_) pytree |= l.find("fx_pytree.tree_flatten_spec") != std::string::npos;
+      if (pytree)
+        fail(pn, "input '" + pn.text + "' is a pytree (a TORCH_LOGS joint graph `def forward(self, primals, "
+                 "tangents)`), which is not supported: use the forward graph or print_readable() output");
       fail(pn, "input '" + pn.text + "' has no type annotation (expected e.g. \"f32[4, 8]\")");
+    }
     next();
     const Tok &an = peek();
     if (an.kind != TK::Str)

@@ -364,3 +364,10 @@ TEST_CASE("aotc header: stage output contracts are checked", "[textir][errors]")
   CHECK(ok.backward.find("mm")->role == InputRole::Saved);
   CHECK(ok.saved == std::vector<std::string>{"mm"});
 }
+
+TEST_CASE("FX text: TORCH_LOGS joint graphs with pytree inputs are rejected clearly", "[textir][errors]") {
+  CHECK(contains(userErrorOf([] {
+                   parseProgram(readFile(srcPath("test/fixtures/aot/mlp.joint.txt")), "joint.txt");
+                 }),
+                 "joint.txt:2:23: error: input 'primals' is a pytree (a TORCH_LOGS joint graph"));
+}
