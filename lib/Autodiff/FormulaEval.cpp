@@ -21,7 +21,8 @@ const std::vector<HelperInfo> &helpers() {
       {"sum_to", 2, 2, "sum_to(x, sizes): sums x over broadcast dims to shape `sizes` (at::sum_to)"},
       {"restore_dims", 4, 4,
        "restore_dims(x, dim, keepdim, rank): unsqueezes the dims a reduction over `dim` removed "
-       "(nothing when keepdim; dim None or [] = all dims of a rank-`rank` input)"},
+       "(nothing when keepdim; dim None or [] = all dims of a rank-`rank` input), except "
+       "leading ones, which broadcasting restores"},
       {"reduced_numel", 2, 2, "reduced_numel(sizes, dim): number of elements a reduction over `dim` combines"},
       {"invperm", 1, 1, "invperm(dims): the inverse permutation (negative dims allowed)"},
       {"last_dims", 1, 1, "last_dims(n or list): [-n, ..., -1] (n = length of a list)"},
@@ -340,9 +341,13 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     int64_t rank = expectInt(e.args[3], v[3]);
     if (*keep) return x;
     std::vector<bool> mask = reducedMask(e.args[1], v[1], rank);
+    // Leading reduced dims are left out: broadcasting (expand, pointwise ops) adds them
+    // back, so sum(x) -> expand(grad, sizes) needs no unsqueeze chain.
+    int64_t lead = 0;
+    while (lead < rank && mask[lead]) ++lead;
     Node *r = x;
-    for (int64_t d = 0; d < rank; ++d)
-      if (mask[d]) r = bb.call("aten.unsqueeze.default", {r, d}, {}, sc.node);
+    for (int64_t d = lead; d < rank; ++d)
+      if (mask[d]) r = bb.call("aten.unsqueeze.default", {r, d - lead}, {}, sc.node);
     return r;
   }
   if (n == "reduced_numel") {

@@ -151,12 +151,13 @@ void JointBuilder::backprop(Node *n) {
   std::vector<Node *> results(n->types.size(), nullptr);
   if (n->types.size() == 1) results[0] = n;
   // Existing getitems serve as resultK.
-  for (auto &up : g_.nodes())
-    if (up->isGetitem() && up->tensorArg(0) == n) {
-      int64_t k = up->intArg(1);
-      if (k < 0) k += (int64_t)n->types.size();
-      if (!results[k]) results[k] = up.get();
-    }
+  if (n->types.size() > 1)
+    for (auto &up : g_.nodes())
+      if (up->isGetitem() && up->tensorArg(0) == n) {
+        int64_t k = up->intArg(1);
+        if (k < 0) k += (int64_t)n->types.size();
+        if (!results[k]) results[k] = up.get();
+      }
   FormulaScope scope;
   scope.node = n;
   scope.rule = rule;
