@@ -21,6 +21,7 @@
 #include "aotc/Diagnostics.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 namespace aotc {
@@ -114,6 +115,8 @@ private:
   std::unordered_map<const Node *, std::vector<int>> outSlots_;
   std::vector<bool> claimed_;
   std::vector<TKernel> ks_;
+  /// Views whose value a GEMM already wrote densely into their output slot.
+  std::unordered_map<const Node *, int> preRealized_;
 
   Val &val(const Node *n) {
     auto it = vals_.find(n);
@@ -408,6 +411,10 @@ void GraphFuser::definePointwise(const Node *n) {
 }
 
 void GraphFuser::defineView(const Node *n) {
+  if (auto it = preRealized_.find(n); it != preRealized_.end()) {
+    vals_[n] = loadOf(it->second);
+    return;
+  }
   Node *src = n->tensorArg(0);
   Val in = val(src);
   const Shape &os = in.type.shape;
@@ -640,7 +647,28 @@ void GraphFuser::defineMatmul(const Node *n) {
     nodeError(*n, "codegen: matmul operands must have the result's dtype");
   BlasOperand oa = blasOperand(*n, A, rank);
   BlasOperand ob = blasOperand(*n, B, rank);
-  int home = homeFor(n);
+  // mm whose only user is a transpose that is a graph output (a weight
+  // gradient): compute C^T = op(B)^T op(A)^T straight into that output.
+  const Node *tu = nullptr;
+  if (b == "mm" && !outSlots_.count(n) && users_[n].size() == 1) {
+    const Node *u = users_[n][0];
+    bool transpose = u->target == "aten.t.default" ||
+                     (u->target == "aten.permute.default" &&
+                      u->intListArg(1) == std::vector<int64_t>{1, 0}) ||
+                     (u->target == "aten.transpose.int" &&
+                      std::set<int64_t>{(u->intArg(1) + 2) % 2, (u->intArg(2) + 2) % 2} ==
+                          std::set<int64_t>{0, 1});
+    if (transpose && outSlots_.count(u))
+      for (int k : outSlots_[u])
+        if (!claimed_[k]) tu = u;
+  }
+  int home = tu ? homeFor(tu) : homeFor(n);
+  if (tu) {
+    preRealized_[tu] = home;
+    std::swap(oa, ob);
+    oa.trans = !oa.trans;
+    ob.trans = !ob.trans;
+  }
   TKernel k;
   k.kind = Kernel::Kind::Gemm;
   k.noMerge = true;
@@ -659,6 +687,7 @@ void GraphFuser::defineMatmul(const Node *n) {
   gd.m = as[rank - 2];
   gd.k = as[rank - 1];
   gd.n = ot.shape[rank - 1];
+  if (tu) std::swap(gd.m, gd.n);
   gd.ldc = std::max<int64_t>(gd.n, 1);
   gd.batch = batched ? ot.shape[0] : 1;
   gd.strideA = oa.batchStride;
@@ -688,6 +717,15 @@ void GraphFuser::defineMatmul(const Node *n) {
   k.ops.push_back(b);
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(home);
+  if (tu) { // n[i][j] = home[j][i]
+    Val v;
+    v.type = ot;
+    EAddr a;
+    a.buffer = home;
+    a.coef = {1, ot.shape[0]};
+    v.e = mkLoad(ot.dtype, std::move(a));
+    vals_[n] = v;
+  }
 }
 
 void GraphFuser::defineGather(const Node *n) {

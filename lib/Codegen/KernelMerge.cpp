@@ -38,6 +38,41 @@ bool isPrefix(const Shape &p, const Shape &s) {
   return !p.empty() || numelOf(s) <= kSmallDomain;
 }
 
+/// Coefficients of extent-1 loop variables are irrelevant: make them 0 so
+/// addresses compare equal whatever the view that produced them.
+ERef zeroUnitCoefs(const ERef &e, const std::vector<int64_t> &ext) {
+  return mapAddrs(e, [&](EAddr &a) {
+    for (size_t k = 0; k < a.coef.size() && k < ext.size(); ++k)
+      if (ext[k] == 1) a.coef[k] = 0;
+    return true;
+  });
+}
+
+void normalizeUnitDims(TKernel &k) {
+  for (auto &p : k.phases) {
+    std::vector<int64_t> ext = k.outer;
+    ext.insert(ext.end(), p.inner.begin(), p.inner.end());
+    for (auto &r : p.reds) r.value = zeroUnitCoefs(r.value, ext);
+    for (auto &s : p.stores) {
+      s.value = zeroUnitCoefs(s.value, ext);
+      for (size_t i = 0; i < s.addr.coef.size() && i < ext.size(); ++i)
+        if (ext[i] == 1) s.addr.coef[i] = 0;
+      for (auto &d : s.addr.dyn) d.value = zeroUnitCoefs(d.value, ext);
+    }
+  }
+}
+
+/// Re-targets an expression that depends on outer variables only to a phase
+/// with `inner` inner variables (nullptr if it depends on inner variables).
+ERef retarget(const ERef &e, size_t no, size_t inner) {
+  return mapAddrs(e, [&](EAddr &a) {
+    for (size_t k = no; k < a.coef.size(); ++k)
+      if (a.coef[k] != 0) return false;
+    a.coef.resize(no + inner, 0);
+    return true;
+  });
+}
+
 void split(TKernel &k, size_t outerRank) {
   k.phases[0].inner.assign(k.outer.begin() + outerRank, k.outer.end());
   k.outer.resize(outerRank);
@@ -65,6 +100,8 @@ bool tryMerge(TKernel &A, TKernel &B) {
     else if (splittable(a) && isPrefix(b.outer, a.outer)) split(a, b.outer.size());
     else return false;
   }
+  normalizeUnitDims(a);
+  normalizeUnitDims(b);
   size_t no = a.outer.size();
   std::vector<int> aw = kernelWrites(a);
   auto writtenByA = [&](int buf) { return std::binary_search(aw.begin(), aw.end(), buf); };
@@ -89,16 +126,18 @@ bool tryMerge(TKernel &A, TKernel &B) {
         }
         const TPhase &sp = a.phases[pi];
         const TStore &st = sp.stores[si];
-        if (sp.isReduce()) {
-          // After-fold store: per outer index; B must read it at the same outer index.
+        if (sp.isReduce() || numelOf(sp.inner) == 1) {
+          // One value per outer index (after-fold store, or a map phase with a
+          // single inner iteration): B must read it at the same outer index.
           bool same = x.addr.offset == st.addr.offset && x.addr.coef.size() == nv;
           for (size_t k = 0; same && k < no; ++k) same = x.addr.coef[k] == st.addr.coef[k];
           for (size_t k = no; same && k < nv; ++k) same = x.addr.coef[k] == 0;
-          if (!same) {
+          ERef v = same ? retarget(st.value, no, p.inner.size()) : nullptr;
+          if (!v) {
             ok = false;
             return nullptr;
           }
-          return mkCast(st.value, x.type);
+          return mkCast(v, x.type);
         }
         if (sp.inner != p.inner || x.addr.offset != st.addr.offset || x.addr.coef != st.addr.coef) {
           ok = false;
