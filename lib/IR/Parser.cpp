@@ -21,6 +21,8 @@
 // (defaults filled, types inferred) and its annotation is checked against the
 // inferred type. Every error is `file:line:col: error: ...`.
 //===----------------------------------------------------------------------===//
+#include "FxLexer.h"
+
 #include "aotc/OpRegistry.h"
 #include "aotc/TextIR.h"
 
@@ -37,158 +39,8 @@
 namespace aotc {
 namespace {
 
-//===-- Lexer ---------------------------------------------------------------===//
-
-enum class TK { Name, Int, Float, Str, Op, Comment, Newline, End };
-
-struct Tok {
-  TK kind = TK::End;
-  std::string text; ///< Name/Op spelling, number spelling, decoded string, comment body.
-  int line = 0, col = 0;
-  int indent = -1;  ///< Indentation of the logical line (set on its first token).
-};
-
-/// Splits the class block into tokens. Newline tokens end logical lines
-/// (never inside brackets, as in Python); comments are tokens of their own.
-class Lexer {
-public:
-  Lexer(const std::vector<std::string> &lines, int firstLine, int firstCol, std::string file)
-      : lines_(lines), file_(std::move(file)), first_(firstLine), firstCol_(firstCol) {}
-
-  std::vector<Tok> run() {
-    std::vector<Tok> out;
-    std::vector<Tok> open; // unclosed brackets
-    int depth = 0;
-    for (size_t li = 0; li < lines_.size(); ++li) {
-      const std::string &s = lines_[li];
-      int lineNo = first_ + (int)li;
-      size_t i = li == 0 ? (size_t)firstCol_ : 0;
-      bool lineStart = depth == 0;
-      int indent = -1;
-      bool any = false;
-      while (i < s.size()) {
-        char c = s[i];
-        if (c == ' ' || c == '\t' || c == '\r') { ++i; continue; }
-        Tok t;
-        t.line = lineNo;
-        t.col = (int)i + 1;
-        if (lineStart && !any) indent = (int)i;
-        if (c == '#') {
-          t.kind = TK::Comment;
-          size_t b = i + 1;
-          while (b < s.size() && s[b] == ' ') ++b;
-          t.text = s.substr(b);
-          while (!t.text.empty() && (t.text.back() == ' ' || t.text.back() == '\r')) t.text.pop_back();
-          i = s.size();
-        } else if (std::isalpha((unsigned char)c) || c == '_') {
-          size_t b = i;
-          while (i < s.size() && (std::isalnum((unsigned char)s[i]) || s[i] == '_')) ++i;
-          t.kind = TK::Name;
-          t.text = s.substr(b, i - b);
-        } else if (std::isdigit((unsigned char)c) ||
-                   (c == '.' && i + 1 < s.size() && std::isdigit((unsigned char)s[i + 1]))) {
-          size_t b = i;
-          bool isFloat = false;
-          while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
-          if (i < s.size() && s[i] == '.') {
-            isFloat = true;
-            ++i;
-            while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
-          }
-          if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-            size_t j = i + 1;
-            if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
-            if (j < s.size() && std::isdigit((unsigned char)s[j])) {
-              isFloat = true;
-              i = j;
-              while (i < s.size() && std::isdigit((unsigned char)s[i])) ++i;
-            }
-          }
-          if (i < s.size() && (std::isalpha((unsigned char)s[i]) || s[i] == '_'))
-            userError(SourceLoc{file_, lineNo, (int)i + 1}, "invalid number literal");
-          t.kind = isFloat ? TK::Float : TK::Int;
-          t.text = s.substr(b, i - b);
-        } else if (c == '\'' || c == '"') {
-          t.kind = TK::Str;
-          char q = c;
-          ++i;
-          bool closed = false;
-          while (i < s.size()) {
-            char d = s[i++];
-            if (d == q) { closed = true; break; }
-            if (d == '\\' && i < s.size()) {
-              char e = s[i++];
-              switch (e) {
-              case 'n': t.text += '\n'; break;
-              case 't': t.text += '\t'; break;
-              case 'r': t.text += '\r'; break;
-              case '0': t.text += '\0'; break;
-              default: t.text += e; break;
-              }
-            } else {
-              t.text += d;
-            }
-          }
-          if (!closed) userError(SourceLoc{file_, lineNo, t.col}, "unterminated string literal");
-        } else {
-          static const std::string ops = "()[]{},:;=.-+*/%@<>!~&|^";
-          if (ops.find(c) == std::string::npos)
-            userError(SourceLoc{file_, lineNo, t.col},
-                      std::string("unexpected character '") + c + "'");
-          t.kind = TK::Op;
-          if (c == '-' && i + 1 < s.size() && s[i + 1] == '>') {
-            t.text = "->";
-            i += 2;
-          } else if (c == '*' && i + 1 < s.size() && s[i + 1] == '*') {
-            t.text = "**";
-            i += 2;
-          } else if ((c == '=' || c == '!' || c == '<' || c == '>') && i + 1 < s.size() &&
-                     s[i + 1] == '=') {
-            t.text = std::string(1, c) + "=";
-            i += 2;
-          } else {
-            t.text = std::string(1, c);
-            ++i;
-          }
-          if (c == '(' || c == '[' || c == '{') {
-            ++depth;
-            open.push_back(t);
-          }
-          if (c == ')' || c == ']' || c == '}') {
-            if (depth == 0) userError(SourceLoc{file_, lineNo, t.col}, "unmatched '" + t.text + "'");
-            --depth;
-            open.pop_back();
-          }
-        }
-        if (!any) t.indent = indent;
-        any = true;
-        out.push_back(std::move(t));
-        // A comment ends the physical line; at depth 0 it is its own logical line.
-      }
-      if (any && depth == 0) {
-        Tok nl;
-        nl.kind = TK::Newline;
-        nl.line = lineNo;
-        nl.col = (int)s.size() + 1;
-        out.push_back(nl);
-      }
-    }
-    if (depth != 0)
-      userError(SourceLoc{file_, open.back().line, open.back().col},
-                "'" + open.back().text + "' was never closed");
-    Tok end;
-    end.kind = TK::End;
-    end.line = first_ + (int)lines_.size();
-    end.col = 1;
-    out.push_back(end);
-    return out;
-  }
-
-private:
-  const std::vector<std::string> &lines_;
-  std::string file_;
-  int first_, firstCol_;
-};
+using fx::TK;
+using fx::Tok;
 
 //===-- Python values -------------------------------------------------------===//
 
@@ -472,7 +324,7 @@ Program Parser::run() {
     for (char c : nm) ok = ok && (std::isalnum((unsigned char)c) || c == '_');
     if (!ok) userError(at(classLine + 1, classCol + 1), "malformed class line");
   }
-  toks_ = Lexer(block, firstLine, 0, file_).run();
+  toks_ = fx::lex(block, firstLine, file_);
 
   // 3. Defs at defIndent.
   while (peek().kind != TK::End) {
@@ -961,98 +813,29 @@ PyVal Parser::parseValue() {
   fail(t, "expected a value, found " + describe(t));
 }
 
-/// Converts a Python value to the Arg representation that the schema type asks
-/// for (Graph.h: int64_t vs double keeps int/float scalars apart).
+/// Converts a Python value for schema argument `sa`. Tensor arguments resolve
+/// names here (located errors); the representation of other literals is
+/// coerced by buildCall (int -> float, int -> int[N], typed empty lists, ...).
 Arg Parser::convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::string &target) {
   if (!sa) return convertGeneric(g, v);
-  if (v.kind == PyVal::None) {
-    if (!sa->optional && !(sa->hasDefault && std::holds_alternative<std::monostate>(sa->defaultValue)))
-      userError(v.loc, "argument '" + sa->name + "' of " + target + " cannot be None");
-    return std::monostate{};
-  }
   const std::string &ty = sa->type;
-  auto bad = [&]() -> Arg {
-    userError(v.loc, "argument '" + sa->name + "' of " + target + " expects " + ty + (sa->optional ? "?" : "") +
-                         ", got " + kindName(v.kind));
+  auto expects = [&](const PyVal &x, const char *what) {
+    userError(x.loc, "argument '" + sa->name + "' of " + target + " expects " + what + ", got " + kindName(x.kind));
   };
-  if (ty == "Tensor") {
-    // Python numbers in tensor positions (wrapped scalars) are left to buildCall.
-    if (v.kind == PyVal::Int || v.kind == PyVal::Float || v.kind == PyVal::Bool) return convertGeneric(g, v);
-    if (v.kind != PyVal::Ref) return bad();
-    return lookupRef(g, v);
+  if (v.kind == PyVal::None) return std::monostate{};
+  if (ty == "Tensor" && (v.kind == PyVal::Str || v.kind == PyVal::List || v.kind == PyVal::DType_ || v.kind == PyVal::Enum))
+    expects(v, "a tensor");
+  if ((ty == "Tensor[]" || ty == "Tensor?[]") && v.kind != PyVal::List) expects(v, "a list of tensors");
+  bool intLike = ty == "int" || ty == "SymInt" || ty == "int[]" || ty == "SymInt[]" || ty == "Scalar";
+  if (intLike) {
+    // A node where an int is expected is a SymInt value: dynamic shapes.
+    std::vector<const PyVal *> vals = {&v};
+    for (const PyVal &e : v.items) vals.push_back(&e);
+    for (const PyVal *x : vals)
+      if (x->kind == PyVal::Ref)
+        userError(x->loc, "symbolic integer '" + x->s + "': dynamic shapes not supported yet");
   }
-  if (ty == "Tensor[]" || ty == "Tensor?[]") {
-    if (v.kind != PyVal::List) return bad();
-    std::vector<Node *> ns;
-    for (const PyVal &e : v.items) {
-      if (e.kind == PyVal::None && ty == "Tensor?[]") ns.push_back(nullptr);
-      else if (e.kind == PyVal::Ref) ns.push_back(lookupRef(g, e));
-      else userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of tensors");
-    }
-    return ns;
-  }
-  if (ty == "int" || ty == "SymInt") {
-    if (v.kind == PyVal::Int) return v.i;
-    if (v.kind == PyVal::Ref) userError(v.loc, "symbolic integer '" + v.s + "': dynamic shapes not supported yet");
-    return bad();
-  }
-  if (ty == "int[]" || ty == "SymInt[]") {
-    if (v.kind == PyVal::Int) return v.i; // int[N] from one int: buildCall repeats it
-    if (v.kind != PyVal::List) return bad();
-    std::vector<int64_t> r;
-    for (const PyVal &e : v.items) {
-      if (e.kind == PyVal::Ref) userError(e.loc, "symbolic integer '" + e.s + "': dynamic shapes not supported yet");
-      if (e.kind != PyVal::Int) userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of ints");
-      r.push_back(e.i);
-    }
-    return r;
-  }
-  if (ty == "float") {
-    if (v.kind == PyVal::Float) return v.f;
-    if (v.kind == PyVal::Int) return (double)v.i;
-    return bad();
-  }
-  if (ty == "float[]") {
-    if (v.kind != PyVal::List) return bad();
-    std::vector<double> r;
-    for (const PyVal &e : v.items) {
-      if (e.kind == PyVal::Float) r.push_back(e.f);
-      else if (e.kind == PyVal::Int) r.push_back((double)e.i);
-      else userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of floats");
-    }
-    return r;
-  }
-  if (ty == "bool") {
-    if (v.kind == PyVal::Bool) return v.b;
-    return bad();
-  }
-  if (ty == "bool[]") {
-    if (v.kind != PyVal::List) return bad();
-    std::vector<bool> r;
-    for (const PyVal &e : v.items) {
-      if (e.kind != PyVal::Bool) userError(e.loc, "argument '" + sa->name + "' of " + target + " expects a list of bools");
-      r.push_back(e.b);
-    }
-    return r;
-  }
-  if (ty == "str") {
-    if (v.kind == PyVal::Str) return v.s;
-    return bad();
-  }
-  if (ty == "Scalar") {
-    if (v.kind == PyVal::Int) return v.i;
-    if (v.kind == PyVal::Float) return v.f;
-    if (v.kind == PyVal::Bool) return v.b;
-    return bad();
-  }
-  if (ty == "ScalarType") {
-    if (v.kind == PyVal::DType_) return DTypeLit{v.dt};
-    return bad();
-  }
-  if (ty == "Layout" || ty == "Device" || ty == "MemoryFormat") {
-    if (v.kind == PyVal::Enum) return EnumLit{v.s};
-    return bad();
-  }
+  if (v.kind == PyVal::Ref && ty != "Tensor") expects(v, (ty + (sa->optional ? "?" : "")).c_str());
   return convertGeneric(g, v);
 }
 
