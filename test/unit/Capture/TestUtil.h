@@ -14,6 +14,8 @@
 #include <map>
 #include <string>
 
+#include <unistd.h>
+
 namespace aotc::test {
 
 inline std::string srcPath(const std::string &rel) { return std::string(AOTC_SRC_ROOT) + "/" + rel; }
@@ -24,8 +26,9 @@ inline std::string readFile(const std::string &path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+/// A per-process scratch path (ctest runs test cases of several build trees in parallel).
 inline std::string tempPath(const std::string &name) {
-  return std::string("/tmp/aotc_capture_test_") + name;
+  return "/tmp/aotc_capture_test_" + std::to_string(::getpid()) + "_" + name;
 }
 
 inline void writeFile(const std::string &path, const std::string &bytes) {
