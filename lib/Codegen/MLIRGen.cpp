@@ -50,6 +50,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
@@ -155,11 +156,12 @@ Value KernelBuilder::cast(Value v, DType from, DType to) {
 }
 
 Value KernelBuilder::address(const Access &a, Value &ok, Value &errCode, Value &errVal) {
-  Value addr = cIdx(a.offset);
+  Value addr;
+  auto add = [&](Value t) { addr = addr ? b_.create<arith::AddIOp>(loc_, addr, t).getResult() : t; };
+  if (a.offset != 0) add(cIdx(a.offset));
   for (size_t k = 0; k < a.coef.size(); ++k) {
     if (a.coef[k] == 0) continue;
-    Value t = a.coef[k] == 1 ? vars_[k] : b_.create<arith::MulIOp>(loc_, vars_[k], cIdx(a.coef[k]));
-    addr = b_.create<arith::AddIOp>(loc_, addr, t);
+    add(a.coef[k] == 1 ? vars_[k] : b_.create<arith::MulIOp>(loc_, vars_[k], cIdx(a.coef[k])).getResult());
   }
   ok = nullptr;
   // Dyn terms, checked; the first failing one is reported.
@@ -174,12 +176,9 @@ Value KernelBuilder::address(const Access &a, Value &ok, Value &errCode, Value &
     errVal = errVal ? b_.create<arith::SelectOp>(loc_, good, errVal, v).getResult() : v;
     ok = ok ? b_.create<arith::AndIOp>(loc_, ok, good).getResult() : good;
     Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
-    if (d.stride != 0) {
-      Value t = b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride));
-      addr = b_.create<arith::AddIOp>(loc_, addr, t);
-    }
+    if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
   }
-  return addr;
+  return addr ? addr : cIdx(0);
 }
 
 Value KernelBuilder::load(const Access &a, DType t) {
@@ -551,6 +550,13 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
     mod.print(os);
     mod.erase();
     internalError("codegen: generated MLIR does not verify:\n" + s);
+  }
+  {
+    // Tidy the IR (constants, common subexpressions) before printing/lowering.
+    PassManager pm(&ctx);
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(mod))) internalError("codegen: canonicalization failed");
   }
   if (mlirText) {
     llvm::raw_string_ostream os(*mlirText);
