@@ -14,6 +14,10 @@
 //     Checks loss(A) ~ golden loss[0], loss(B) ~ golden loss[1], grads(A) ~ golden
 //     grads (1e-4 relative), and grads(B) bit-identical to a fresh, uninterleaved
 //     forward+backward at theta1.
+//   train_driver bench WEIGHTS GOLDEN [ITERS]
+//     Times forward+backward (no update) ITERS times (default 50) after 3 warm-up
+//     steps; prints the median and minimum per step in milliseconds. Threads:
+//     OMP_NUM_THREADS (generated loops) and OPENBLAS_NUM_THREADS (GEMMs).
 //   train_driver compare-run WEIGHTS GOLDEN RUN
 //     RUN is `aotc run --inputs GOLDEN --out RUN`: its output_0 and grad_<name>
 //     must equal this process's step-0 outputs and gradients within 1e-6 (relative
@@ -26,6 +30,7 @@
 #include "aotc/safetensors.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -193,11 +198,27 @@ int compareRun(Model &m, const std::string &runPath) {
   return 0;
 }
 
+int bench(Model &m, int iters) {
+  std::vector<double> ms;
+  for (int k = 0; k < iters + 3; ++k) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto fwd = m.f.forward(m.ptrs());
+    std::vector<Tensor> grads = m.f.backward(fwd.ctx);
+    auto t1 = std::chrono::steady_clock::now();
+    if (k >= 3)
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("%s: forward+backward per step: median %.3f ms, min %.3f ms (%d steps)\n", kProg.name,
+              ms[ms.size() / 2], ms.front(), iters);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s train|two-contexts|compare-run WEIGHTS GOLDEN [OUT|RUN] [STEPS]\n",
+    std::fprintf(stderr, "usage: %s train|two-contexts|bench|compare-run WEIGHTS GOLDEN [OUT|RUN|ITERS] [STEPS]\n",
                  argv[0]);
     return 2;
   }
@@ -210,6 +231,8 @@ int main(int argc, char **argv) {
       return train(m, golden, argv[4], argc >= 6 ? std::atoi(argv[5]) : 20);
     if (mode == "two-contexts")
       return twoContexts(m, golden);
+    if (mode == "bench")
+      return bench(m, argc >= 5 ? std::max(1, std::atoi(argv[4])) : 50);
     if (mode == "compare-run" && argc >= 5)
       return compareRun(m, argv[4]);
     std::fprintf(stderr, "bad arguments\n");
