@@ -210,8 +210,9 @@ void JointBuilder::run() {
   int tangentNo = 0;
   for (Node *o : outputs) {
     if (!isFloating(o->type().dtype)) continue;
-    std::string name = "tangents_" + std::to_string(++tangentNo);
-    AOTC_ASSERT(!g_.find(name), "buildJoint: the forward already has a node named " + name);
+    // AOTAutograd's names; a forward that already uses one gets FX's "_1" suffix
+    // (the role, not the name, marks a tangent).
+    std::string name = g_.uniqueName("tangents_" + std::to_string(++tangentNo));
     Node *t = g_.addPlaceholder(name, o->type(), InputRole::Tangent);
     t->requiresGrad = false;
     if (useful_.count(o)) accumulate(o, 0, t, o);
