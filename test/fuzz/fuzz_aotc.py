@@ -30,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -626,6 +627,24 @@ def command(aotc, path, mode, out_obj):
     return [aotc, path, "-o", out_obj]
 
 
+def run_limited(cmd, timeout):
+    """(exit code or "timeout", stderr). The child gets its own process group,
+    killed as a whole on timeout, so no grandchild keeps the stderr pipe open."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, err = p.communicate()
+        rc = "timeout"
+    return rc, err.decode("utf-8", "replace")
+
+
 def run_case(args, index, seeds, fx):
     """Builds and runs case `index`; returns its result dict ("problem" set on failure)."""
     kind, mode, data = make_case(index, args.seed, seeds, fx)
@@ -637,12 +656,7 @@ def run_case(args, index, seeds, fx):
     out_obj = os.path.join(wdir, "case_%05d.o" % index)
     cmd = command(args.aotc, path, mode, out_obj)
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, timeout=args.timeout)
-        rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as e:
-        rc, err = "timeout", (e.stderr or b"").decode("utf-8", "replace")
+    rc, err = run_limited(cmd, args.timeout)
     secs = time.monotonic() - t0
     problem = None
     if rc == "timeout":
@@ -694,12 +708,7 @@ def seed_check(args, seeds, fx):
             f.write(data)
         for mode, _ in MODES:
             cmd = command(args.aotc, path, mode, os.path.join(wdir, "seed.o"))
-            try:
-                p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, timeout=max(args.timeout, 60))
-                rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
-            except subprocess.TimeoutExpired:
-                rc, err = "timeout", ""
+            rc, err = run_limited(cmd, max(args.timeout, 60))
             if rc != 0:
                 bad.setdefault(mode, []).append(
                     "unmutated seed %s fails (exit %s): %s\n%s"
@@ -766,7 +775,7 @@ def main():
 
     failures = [r for r in results if r["problem"]]
     for r in failures:
-        print("FAIL case %d (%s, --emit=%s): %s\n  input:   %s\n  command: %s\n  stderr:\n%s"
+        print("FAIL case %d (%s input, mode %s): %s\n  input:   %s\n  command: %s\n  stderr:\n%s"
               % (r["index"], r["kind"], r["mode"], r["problem"], r["saved"], r["cmd"],
                  "\n".join("    " + l for l in r["stderr"].rstrip().split("\n")[-20:])))
     # Summary: outcomes per input kind and mode, so a fuzzer that only ever hits
