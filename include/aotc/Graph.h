@@ -48,6 +48,8 @@ using Arg = std::variant<std::monostate, Node *, std::vector<Node *>, int64_t, d
                          DTypeLit, EnumLit>;
 
 std::string argStr(const Arg &a); ///< Python spelling (node names for nodes).
+/// What kind of value an Arg holds, for messages: "None", "a tensor", "an int list", ...
+const char *argKindName(const Arg &a);
 
 enum class NodeKind { Placeholder, CallFunction, Output };
 
@@ -166,6 +168,9 @@ struct Program {
   std::vector<std::string> saved;
   /// Mutated inputs after functionalization: (output index, input name).
   std::vector<std::pair<int, std::string>> mutatedInputs;
+
+  /// Deep copy (both graphs and all bookkeeping).
+  Program clone() const;
 };
 
 } // namespace aotc

@@ -250,38 +250,22 @@ static bool overloadFits(const OpDef &op, const std::vector<Arg> &args,
   userError(e.loc, msg);
 }
 
-static std::string kindName(const Arg &a) {
-  switch (a.index()) {
-  case 0: return "None";
-  case 1: return "a tensor";
-  case 2: return "a tensor list";
-  case 3: return "an int";
-  case 4: return "a float";
-  case 5: return "a bool";
-  case 6: return "a string";
-  case 7: return "an int list";
-  case 8: return "a float list";
-  case 9: return "a bool list";
-  case 10: return "a dtype";
-  default: return "an enum";
-  }
-}
 
 static Node *expectTensor(const FormulaExpr &e, const Arg &v) {
   auto *p = std::get_if<Node *>(&v);
-  if (!p || !*p) evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected a tensor");
+  if (!p || !*p) evalError(e, "'" + e.str() + "' is " + argKindName(v) + ", expected a tensor");
   return *p;
 }
 
 static std::vector<int64_t> expectIntList(const FormulaExpr &e, const Arg &v) {
   if (auto *p = std::get_if<std::vector<int64_t>>(&v)) return *p;
   if (auto *i = std::get_if<int64_t>(&v)) return {*i};
-  evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected an int list");
+  evalError(e, "'" + e.str() + "' is " + argKindName(v) + ", expected an int list");
 }
 
 static int64_t expectInt(const FormulaExpr &e, const Arg &v) {
   if (auto *i = std::get_if<int64_t>(&v)) return *i;
-  evalError(e, "'" + e.str() + "' is " + kindName(v) + ", expected an int");
+  evalError(e, "'" + e.str() + "' is " + argKindName(v) + ", expected an int");
 }
 
 /// The reduced-dims mask of a reduction over `dim` (int, list, None; [] = all).
@@ -520,8 +504,8 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
       for (const OpDef *op : cands)
         if (overloadFits(*op, args, kwargs, lenient)) return bb.call(op->target(), args, kwargs, sc.node);
     std::string got;
-    for (auto &a : args) got += (got.empty() ? "" : ", ") + kindName(a);
-    for (auto &[k, a] : kwargs) got += (got.empty() ? "" : ", ") + k + "=" + kindName(a);
+    for (auto &a : args) got += std::string(got.empty() ? "" : ", ") + argKindName(a);
+    for (auto &[k, a] : kwargs) got += (got.empty() ? "" : ", ") + k + "=" + argKindName(a);
     std::string have;
     for (const OpDef *op : cands) have += "\n  " + op->target();
     evalError(e, "no overload of '" + e.name + "' takes (" + got + "); candidates:" + have);

@@ -13,18 +13,6 @@
 
 namespace aotc {
 
-static Program cloneProgram(const Program &p) {
-  Program q;
-  q.stage = p.stage;
-  q.name = p.name;
-  q.origin = p.origin;
-  q.forward = p.forward.clone();
-  q.numForwardOutputs = p.numForwardOutputs;
-  q.gradOf = p.gradOf;
-  q.saved = p.saved;
-  q.mutatedInputs = p.mutatedInputs;
-  return q;
-}
 
 GradcheckResult gradcheck(const Program &forward, const DerivativeRules &rules,
                           const GradcheckOptions &opts) {
@@ -35,7 +23,7 @@ GradcheckResult gradcheck(const Program &forward, const DerivativeRules &rules,
     for (Node *ph : phs) x.push_back(randomTensor(ph->type(), rng, opts.lo, opts.hi));
   AOTC_ASSERT(x.size() == phs.size(), "gradcheck: need one input per placeholder");
 
-  Program joint = cloneProgram(forward);
+  Program joint = forward.clone();
   buildJoint(joint, rules);
 
   std::vector<Node *> outs = forward.forward.outputs();

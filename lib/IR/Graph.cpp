@@ -91,6 +91,37 @@ std::string argStr(const Arg &a) {
   return std::visit(V{}, a);
 }
 
+const char *argKindName(const Arg &a) {
+  switch (a.index()) {
+  case 0: return "None";
+  case 1: return "a tensor";
+  case 2: return "a tensor list";
+  case 3: return "an int";
+  case 4: return "a float";
+  case 5: return "a bool";
+  case 6: return "a string";
+  case 7: return "an int list";
+  case 8: return "a float list";
+  case 9: return "a bool list";
+  case 10: return "a dtype";
+  default: return "an enum";
+  }
+}
+
+Program Program::clone() const {
+  Program q;
+  q.stage = stage;
+  q.name = name;
+  q.origin = origin;
+  q.forward = forward.clone();
+  q.backward = backward.clone();
+  q.numForwardOutputs = numForwardOutputs;
+  q.gradOf = gradOf;
+  q.saved = saved;
+  q.mutatedInputs = mutatedInputs;
+  return q;
+}
+
 const char *roleName(InputRole r) {
   switch (r) {
   case InputRole::Parameter: return "parameter";

@@ -325,27 +325,11 @@ const OpDef *OpRegistry::lookup(const std::string &target) const {
 
 //===-- buildCall ---------------------------------------------------------------===//
 
-static const char *argKind(const Arg &a) {
-  switch (a.index()) {
-  case 0: return "None";
-  case 1: return "a tensor";
-  case 2: return "a tensor list";
-  case 3: return "an int";
-  case 4: return "a float";
-  case 5: return "a bool";
-  case 6: return "a string";
-  case 7: return "an int list";
-  case 8: return "a float list";
-  case 9: return "a bool list";
-  case 10: return "a dtype";
-  default: return "an enum";
-  }
-}
 
 /// Converts a user-supplied argument to the representation its schema type uses.
 static Arg coerceArg(const Node &n, const OpDef &op, const SchemaArg &sa, Arg v) {
   auto bad = [&](const std::string &want) -> Arg {
-    nodeError(n, "argument '" + sa.name + "' expects " + want + ", got " + argKind(v));
+    nodeError(n, "argument '" + sa.name + "' expects " + want + ", got " + argKindName(v));
   };
   if (std::holds_alternative<std::monostate>(v)) {
     if (sa.optional) return v;

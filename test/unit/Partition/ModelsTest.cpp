@@ -30,16 +30,6 @@ Program lowered(const std::string &path, bool doLower) {
   return p;
 }
 
-Program cloneProgram(const Program &p) {
-  Program q;
-  q.stage = p.stage;
-  q.name = p.name;
-  q.forward = p.forward.clone();
-  q.numForwardOutputs = p.numForwardOutputs;
-  q.gradOf = p.gradOf;
-  q.mutatedInputs = p.mutatedInputs;
-  return q;
-}
 
 struct Result {
   std::vector<RefTensor> fwdOut, grads;
@@ -74,7 +64,7 @@ void checkModel(const std::string &path, bool strictlyFewer, bool doLower = true
                 Guard guard = Guard::Unchecked) {
   Program joint = lowered(path, doLower);
   REQUIRE((joint.stage == "lower" || joint.stage == "joint"));
-  Program d = cloneProgram(joint), m = cloneProgram(joint);
+  Program d = joint.clone(), m = joint.clone();
   partition(d, PartitionerKind::Default);
   partition(m, PartitionerKind::MinCut);
   INFO(partitionSummary(d) << partitionSummary(m));

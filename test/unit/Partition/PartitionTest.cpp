@@ -35,18 +35,6 @@ Node *primal(Graph &g, const std::string &name, TensorType t, InputRole role = I
   return n;
 }
 
-Program cloneProgram(const Program &p) {
-  Program q;
-  q.stage = p.stage;
-  q.name = p.name;
-  q.forward = p.forward.clone();
-  q.backward = p.backward.clone();
-  q.numForwardOutputs = p.numForwardOutputs;
-  q.gradOf = p.gradOf;
-  q.saved = p.saved;
-  q.mutatedInputs = p.mutatedInputs;
-  return q;
-}
 
 std::vector<std::string> names(const std::vector<Node *> &ns) {
   std::vector<std::string> r;
@@ -126,7 +114,7 @@ void checkPartition(const Program &joint, const Program &p, int trials = 4) {
 }
 
 Program partitioned(const Program &joint, PartitionerKind kind) {
-  Program p = cloneProgram(joint);
+  Program p = joint.clone();
   partition(p, kind);
   checkPartition(joint, p);
   return p;
