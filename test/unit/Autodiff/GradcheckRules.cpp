@@ -275,6 +275,42 @@ std::vector<Case> allCases() {
   v.push_back(withArgs("aten.slice.Tensor", f64({3, 6}), {int64_t(-1), int64_t(0), int64_t(6), int64_t(2)}));
   v.push_back(withArgs("aten.select.int", f64({3, 4}), {int64_t(0), int64_t(2)}));
   v.push_back(withArgs("aten.select.int", f64({2, 3, 4}), {int64_t(-1), int64_t(-1)}));
+  // The functional writes functionalize emits (self with the view replaced by src).
+  for (auto [xs, ss, rest] :
+       {std::tuple<Shape, Shape, std::vector<Arg>>{{5, 4}, {3, 4}, {int64_t(0), int64_t(1), int64_t(4), int64_t(1)}},
+        {{3, 6}, {3, 3}, {int64_t(-1), int64_t(1), std::monostate{}, int64_t(2)}},
+        {{2, 7, 3}, {2, 2, 3}, {int64_t(-2), int64_t(-5), int64_t(-1), int64_t(3)}}}) {
+    Case c;
+    c.target = "aten.slice_scatter.default";
+    c.label = "slice_scatter " + shapeStr(xs) + " src " + shapeStr(ss);
+    for (auto &a : rest) c.label += " " + argStr(a);
+    c.build = [xs = xs, ss = ss, rest = rest] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Node *src = b.input("src", f64(ss));
+      std::vector<Arg> args = {x, src};
+      args.insert(args.end(), rest.begin(), rest.end());
+      // x is read again (tanh), so its gradient also accumulates a path outside the scatter.
+      Node *y = b.call("aten.slice_scatter.default", args);
+      return b.done({b.call("aten.mul.Tensor", {y, b.call("aten.tanh.default", {x})})});
+    };
+    v.push_back(c);
+  }
+  for (auto [xs, ss, dim, idx] : {std::tuple<Shape, Shape, int64_t, int64_t>{{3, 4}, {4}, 0, 2},
+                                  {{2, 3, 4}, {2, 3}, -1, -1},
+                                  {{2, 3, 4}, {2, 4}, 1, -3}}) {
+    Case c;
+    c.target = "aten.select_scatter.default";
+    c.label = "select_scatter " + shapeStr(xs) + " dim " + std::to_string(dim) + " index " + std::to_string(idx);
+    c.build = [xs = xs, ss = ss, dim = dim, idx = idx] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Node *src = b.input("src", f64(ss));
+      Node *y = b.call("aten.select_scatter.default", {x, src, dim, idx});
+      return b.done({b.call("aten.mul.Tensor", {y, b.call("aten.tanh.default", {x})})});
+    };
+    v.push_back(c);
+  }
   v.push_back(unary("aten.alias.default", {3, 4}));
   v.push_back(unary("aten.alias.default", {}));
   v.push_back(unary("aten.clone.default", {3, 4}));
