@@ -696,11 +696,32 @@ void GraphFuser::defineMatmul(const Node *n) {
   gd.alpha = 1.0;
   gd.beta = 0.0;
   k.outer = ot.shape;
+  // addmm: C = beta*bias + alpha*op(A)op(B). When the result only feeds
+  // generated kernels (no graph output, no other GEMM), the GEMM runs with
+  // beta=0 and `+ beta*bias` becomes part of the value its consumers inline
+  // (bias+relu is one map kernel, the logits' bias joins the log_softmax row
+  // kernel): no pass over C just to broadcast the bias. Otherwise the bias is
+  // broadcast into C by the Gemm kernel's init phase and BLAS runs with beta=1.
+  std::optional<ERef> deferredBias;
+  std::vector<std::string> biasOps;
   if (add) {
     double beta = n->args.size() > 3 && !n->isNoneArg(3) ? n->scalarArg(3) : 1.0;
     double alpha = n->args.size() > 4 && !n->isNoneArg(4) ? n->scalarArg(4) : 1.0;
     gd.alpha = alpha;
-    if (beta != 0.0) {
+    bool defer = false;
+    if (beta != 0.0 && opts_.fuse && !outSlots_.count(n)) {
+      std::vector<Node *> eff;
+      effectiveUsers(n, eff);
+      defer = !eff.empty();
+      for (Node *u : eff) defer = defer && !isMatmul(u);
+    }
+    if (defer) {
+      ERef bias = operand(*n, 0, ot.shape, ot.dtype);
+      if (beta != 1.0) bias = mkOp(ScalarOp::Mul, ot.dtype, {bias, mkConst(ot.dtype, beta)});
+      deferredBias = bias;
+      biasOps = val(n->tensorArg(0)).ops;
+      biasOps.push_back("bias_add");
+    } else if (beta != 0.0) {
       gd.beta = 1.0;
       TPhase p;
       TStore st;
@@ -717,6 +738,12 @@ void GraphFuser::defineMatmul(const Node *n) {
   k.ops.push_back(b);
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(home);
+  if (deferredBias) {
+    Val &v = vals_[n];
+    v.e = mkOp(ScalarOp::Add, ot.dtype, {v.e, *deferredBias});
+    v.home = -1;
+    v.ops = biasOps;
+  }
   if (tu) { // n[i][j] = home[j][i]
     Val v;
     v.type = ot;

@@ -14,7 +14,7 @@ const Kernel *findKernelWithOp(const KernelGraph &kg, const std::string &op) {
 }
 } // namespace
 
-TEST_CASE("fusion: addmm is a GEMM with the bias in its setup; relu+sum is one kernel", "[fusion]") {
+TEST_CASE("fusion: addmm is a beta=0 GEMM; bias+relu+sum is one kernel", "[fusion]") {
   Program p = linearReluSum();
   KernelProgram kp = planProgram(p);
   INFO(printKernels(kp));
@@ -24,17 +24,44 @@ TEST_CASE("fusion: addmm is a GEMM with the bias in its setup; relu+sum is one k
   CHECK(g.kind == Kernel::Kind::Gemm);
   CHECK(g.gemm.transB); // permute(w) is a transpose flag, not a copy
   CHECK(!g.gemm.transA);
-  CHECK(g.gemm.beta == 1.0); // bias broadcast into C, then C += x @ w^T
-  CHECK(g.phases.size() == 1);
+  CHECK(g.gemm.beta == 0.0); // C = x @ w^T; the bias is added by the consumer
+  CHECK(g.phases.empty());
   const Kernel &k = fw.kernels[1];
   CHECK(k.kind == Kernel::Kind::Loop);
+  CHECK(std::find(k.ops.begin(), k.ops.end(), "bias_add") != k.ops.end());
   CHECK(std::find(k.ops.begin(), k.ops.end(), "relu") != k.ops.end());
+  int bias = -1;
+  for (size_t b = 0; b < fw.buffers.size(); ++b)
+    if (fw.buffers[b].name == "b") bias = (int)b;
+  CHECK(std::find(k.reads.begin(), k.reads.end(), bias) != k.reads.end());
   CHECK(std::find(k.ops.begin(), k.ops.end(), "sum") != k.ops.end());
   // Only the addmm result is an intermediate; relu is written straight to the saved area.
   int scratch = 0;
   for (int b : k.reads) scratch += fw.buffers[b].kind == BufferKind::Scratch;
   CHECK(scratch == 1);
   for (int b : k.writes) CHECK(fw.buffers[b].kind != BufferKind::Scratch);
+}
+
+TEST_CASE("fusion: an addmm that is a graph output keeps its bias in the GEMM (beta=1)", "[fusion]") {
+  Program p;
+  p.name = "out";
+  Graph &f = p.forward;
+  Node *x = ph(f, "x", T(DType::F32, {4, 8}), InputRole::UserInput);
+  Node *w = ph(f, "w", T(DType::F32, {8, 3}), InputRole::UserInput);
+  Node *b = ph(f, "b", T(DType::F32, {3}), InputRole::UserInput);
+  Node *mm = buildCall(f, "addmm", "aten.addmm.default", {b, x, w}, {});
+  Node *r = buildCall(f, "relu", "aten.relu.default", {mm}, {});
+  f.setOutputs({mm, r});
+  p.numForwardOutputs = 2;
+  KernelProgram kp = planProgram(p);
+  INFO(printKernels(kp));
+  REQUIRE(kp.forward.kernels.size() == 2);
+  const Kernel &g = kp.forward.kernels[0];
+  CHECK(g.kind == Kernel::Kind::Gemm);
+  CHECK(g.gemm.beta == 1.0); // bias broadcast into out[0], then C += x @ w
+  CHECK(g.phases.size() == 1);
+  const Kernel &k = kp.forward.kernels[1];
+  CHECK(std::find(k.ops.begin(), k.ops.end(), "bias_add") == k.ops.end());
 }
 
 TEST_CASE("fusion: backward mm reads the saved mask product transposed", "[fusion]") {
