@@ -151,6 +151,20 @@ struct GemmDesc {
   double alpha = 1.0, beta = 0.0;
 };
 
+/// How a target splits a GEMM into independent blocks (a pure function of the
+/// shapes, never of the thread count, so results do not depend on threads):
+/// `count` blocks of `size` rows of C (rows = true) or columns of C, per batch
+/// entry; the last block may be smaller. Each block is one single-threaded BLAS
+/// call; the count × batch blocks may run in parallel when `parallel` is set.
+/// The larger of m and n is split (the operand re-read by every block is then
+/// the smaller one) into multiples of 32 with at least 2^20 multiply-adds per block.
+struct GemmBlocks {
+  bool rows = true;
+  int64_t size = 0, count = 1;
+  bool parallel = false; ///< count * batch > 1 and at least 2^18 multiply-adds in total.
+};
+GemmBlocks gemmBlocks(const GemmDesc &g);
+
 struct Kernel {
   enum class Kind { Loop, Gemm } kind = Kind::Loop;
   std::string name;       ///< "k0", "k1", ... (unique within the graph).

@@ -8,7 +8,9 @@
 //   number of threads) / scf.for over the other outer dims,
 //     per phase: an scf.for nest over the inner domain, carrying the
 //     accumulators of reduce phases as iter_args,
-// with arith/math for the scalar code. Bounds-checked (data-dependent) accesses
+// with arith/math for the scalar code. The GEMM of a Gemm kernel is a function
+// of its own: fixed-size blocks of C (from the shapes only) in an scf.parallel,
+// one single-threaded cblas_[sd]gemm call (llvm.call) per block. Bounds-checked (data-dependent) accesses
 // are guarded by scf.if and record {code, value} in the status pair.
 // Lowering (C++ PassManager): scf-to-openmp, math-to-libm, then one conversion
 // to the LLVM dialect (scf->cf, arith, math, memref, cf, func with the
@@ -65,6 +67,10 @@ namespace aotc::cg {
 
 std::string kernelSymbol(const std::string &prog, bool backward, const std::string &kernel) {
   return prog + (backward ? "_bwd_" : "_fwd_") + kernel;
+}
+
+std::string gemmSymbol(const std::string &prog, bool backward, const std::string &kernel) {
+  return kernelSymbol(prog, backward, kernel) + "_gemm";
 }
 
 std::vector<int> kernelArgs(const Kernel &k) {
@@ -489,6 +495,88 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
   b_.create<func::ReturnOp>(loc_);
 }
 
+/// The GEMM of a Gemm kernel as `func.func @<kernel>_gemm(%a, %b, %c: !llvm.ptr)`:
+/// the gemmBlocks() blocks of C (rows or columns, per batch entry) as an
+/// scf.parallel (scf.for when too small) whose body is one single-threaded
+/// `llvm.call @cblas_[sd]gemm` per block (row-major, transposes as flags).
+/// The blocking depends on the shapes only, so results are bit-identical for
+/// any number of OpenMP threads as long as the BLAS itself runs single-threaded.
+void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::string &sym) {
+  const GemmDesc &g = k.gemm;
+  for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
+    if (v > std::numeric_limits<int32_t>::max())
+      userError("codegen: matrix dimension " + std::to_string(v) + " exceeds BLAS int range");
+  MLIRContext *ctx = b.getContext();
+  Location loc = UnknownLoc::get(ctx);
+  Type fp = g.dtype == DType::F64 ? (Type)Float64Type::get(ctx) : (Type)Float32Type::get(ctx);
+  Type i32 = b.getI32Type();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  const char *blas = g.dtype == DType::F64 ? "cblas_dgemm" : "cblas_sgemm";
+  if (!mod.lookupSymbol(blas)) {
+    auto fty = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                           {i32, i32, i32, i32, i32, i32, fp, ptr, i32, ptr, i32, fp, ptr, i32});
+    b.setInsertionPointToStart(mod.getBody());
+    b.create<LLVM::LLVMFuncOp>(loc, blas, fty);
+  }
+  b.setInsertionPointToEnd(mod.getBody());
+  auto fn = b.create<func::FuncOp>(loc, sym, b.getFunctionType({ptr, ptr, ptr}, {}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  GemmBlocks gb = gemmBlocks(g);
+  int64_t extent = gb.rows ? g.m : g.n;
+  Value pa = entry->getArgument(0), pb = entry->getArgument(1), pc = entry->getArgument(2);
+  auto body = [&](OpBuilder &ob, Value block) {
+    auto ci = [&](int64_t v) { return ob.create<arith::ConstantIndexOp>(loc, v).getResult(); };
+    auto add = [&](Value x, Value y) { return ob.create<arith::AddIOp>(loc, x, y).getResult(); };
+    auto mul = [&](Value x, int64_t c) { return ob.create<arith::MulIOp>(loc, x, ci(c)).getResult(); };
+    Value bi = ob.create<arith::DivUIOp>(loc, block, ci(gb.count));
+    Value start = mul(ob.create<arith::RemUIOp>(loc, block, ci(gb.count)), gb.size);
+    Value len = ob.create<arith::MinUIOp>(loc, ci(gb.size), ob.create<arith::SubIOp>(loc, ci(extent), start));
+    Value offA = add(ci(g.offA), mul(bi, g.strideA));
+    Value offB = add(ci(g.offB), mul(bi, g.strideB));
+    Value offC = add(ci(g.offC), mul(bi, g.strideC));
+    if (gb.rows) {
+      offA = add(offA, mul(start, g.transA ? 1 : g.lda));
+      offC = add(offC, mul(start, g.ldc));
+    } else {
+      offB = add(offB, mul(start, g.transB ? g.ldb : 1));
+      offC = add(offC, start);
+    }
+    auto at = [&](Value base, Value off) {
+      Value o = ob.create<arith::IndexCastOp>(loc, ob.getI64Type(), off);
+      return ob.create<LLVM::GEPOp>(loc, ptr, fp, base, ValueRange{o}, /*inbounds=*/true).getResult();
+    };
+    auto i32c = [&](int64_t v) { return ob.create<arith::ConstantIntOp>(loc, v, 32).getResult(); };
+    auto i32v = [&](Value v) { return ob.create<arith::IndexCastOp>(loc, i32, v).getResult(); };
+    auto fpc = [&](double v) { return ob.create<arith::ConstantOp>(loc, fp, ob.getFloatAttr(fp, v)).getResult(); };
+    Value M = gb.rows ? i32v(len) : i32c(g.m);
+    Value N = gb.rows ? i32c(g.n) : i32v(len);
+    ob.create<LLVM::CallOp>(
+        loc, TypeRange{}, blas,
+        ValueRange{i32c(101), i32c(g.transA ? 112 : 111), i32c(g.transB ? 112 : 111), M, N, i32c(g.k),
+                   fpc(g.alpha), at(pa, offA), i32c(std::max<int64_t>(g.lda, 1)), at(pb, offB),
+                   i32c(std::max<int64_t>(g.ldb, 1)), fpc(g.beta), at(pc, offC),
+                   i32c(std::max<int64_t>(g.ldc, 1))});
+  };
+  int64_t total = gb.count * g.batch;
+  Value lb = b.create<arith::ConstantIndexOp>(loc, 0), ub = b.create<arith::ConstantIndexOp>(loc, total),
+        st = b.create<arith::ConstantIndexOp>(loc, 1);
+  if (total == 1) {
+    body(b, lb);
+  } else if (gb.parallel) {
+    b.create<scf::ParallelOp>(loc, ValueRange{lb}, ValueRange{ub}, ValueRange{st},
+                              [&](OpBuilder &ob, Location, ValueRange ivs) { body(ob, ivs[0]); });
+  } else {
+    b.create<scf::ForOp>(loc, lb, ub, st, ValueRange{},
+                         [&](OpBuilder &ob, Location l, Value iv, ValueRange) {
+                           body(ob, iv);
+                           ob.create<scf::YieldOp>(l);
+                         });
+  }
+  b.setInsertionPointToEnd(entry);
+  b.create<func::ReturnOp>(loc);
+}
+
 /// Lowers scf/arith/math/memref/func/omp to the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   MLIRContext *ctx = mod.getContext();
@@ -537,9 +625,12 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
   ModuleOp mod = ModuleOp::create(UnknownLoc::get(&ctx), StringRef(kp.name));
   auto addGraph = [&](const KernelGraph &kg, bool bwd) {
     for (auto &k : kg.kernels) {
-      if (k.phases.empty()) continue;
-      KernelBuilder kb(b, kg, k);
-      kb.build(mod, kernelSymbol(kp.name, bwd, k.name));
+      if (!k.phases.empty()) {
+        KernelBuilder kb(b, kg, k);
+        kb.build(mod, kernelSymbol(kp.name, bwd, k.name));
+      }
+      if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0)
+        buildGemmFunction(b, mod, k, gemmSymbol(kp.name, bwd, k.name));
     }
   };
   addGraph(kp.forward, false);

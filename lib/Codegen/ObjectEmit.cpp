@@ -4,8 +4,9 @@
 // lowered kernels (MLIRGen.cpp) it writes, with llvm::IRBuilder:
 //  * <name>_forward / <name>_backward exactly as runtime/include/aotc/abi.h:
 //    buffer pointers are read from the in/out/tangents/grads arrays or computed
-//    as saved/scratch + offset; kernels are called in order; GEMMs call
-//    cblas_sgemm/cblas_dgemm (row-major, transposes as flags, a loop for bmm);
+//    as saved/scratch + offset; kernels are called in order, a Gemm kernel as
+//    its init loop (if any) then its GEMM function (MLIRGen.cpp: blocks of
+//    cblas_sgemm/cblas_dgemm calls, parallel over blocks);
 //    after a bounds-checked kernel a non-zero status code is returned with its
 //    value stored in the error_value global;
 //  * the `const aotc_program <name>_program` descriptor.
@@ -77,57 +78,6 @@ struct EntryBuilder {
     return nullptr;
   }
 
-  llvm::FunctionCallee gemmFn(DType dt) {
-    Type *fp = dt == DType::F64 ? b.getDoubleTy() : b.getFloatTy();
-    Type *i = b.getInt32Ty();
-    auto *fty = llvm::FunctionType::get(b.getVoidTy(),
-                                        {i, i, i, i, i, i, fp, ptrTy(), i, ptrTy(), i, fp, ptrTy(), i},
-                                        false);
-    return M.getOrInsertFunction(dt == DType::F64 ? "cblas_dgemm" : "cblas_sgemm", fty);
-  }
-
-  void emitGemm(const Kernel &k, const std::vector<Value *> &ptrs) {
-    const GemmDesc &g = k.gemm;
-    if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-    for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
-      if (v > INT_MAX) userError("codegen: matrix dimension " + std::to_string(v) + " exceeds BLAS int range");
-    int64_t es = itemSize(g.dtype);
-    Type *fp = g.dtype == DType::F64 ? b.getDoubleTy() : b.getFloatTy();
-    auto call = [&](Value *bi) {
-      auto at = [&](Value *base, int64_t off, int64_t stride) {
-        Value *p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, off * es);
-        if (bi && stride)
-          p = b.CreateInBoundsGEP(b.getInt8Ty(), p, b.CreateMul(bi, b.getInt64(stride * es)));
-        return p;
-      };
-      Value *A = at(ptrs[g.a], g.offA, g.strideA);
-      Value *B = at(ptrs[g.b], g.offB, g.strideB);
-      Value *Cp = at(ptrs[g.c], g.offC, g.strideC);
-      b.CreateCall(gemmFn(g.dtype),
-                   {i32(101), i32(g.transA ? 112 : 111), i32(g.transB ? 112 : 111), i32(g.m),
-                    i32(g.n), i32(g.k), llvm::ConstantFP::get(fp, g.alpha), A,
-                    i32(std::max<int64_t>(g.lda, 1)), B, i32(std::max<int64_t>(g.ldb, 1)),
-                    llvm::ConstantFP::get(fp, g.beta), Cp, i32(std::max<int64_t>(g.ldc, 1))});
-    };
-    if (g.batch == 1) {
-      call(nullptr);
-      return;
-    }
-    llvm::Function *F = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    auto *loop = llvm::BasicBlock::Create(C, k.name + ".batch", F);
-    auto *done = llvm::BasicBlock::Create(C, k.name + ".done", F);
-    b.CreateBr(loop);
-    b.SetInsertPoint(loop);
-    llvm::PHINode *phi = b.CreatePHI(b.getInt64Ty(), 2, "b");
-    phi->addIncoming(b.getInt64(0), pre);
-    call(phi);
-    Value *next = b.CreateAdd(phi, b.getInt64(1));
-    phi->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpULT(next, b.getInt64(g.batch)), loop, done);
-    b.SetInsertPoint(done);
-  }
-
   void emitGraph(const KernelGraph &kg, bool bwd, Value *in, Value *out, Value *saved,
                  Value *tangents, Value *grads, Value *scratch) {
     Value *status = nullptr;
@@ -164,11 +114,10 @@ struct EntryBuilder {
           b.SetInsertPoint(cont);
         }
       }
-      if (k.kind == Kernel::Kind::Gemm) {
-        need(k.gemm.a);
-        need(k.gemm.b);
-        need(k.gemm.c);
-        emitGemm(k, ptrs);
+      if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0) {
+        llvm::Function *gf = M.getFunction(cg::gemmSymbol(kp.name, bwd, k.name));
+        AOTC_ASSERT(gf, "codegen: GEMM function missing: " + k.name);
+        b.CreateCall(gf, {need(k.gemm.a), need(k.gemm.b), need(k.gemm.c)});
       }
     }
     b.CreateRet(b.getInt32(0));

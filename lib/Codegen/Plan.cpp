@@ -46,6 +46,22 @@ const char *reduceKindName(ReduceKind k) {
 
 static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+GemmBlocks gemmBlocks(const GemmDesc &g) {
+  constexpr int64_t kUnit = 32, kMaxBlocks = 64;
+  constexpr int64_t kBlockMacs = int64_t(1) << 20, kParallelMacs = int64_t(1) << 18;
+  GemmBlocks b;
+  b.rows = g.m >= g.n;
+  int64_t d = b.rows ? g.m : g.n;
+  int64_t macs = g.m * g.n * std::max<int64_t>(g.k, 1);
+  int64_t want = std::clamp<int64_t>(macs / kBlockMacs, 1, kMaxBlocks);
+  want = std::min(want, std::max<int64_t>((d + kUnit - 1) / kUnit, 1));
+  b.size = std::max<int64_t>(alignUp((d + want - 1) / want, kUnit), 1);
+  if (b.size >= d) b.size = std::max<int64_t>(d, 1);
+  b.count = d == 0 ? 1 : (d + b.size - 1) / b.size;
+  b.parallel = b.count * g.batch > 1 && macs * g.batch >= kParallelMacs;
+  return b;
+}
+
 static int addBuf(KernelGraph &kg, const std::string &name, const TensorType &t, BufferKind kind,
                   int index, int64_t offset = 0) {
   Buffer b;
@@ -220,6 +236,9 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
       if (g.transA) os << " transA";
       if (g.transB) os << " transB";
       if (g.beta != 0.0) os << " beta=" << g.beta;
+      GemmBlocks gb = gemmBlocks(g);
+      if (gb.count > 1) os << " blocks=" << gb.count << "x" << gb.size << (gb.rows ? "rows" : "cols");
+      if (gb.parallel) os << " parallel";
     }
     if (k.parallelDims > 0) os << " parallel=" << k.parallelDims;
     if (k.mayFail()) os << " checked";

@@ -11,6 +11,10 @@
 #include <cmath>
 #include <cstring>
 
+/// OpenBLAS's thread-count setter, when the process links OpenBLAS (weak: any
+/// other CBLAS works too and the call is then skipped).
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
 namespace aotc::rt {
 
 namespace {
@@ -40,6 +44,11 @@ DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : pr
     throw RuntimeError(std::string("aotc runtime: program '") + program.name +
                        "' has no forward/backward entry point");
   scratch_ = AlignedBuffer(program.scratch_bytes);
+  // The generated object parallelizes its GEMMs itself (fixed blocks, one BLAS
+  // call each, docs/abi.md): a multi-threaded BLAS would change the bits with
+  // the thread count, so OpenBLAS is pinned to one thread.
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(1);
 }
 
 int DifferentiableFunction::inputIndex(const std::string &name) const {

@@ -17,7 +17,7 @@
 //   train_driver bench WEIGHTS GOLDEN [ITERS]
 //     Times forward+backward (no update) ITERS times (default 50) after 3 warm-up
 //     steps; prints the median and minimum per step in milliseconds. Threads:
-//     OMP_NUM_THREADS (generated loops) and OPENBLAS_NUM_THREADS (GEMMs).
+//     OMP_NUM_THREADS (generated loops and GEMM blocks; BLAS is pinned to 1).
 //   train_driver compare-run WEIGHTS GOLDEN RUN
 //     RUN is `aotc run --inputs GOLDEN --out RUN`: its output_0 and grad_<name>
 //     must equal this process's step-0 outputs and gradients within 1e-6 (relative
