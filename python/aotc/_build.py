@@ -1,0 +1,194 @@
+"""Compile a model with the aotc binary and link it into a cached shared library.
+
+`build_library(path)` runs `aotc PATH -o NAME.o --name NAME [flags]` (docs/cli.md), links
+`cc -shared NAME.o <OpenBLAS> <LLVM libomp> -lm -Wl,--no-undefined` into `libNAME.so`
+and keeps the result under the cache directory, keyed by the SHA-256 of everything
+that determines it: the input file's bytes, the aotc binary's bytes, the name, the
+flags, the contents of every --derivatives file and the link command. A second call
+with the same key loads the cached library without running aotc. Standard library
+only (no torch).
+
+Environment:
+  AOTC_BIN        the aotc executable (else: <repo>/build/tools/aotc/aotc next to this
+                  package, then `aotc` on PATH)
+  AOTC_CACHE_DIR  the cache directory (else $XDG_CACHE_HOME/aotc or ~/.cache/aotc)
+  AOTC_CC         the C compiler driver used to link (else $CC, then cc, clang-19)
+  AOTC_BLAS_LIBS  link flags for the CBLAS (default -lopenblas)
+  AOTC_OMP_LIB    LLVM's libomp.so (default /usr/lib/llvm-19/lib/libomp.so)
+"""
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+
+from ._core import Error
+
+#: Bumped whenever the cache layout or the build recipe changes.
+CACHE_FORMAT = "aotc-python-cache-1"
+_DEFAULT_OMP = "/usr/lib/llvm-19/lib/libomp.so"
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_REPO_ROOT = os.path.dirname(os.path.dirname(_PKG_DIR))
+
+
+class CompileError(Error):
+    """aotc or the linker failed; the message carries the command and its stderr.
+    Attributes: command (list), returncode, stderr (str)."""
+
+    def __init__(self, what, command, returncode, stderr):
+        self.command, self.returncode, self.stderr = command, returncode, stderr
+        super().__init__(f"{what} failed (exit {returncode}): {shlex.join(command)}\n"
+                         f"{stderr.rstrip()}")
+
+
+class BuildResult:
+    """Paths of one cached build: library (libNAME.so), object, header, weights
+    (NAME.weights.safetensors, or None for FX-text input), name, key (hex SHA-256),
+    directory, cached (True when no compilation was needed)."""
+
+    def __init__(self, directory, name, key, cached):
+        self.directory, self.name, self.key, self.cached = directory, name, key, cached
+        self.library = os.path.join(directory, f"lib{name}.so")
+        self.object = os.path.join(directory, f"{name}.o")
+        self.header = os.path.join(directory, f"{name}.h")
+        w = os.path.join(directory, f"{name}.weights.safetensors")
+        self.weights = w if os.path.exists(w) else None
+
+    def __repr__(self):
+        return f"BuildResult({self.library!r}, cached={self.cached})"
+
+
+def default_cache_dir():
+    """$AOTC_CACHE_DIR, else $XDG_CACHE_HOME/aotc, else ~/.cache/aotc."""
+    d = os.environ.get("AOTC_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "aotc")
+
+
+def find_aotc():
+    """The aotc executable: $AOTC_BIN, <package>/bin/aotc, <repo>/build/tools/aotc/aotc,
+    then PATH. Raises Error when none exists."""
+    env = os.environ.get("AOTC_BIN")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise Error(f"AOTC_BIN={env} is not an executable file")
+        return os.path.abspath(env)
+    for c in (os.path.join(_PKG_DIR, "bin", "aotc"),
+              os.path.join(_REPO_ROOT, "build", "tools", "aotc", "aotc")):
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    w = shutil.which("aotc")
+    if w:
+        return os.path.abspath(w)
+    raise Error("aotc executable not found: set AOTC_BIN, or build it (scripts/build.sh "
+                "puts it in build/tools/aotc/aotc)")
+
+
+def c_name(path):
+    """aotc's default --name: the file name up to its first '.', other characters than
+    [A-Za-z0-9_] mapped to '_', a leading digit prefixed with '_' (docs/cli.md)."""
+    stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "_"
+    return "_" + name if name[0].isdigit() else name
+
+
+_FILE_HASHES = {}
+
+
+def _file_sha256(path):
+    """SHA-256 of a file, memoized on (path, size, mtime_ns) (the aotc binary is large)."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    h = _FILE_HASHES.get(key)
+    if h is None:
+        d = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                d.update(chunk)
+        h = _FILE_HASHES[key] = d.hexdigest()
+    return h
+
+
+def _link_command(obj, lib):
+    cc = os.environ.get("AOTC_CC") or os.environ.get("CC")
+    if not cc:
+        cc = shutil.which("cc") or shutil.which("clang-19") or "cc"
+    omp = os.environ.get("AOTC_OMP_LIB") or _DEFAULT_OMP
+    blas = shlex.split(os.environ.get("AOTC_BLAS_LIBS", "-lopenblas"))
+    return ([cc, "-shared", "-o", lib, obj] + blas +
+            [omp, f"-Wl,-rpath,{os.path.dirname(omp)}", "-lm", "-Wl,--no-undefined"])
+
+
+def _run(what, cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise CompileError(what, cmd, p.returncode, p.stderr + p.stdout)
+
+
+def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aotc_bin=None,
+                  force=False):
+    """Compiles `path` (.pt2, ExportedProgram JSON or FX text) with aotc and links a shared
+    library; returns a BuildResult. Cached by content hash (see the module docstring).
+
+    name: the C name (default: aotc's default for `path`); flags: extra aotc flags
+    (strings, e.g. ['--partitioner=default']); derivatives: --derivatives files (their
+    contents enter the key); force: rebuild even when cached.
+    Raises OSError (missing input), Error (no aotc), CompileError (aotc/linker failed;
+    aotc's located error message included).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    aotc_bin = os.path.abspath(aotc_bin) if aotc_bin else find_aotc()
+    name = name or c_name(path)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"name {name!r} is not a C identifier")
+    flags = [str(f) for f in flags]
+    derivatives = [os.fspath(d) for d in derivatives]
+    cache_dir = os.path.abspath(cache_dir or default_cache_dir())
+
+    key_parts = {
+        "format": CACHE_FORMAT,
+        "input": _file_sha256(path),
+        "aotc": _file_sha256(aotc_bin),
+        "name": name,
+        "flags": flags,
+        "derivatives": [_file_sha256(d) for d in derivatives],
+        "link": _link_command("OBJ", "LIB"),
+    }
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
+    final = os.path.join(cache_dir, key[:40])
+    if not force and os.path.isfile(os.path.join(final, "build.json")):
+        return BuildResult(final, name, key, cached=True)
+
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".build-", dir=cache_dir)
+    try:
+        obj = os.path.join(tmp, f"{name}.o")
+        cmd = [aotc_bin, os.path.abspath(path), "-o", obj, "--name", name] + flags
+        for d in derivatives:
+            cmd += ["--derivatives", os.path.abspath(d)]
+        _run("aotc", cmd)
+        link = _link_command(obj, os.path.join(tmp, f"lib{name}.so"))
+        _run("linking", link)
+        record = dict(key_parts, key=key, source=os.path.abspath(path), aotc_bin=aotc_bin,
+                      aotc_command=cmd, link_command=link)
+        with open(os.path.join(tmp, "build.json"), "w") as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+        if force and os.path.isdir(final):
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)  # atomic: a complete directory or none
+        except OSError:
+            if not os.path.isfile(os.path.join(final, "build.json")):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another process won the race
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return BuildResult(final, name, key, cached=False)

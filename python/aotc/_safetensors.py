@@ -1,0 +1,139 @@
+"""A small, validating safetensors reader (standard library only).
+
+Format (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+length N, N bytes of JSON mapping tensor names to {"dtype", "shape", "data_offsets"}
+(plus an optional "__metadata__" string map), then the data section; offsets are
+relative to the data section, tensors are dense, row-major, little-endian.
+
+`read(path)` returns a `SafetensorsFile` whose tensors keep their raw bytes; the
+checks are those of the C++ runtime (runtime/src/Safetensors.cpp, docs/runtime.md):
+header length within the file, JSON object, entries with exactly dtype/shape/
+data_offsets, known dtype, non-negative integer dimensions, begin <= end within the
+data section, end - begin == numel * itemsize, no overlapping tensors, no holes.
+"""
+import json
+import math
+import struct
+
+#: safetensors dtype -> (aotc dtype name, itemsize, struct/memoryview format)
+DTYPES = {
+    "F32": ("f32", 4, "f"),
+    "F64": ("f64", 8, "d"),
+    "I64": ("i64", 8, "q"),
+    "BOOL": ("bool", 1, "?"),
+}
+
+_MAX_HEADER = 100 * 1024 * 1024
+
+
+class SafetensorsError(ValueError):
+    """A malformed safetensors file; the message starts with the file name."""
+
+
+class StTensor:
+    """One tensor of a safetensors file.
+
+    Attributes: name, dtype ('f32', 'f64', 'i64', 'bool'), shape (tuple of ints),
+    data (bytes, little-endian, row-major, numel * itemsize long).
+    """
+
+    __slots__ = ("name", "dtype", "shape", "data")
+
+    def __init__(self, name, dtype, shape, data):
+        self.name, self.dtype, self.shape, self.data = name, dtype, tuple(shape), data
+
+    @property
+    def numel(self):
+        return math.prod(self.shape)
+
+    def tolist(self):
+        """The values as a flat Python list (float, int or bool)."""
+        fmt = next(f for (d, _, f) in DTYPES.values() if d == self.dtype)
+        return list(struct.unpack("<%d%s" % (self.numel, fmt), self.data))
+
+    def __repr__(self):
+        return f"StTensor({self.name!r}, {self.dtype}{list(self.shape)})"
+
+
+class SafetensorsFile:
+    """Tensors by name (`tensors`, a dict in offset order) and `metadata` (str -> str)."""
+
+    def __init__(self, path, tensors, metadata):
+        self.path, self.tensors, self.metadata = path, tensors, metadata
+
+    def __getitem__(self, name):
+        t = self.tensors.get(name)
+        if t is None:
+            raise KeyError(f"{self.path}: no tensor '{name}'")
+        return t
+
+    def __contains__(self, name):
+        return name in self.tensors
+
+    def keys(self):
+        return self.tensors.keys()
+
+
+def parse(data, what="<bytes>"):
+    """Parses a whole safetensors file held in `data` (bytes). Raises SafetensorsError."""
+    def bad(msg):
+        return SafetensorsError(f"{what}: safetensors: {msg}")
+
+    if len(data) < 8:
+        raise bad(f"file too short for a header ({len(data)} bytes)")
+    (hlen,) = struct.unpack("<Q", data[:8])
+    if hlen > len(data) - 8 or hlen > _MAX_HEADER:
+        raise bad(f"header length {hlen} exceeds the file size {len(data)}")
+    try:
+        header = json.loads(bytes(data[8:8 + hlen]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise bad(f"header is not valid JSON: {e}")
+    if not isinstance(header, dict):
+        raise bad("header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise bad("__metadata__ must map strings to strings")
+    body = memoryview(data)[8 + hlen:]
+    entries = []
+    for name, e in header.items():
+        where = f"tensor '{name}'"
+        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
+            raise bad(f"{where}: entry needs exactly dtype, shape, data_offsets")
+        dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        if dtype not in DTYPES:
+            raise bad(f"{where}: unsupported dtype {dtype!r} (F32, F64, I64, BOOL)")
+        if (not isinstance(shape, list) or
+                not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            raise bad(f"{where}: shape must be a list of non-negative integers")
+        if (not isinstance(offs, list) or len(offs) != 2 or
+                not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
+            raise bad(f"{where}: data_offsets must be [begin, end]")
+        begin, end = offs
+        if not 0 <= begin <= end <= len(body):
+            raise bad(f"{where}: data_offsets [{begin}, {end}] outside the "
+                      f"{len(body)}-byte data section")
+        adt, size, _ = DTYPES[dtype]
+        if math.prod(shape) * size != end - begin:
+            raise bad(f"{where}: shape {shape} x {size} bytes = {math.prod(shape) * size} "
+                      f"bytes but data_offsets span {end - begin}")
+        entries.append((begin, end, name, adt, shape))
+    entries.sort()
+    pos = 0
+    for begin, end, name, _, _ in entries:
+        if begin < pos:
+            raise bad(f"tensor '{name}' overlaps the previous tensor")
+        if begin > pos:
+            raise bad(f"bytes [{pos}, {begin}) of the data section belong to no tensor")
+        pos = end
+    if pos != len(body):
+        raise bad(f"bytes [{pos}, {len(body)}) of the data section belong to no tensor")
+    tensors = {name: StTensor(name, adt, shape, bytes(body[begin:end]))
+               for begin, end, name, adt, shape in entries}
+    return SafetensorsFile(what, tensors, dict(meta))
+
+
+def read(path):
+    """Reads and validates the safetensors file at `path`. Raises SafetensorsError/OSError."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse(data, str(path))

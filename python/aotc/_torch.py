@@ -1,0 +1,251 @@
+"""The torch layer: an aotc program as an nn.Module whose forward is an autograd.Function.
+
+Imported lazily by `aotc.compile` / `aotc.load_module` (the rest of the package never
+imports torch). The module's parameters and buffers are the program's inputs of role
+parameter/buffer, registered under their FQNs (nested submodules, so
+`named_parameters()` yields `fc1.weight`, ...), initialised from NAME.weights.safetensors;
+the remaining (user) inputs are forward's arguments, in placeholder order.
+
+`AotcFunction.apply(runner, *inputs)` (inputs in program order):
+  forward:  checks every tensor's dtype, shape, device (cpu), layout and contiguity
+            against its descriptor (InputError), copies inputs whose address is not
+            64-byte aligned, allocates aligned outputs and the saved area (a uint8
+            tensor of saved_bytes), calls <name>_forward; the inputs and the saved area
+            are kept in ctx through ctx.save_for_backward (so autograd frees the area
+            after the backward unless retain_graph, and modifying an input in place
+            before the backward is caught by its version check); integer/bool outputs
+            are marked non-differentiable.
+  backward: cotangents of floating outputs (zeros for outputs that received none,
+            NULL for integer/bool ones), <name>_backward, and the gradient of every
+            input that needs one; None for the others (integer inputs, frozen
+            parameters, inputs without requires_grad).
+An input that requires grad but whose gradient the program does not compute is an
+error at forward time (compile with requires_grad=[name]), never a silent zero.
+"""
+import math
+import os
+
+import torch
+
+from . import _safetensors
+from ._build import build_library
+from ._core import ALIGNMENT, FLOATING, InputError, Program
+
+_TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64,
+                "bool": torch.bool}
+_DTYPE_NAME = {v: k for k, v in _TORCH_DTYPE.items()}
+
+
+def _type_str(t):
+    return f"{_DTYPE_NAME.get(t.dtype, str(t.dtype))}[{', '.join(map(str, t.shape))}]"
+
+
+def aligned_empty(shape, dtype):
+    """An uninitialised contiguous CPU tensor whose data pointer is 64-byte aligned."""
+    shape = tuple(shape)
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    raw = torch.empty(nbytes + ALIGNMENT, dtype=torch.uint8)
+    off = (-raw.data_ptr()) % ALIGNMENT
+    return raw[off:off + nbytes].view(dtype).view(shape)
+
+
+def _aligned(t):
+    """t itself when its data is 64-byte aligned, else an aligned copy."""
+    if t.data_ptr() % ALIGNMENT == 0:
+        return t
+    c = aligned_empty(t.shape, t.dtype)
+    c.copy_(t)
+    return c
+
+
+class Runner:
+    """A loaded Program plus, per input index, the position of its gradient (or None)."""
+
+    def __init__(self, program):
+        self.program = program
+        self.grad_pos = [None] * len(program.inputs)
+        for j, i in enumerate(program.grad_input_index):
+            self.grad_pos[i] = j
+
+    def check(self, desc, t, what):
+        """Validates a caller tensor against `desc`; returns it, or an aligned copy."""
+        p = self.program
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"{p.name}: {what} must be a torch.Tensor {desc.type_str}, "
+                             f"got {type(t).__name__}")
+        if t.dtype != _TORCH_DTYPE[desc.dtype] or tuple(t.shape) != desc.shape:
+            raise InputError(f"{p.name}: {what} must be {desc.type_str}, got {_type_str(t)}")
+        if t.device.type != "cpu":
+            raise InputError(f"{p.name}: {what} must be on the cpu, got device {t.device}")
+        if t.layout != torch.strided:
+            raise InputError(f"{p.name}: {what} must be a strided (dense) tensor, got {t.layout}")
+        if not t.is_contiguous():
+            raise InputError(f"{p.name}: {what} must be contiguous (row-major), got strides "
+                             f"{list(t.stride())}; call .contiguous()")
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        return _aligned(t)
+
+
+class AotcFunction(torch.autograd.Function):
+    """forward(ctx, runner, *inputs) -> outputs; see the module docstring."""
+
+    @staticmethod
+    def forward(ctx, runner, *inputs):
+        p = runner.program
+        if len(inputs) != len(p.inputs):
+            raise InputError(f"{p.name}: forward expects {len(p.inputs)} inputs, "
+                             f"got {len(inputs)}")
+        ready = []
+        for d, t in zip(p.inputs, inputs):
+            what = f"input '{d.name}' (input {d.index})"
+            ready.append(runner.check(d, t, what))
+            if ctx.needs_input_grad[1 + d.index] and runner.grad_pos[d.index] is None:
+                raise InputError(f"{p.name}: {what} requires grad but the program computes "
+                                 f"no gradient for it; compile with requires_grad=['{d.name}'] "
+                                 f"or detach it")
+        outs = [aligned_empty(d.shape, _TORCH_DTYPE[d.dtype]) for d in p.outputs]
+        saved = aligned_empty((p.saved_bytes,), torch.uint8)
+        p.call_forward([t.data_ptr() for t in ready], [o.data_ptr() for o in outs],
+                       saved.data_ptr())
+        ctx.runner = runner
+        # The saved area travels with the inputs: autograd frees it after the backward
+        # (unless retain_graph) and checks the inputs' versions.
+        ctx.save_for_backward(*ready, saved)
+        ctx.mark_non_differentiable(*[o for d, o in zip(p.outputs, outs)
+                                      if d.dtype not in FLOATING])
+        return tuple(outs)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grad_outputs):
+        runner = ctx.runner
+        p = runner.program
+        *inputs, saved = [_aligned(t) for t in ctx.saved_tensors]
+        tangents, tptrs = [], []
+        for d, g in zip(p.outputs, grad_outputs):
+            if d.dtype not in FLOATING:
+                tptrs.append(None)
+                continue
+            if g is None:
+                g = torch.zeros(d.shape, dtype=_TORCH_DTYPE[d.dtype])
+            g = runner.check(d, g.contiguous(), f"gradient of output '{d.name}' "
+                                                f"(output {d.index})")
+            tangents.append(g)
+            tptrs.append(g.data_ptr())
+        grads = [aligned_empty(d.shape, _TORCH_DTYPE[d.dtype]) for d in p.grads]
+        p.call_backward([t.data_ptr() for t in inputs], saved.data_ptr(), tptrs,
+                        [g.data_ptr() for g in grads])
+        result = [None]
+        for i, pos in enumerate(runner.grad_pos):
+            result.append(grads[pos] if pos is not None and ctx.needs_input_grad[1 + i]
+                          else None)
+        return tuple(result)
+
+
+class CompiledModule(torch.nn.Module):
+    """An aotc program as a module: parameters/buffers by FQN, forward(*user_inputs).
+
+    forward takes the program's user inputs positionally or by name and returns the
+    single output, or a tuple when the program has several (user outputs, then the new
+    values of mutated inputs, which are returned, not written back).
+    Attributes: program (aotc.Program), build (aotc.BuildResult or None),
+    input_names (user input names, in order).
+    """
+
+    def __init__(self, program, weights=None, build=None):
+        super().__init__()
+        self._runner = Runner(program)
+        self.program = program
+        self.build = build
+        values = _safetensors.read(weights) if weights else None
+        self.input_names = []
+        self._param_paths = {}
+        for d in program.inputs:
+            if d.role == "user_input":
+                self.input_names.append(d.name)
+                continue
+            if values is None or d.name not in values:
+                raise InputError(f"{program.name}: no value for {d.role} '{d.name}' "
+                                 f"({d.type_str}) in {weights or '(no weights file)'}")
+            st = values[d.name]
+            if st.dtype != d.dtype or st.shape != d.shape:
+                raise InputError(f"{weights}: '{d.name}' is {st.dtype}{list(st.shape)}, the "
+                                 f"program expects {d.type_str}")
+            t = aligned_empty(d.shape, _TORCH_DTYPE[d.dtype])
+            if t.numel():
+                t.view(-1).view(torch.uint8).copy_(torch.frombuffer(bytearray(st.data),
+                                                                    dtype=torch.uint8))
+            owner, leaf = self._owner(d.name)
+            if d.role == "parameter":
+                owner.register_parameter(
+                    leaf, torch.nn.Parameter(t, requires_grad=d.requires_grad))
+            else:
+                owner.register_buffer(leaf, t)
+            self._param_paths[d.index] = (owner, leaf)
+
+    def _owner(self, fqn):
+        """The (sub)module that holds `fqn` (created on demand) and the leaf name."""
+        *path, leaf = fqn.split(".")
+        m = self
+        for part in path:
+            child = m._modules.get(part)
+            if child is None:
+                child = torch.nn.Module()
+                m.add_module(part, child)
+            m = child
+        return m, leaf
+
+    def forward(self, *args, **kwargs):
+        p = self.program
+        if len(args) > len(self.input_names):
+            raise InputError(f"{p.name}: forward takes {len(self.input_names)} inputs "
+                             f"({', '.join(self.input_names)}), got {len(args)}")
+        bound = dict(zip(self.input_names, args))
+        for k, v in kwargs.items():
+            if k not in self.input_names:
+                raise InputError(f"{p.name}: unknown input '{k}' (inputs: "
+                                 f"{', '.join(self.input_names)})")
+            if k in bound:
+                raise InputError(f"{p.name}: input '{k}' given twice")
+            bound[k] = v
+        missing = [n for n in self.input_names if n not in bound]
+        if missing:
+            raise InputError(f"{p.name}: missing input '{missing[0]}'")
+        full = []
+        for d in p.inputs:
+            if d.role == "user_input":
+                full.append(bound[d.name])
+            else:
+                owner, leaf = self._param_paths[d.index]
+                full.append(getattr(owner, leaf))
+        outs = AotcFunction.apply(self._runner, *full)
+        return outs[0] if len(outs) == 1 else outs
+
+    def extra_repr(self):
+        lib = self.build.library if self.build else self.program.path
+        return f"program={self.program.name!r}, inputs={self.input_names}, library={lib!r}"
+
+
+def load_module(library, weights=None, name=None):
+    """A CompiledModule from an existing shared library (and its weights file)."""
+    return CompiledModule(Program(library, name), weights)
+
+
+def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
+            derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
+    """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
+    CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
+    partitioner: 'min-cut' (aotc's default) or 'default'; derivatives: extra rule files;
+    flags: further aotc flags. Raises CompileError with aotc's message on bad input."""
+    fl = list(flags)
+    if requires_grad:
+        fl.append("--requires-grad=" + ",".join(requires_grad))
+    if freeze:
+        fl.append("--freeze=" + ",".join(freeze))
+    if partitioner:
+        fl.append(f"--partitioner={partitioner}")
+    b = build_library(path, name=name, flags=fl, derivatives=derivatives, cache_dir=cache_dir,
+                      aotc_bin=aotc_bin, force=force)
+    m = CompiledModule(Program(b.library, b.name), b.weights, build=b)
+    return m

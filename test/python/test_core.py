@@ -1,0 +1,392 @@
+"""The torch-free core (python/aotc/_core.py, _build.py) on the MLP and LN-GELU goldens.
+
+Run by ctest (python.core) with the environment of test/python/CMakeLists.txt:
+AOTC_TEST_MLP_LIB (libmlp.so built by CMake), AOTC_TEST_DLOPEN_CHECK, AOTC_BIN.
+Standalone (`python3 -m unittest test_core` here) it builds what it needs with
+$AOTC_BIN, or skips with the reason.
+"""
+import array
+import ctypes
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import unittest
+
+import testutil
+from testutil import LG_GOLDEN, LG_PT2, MLP_GOLDEN, MLP_PT2, env_path, golden_inputs, rel_err
+
+import aotc
+from aotc import _core
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+LR32 = struct.unpack("<f", struct.pack("<f", 0.1))[0]  # torch's (float)0.1
+
+
+def _aotc_available():
+    try:
+        aotc.find_aotc()
+        return True
+    except aotc.Error:
+        return False
+
+
+def mlp_library():
+    """libmlp.so from CMake, else built with aotc into a work dir, else None."""
+    lib = env_path("AOTC_TEST_MLP_LIB")
+    if lib:
+        return lib
+    if not _aotc_available():
+        return None
+    return aotc.build_library(MLP_PT2, cache_dir=testutil.work_dir("mlp-cache")).library
+
+
+def run_step(program, inputs):
+    outs, ctx = program.forward(inputs)
+    return outs, program.backward(ctx)
+
+
+def sgd_train(test, program, golden, steps=20):
+    """`steps` SGD steps (p <- p - 0.1 g in float32) on the golden batch; returns the
+    losses and the final parameters (name -> flat list)."""
+    inputs = {n: aotc.Tensor(v.dtype, v.shape, v.data)
+              for n, v in golden_inputs(program, golden).items()}
+    losses = []
+    for _ in range(steps):
+        outs, grads = run_step(program, inputs)
+        losses.append(outs[0].item())
+        for d, g in zip(program.grads, grads):
+            if numpy is not None:  # the same float32 update, vectorized
+                p = inputs[d.name].numpy()
+                p -= numpy.float32(LR32) * g.numpy()
+                continue
+            p = inputs[d.name].memoryview()
+            new = array.array("f", [a - LR32 * b for a, b in zip(p.tolist(), g.tolist())])
+            p[:] = memoryview(new)
+    return losses, {d.name: inputs[d.name].tolist() for d in program.grads}
+
+
+class MlpSharedLibrary(unittest.TestCase):
+    """libmlp.so: the MLP object linked into a shared library."""
+
+    @classmethod
+    def setUpClass(cls):
+        lib = mlp_library()
+        if lib is None:
+            raise unittest.SkipTest("no libmlp.so (AOTC_TEST_MLP_LIB) and no aotc (AOTC_BIN)")
+        cls.lib = lib
+        cls.p = aotc.Program(lib)
+        cls.golden = aotc.read_safetensors(MLP_GOLDEN)
+
+    def test_torch_not_imported(self):
+        self.assertNotIn("torch", sys.modules)
+
+    def test_layout_matches_c(self):
+        exe = env_path("AOTC_TEST_DLOPEN_CHECK")
+        if not exe:
+            self.skipTest("AOTC_TEST_DLOPEN_CHECK not set (the C layout printer)")
+        c = json.loads(subprocess.run([exe, "--layout"], check=True, capture_output=True,
+                                      text=True).stdout)
+        self.assertEqual(c["AOTC_ABI_VERSION"], aotc.ABI_VERSION)
+        self.assertEqual(c["AOTC_ALIGNMENT"], aotc.ALIGNMENT)
+        for cls in (_core.aotc_tensor_desc, _core.aotc_program):
+            want = c[cls.__name__]
+            self.assertEqual(ctypes.sizeof(cls), want["sizeof"], cls.__name__)
+            names = [f[0] for f in cls._fields_]
+            self.assertEqual(names, list(want["fields"]), cls.__name__)
+            for name in names:
+                f = getattr(cls, name)
+                self.assertEqual([f.offset, f.size], want["fields"][name], f"{cls.__name__}.{name}")
+
+    def test_descriptor_matches_golden(self):
+        p, g = self.p, self.golden
+        self.assertEqual((p.name, p.abi_version), ("mlp", 1))
+        self.assertEqual([d.name for d in p.inputs],
+                         ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "x", "target"])
+        for d in p.inputs:
+            key = ("param." if d.role == "parameter" else "input.") + d.name
+            self.assertEqual((d.dtype, d.shape), (g[key].dtype, g[key].shape), d.name)
+            self.assertEqual(d.nbytes, len(g[key].data), d.name)
+            self.assertEqual(d.numel, math.prod(d.shape))
+            self.assertEqual(d.requires_grad, d.role == "parameter", d.name)
+        self.assertEqual([d.role for d in p.inputs], ["parameter"] * 4 + ["user_input"] * 2)
+        self.assertEqual([(d.dtype, d.shape, d.role) for d in p.outputs], [("f32", (), "output")])
+        self.assertEqual([d.name for d in p.grads], [d.name for d in p.inputs[:4]])
+        self.assertEqual(p.grad_input_index, [0, 1, 2, 3])
+        self.assertTrue(all(d.role == "grad" for d in p.grads))
+        self.assertGreater(p.saved_bytes, 0)
+        self.assertGreater(p.scratch_bytes, 0)
+        self.assertTrue(any("gather" in e for e in p.errors), p.errors)
+        self.assertEqual(p.input_index("x"), 4)
+        self.assertEqual(p.grad_index("fc2.bias"), 3)
+        self.assertEqual(p.input_index("nope"), -1)
+
+    def test_golden_step0(self):
+        p, g = self.p, self.golden
+        outs, grads = run_step(p, golden_inputs(p, g))
+        loss_err = abs(outs[0].item() - g["loss"].tolist()[0]) / abs(g["loss"].tolist()[0])
+        errs = {d.name: rel_err(t.tolist(), g["grad." + d.name].tolist())
+                for d, t in zip(p.grads, grads)}
+        print(f"\nmlp core step 0: loss rel err {loss_err:.3g}, grad rel errs "
+              + ", ".join(f"{k} {v:.3g}" for k, v in errs.items()), file=sys.stderr)
+        self.assertLessEqual(loss_err, 1e-5)
+        for name, e in errs.items():
+            self.assertLessEqual(e, 1e-5, name)
+
+    @unittest.skipIf(numpy is None, "numpy is not installed: 20 MLP steps in pure Python are "
+                     "slow (e2e.mlp.train covers them; LN-GELU's are checked here)")
+    def test_sgd_20_steps(self):
+        p, g = self.p, self.golden
+        losses, final = sgd_train(self, p, g)
+        gl = g["loss"].tolist()
+        loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, gl))
+        perr = max(rel_err(final[n], g["param_final." + n].tolist()) for n in final)
+        print(f"\nmlp core 20 SGD steps: max loss rel err {loss_err:.3g}, param_final rel err "
+              f"{perr:.3g}", file=sys.stderr)
+        self.assertLess(losses[-1], losses[0])
+        self.assertLessEqual(loss_err, 1e-4)
+        self.assertLessEqual(perr, 1e-4)
+
+    def test_two_contexts_backwards_in_reverse_order(self):
+        p, g = self.p, self.golden
+        a = golden_inputs(p, g)
+        b = dict(a, target=aotc.Tensor("i64", (64,), [(t + 3) % 10 for t in g["input.target"].tolist()]))
+        ref_a = [t.tobytes() for t in run_step(p, a)[1]]
+        ref_b = [t.tobytes() for t in run_step(p, b)[1]]
+        self.assertNotEqual(ref_a, ref_b)
+        _, ctx_a = p.forward(a)
+        _, ctx_b = p.forward(b)
+        p._scratch.memory[:] = b"\xff" * p._scratch.nbytes  # NaN scratch between calls
+        got_b = [t.tobytes() for t in p.backward(ctx_b)]
+        p._scratch.memory[:] = b"\xff" * p._scratch.nbytes
+        got_a = [t.tobytes() for t in p.backward(ctx_a)]
+        self.assertEqual(got_a, ref_a)
+        self.assertEqual(got_b, ref_b)
+        with self.assertRaisesRegex(aotc.InputError, "not consumed yet"):
+            p.backward(ctx_a)
+
+    def test_threads_bit_identical(self):
+        p, g = self.p, self.golden
+        results = []
+        for n in (1, 2):
+            self.assertEqual(aotc.set_num_threads(n)["omp"], n)
+            self.assertEqual(aotc.get_num_threads(), n)
+            outs, grads = run_step(p, golden_inputs(p, g))
+            results.append([t.tobytes() for t in outs + grads])
+        self.assertEqual(results[0], results[1])
+        with self.assertRaises(ValueError):
+            aotc.set_num_threads(0)
+
+    def test_input_errors(self):
+        p, g = self.p, self.golden
+        ins = golden_inputs(p, g)
+        with self.assertRaisesRegex(aotc.InputError, r"forward expects 6 inputs, got 5"):
+            p.forward([ins[d.name] for d in p.inputs][:5])
+        bad = dict(ins, x=aotc.Tensor("f64", (64, 784)))
+        with self.assertRaisesRegex(aotc.InputError,
+                                    r"input 'x' \(input 4\) must be f32\[64, 784\], got f64\[64, 784\]"):
+            p.forward(bad)
+        bad = dict(ins, x=aotc.Tensor("f32", (64, 783)))
+        with self.assertRaisesRegex(aotc.InputError, r"got f32\[64, 783\]"):
+            p.forward(bad)
+        with self.assertRaisesRegex(aotc.InputError, r"must be i64\[64\] \(512 bytes\), got 511"):
+            p.forward(dict(ins, target=b"\0" * 511))
+        with self.assertRaisesRegex(aotc.InputError, r"missing input 'target' \(i64\[64\]\)"):
+            p.forward({k: v for k, v in ins.items() if k != "target"})
+        with self.assertRaisesRegex(aotc.InputError, r"unknown input\(s\) y"):
+            p.forward(dict(ins, y=ins["x"]))
+        with self.assertRaisesRegex(aotc.InputError, r"got a list"):
+            p.forward(dict(ins, target=[0] * 64))
+        _, ctx = p.forward(ins)
+        with self.assertRaisesRegex(aotc.InputError, r"gradient of output 'div' \(output 0\) "
+                                                     r"must be f32\[\], got f64\[\]"):
+            p.backward(ctx, [aotc.Tensor("f64", ())])
+
+    def test_out_of_range_index_names_node_and_value(self):
+        p, g = self.p, self.golden
+        tgt = g["input.target"].tolist()
+        tgt[17] = 10
+        ins = dict(golden_inputs(p, g), target=aotc.Tensor("i64", (64,), tgt))
+        with self.assertRaises(aotc.AotcError) as cm:
+            p.forward(ins)
+        e = cm.exception
+        self.assertEqual((e.entry, e.code, e.value), ("forward", 1, 10))
+        self.assertIn("node 'gather'", e.node_message)
+        self.assertIn("mlp_forward failed with code 1", str(e))
+        self.assertIn("(value 10)", str(e))
+        tgt[17] = -1
+        with self.assertRaisesRegex(aotc.AotcError, r"gather.*\(value -1\)"):
+            p.forward(dict(ins, target=aotc.Tensor("i64", (64,), tgt)))
+
+    def test_bytes_and_unaligned_inputs_are_copied(self):
+        p, g = self.p, self.golden
+        ins = golden_inputs(p, g)
+        ref = [t.tobytes() for t in run_step(p, ins)[1]]
+        raw = bytearray(len(g["input.x"].data) + 1)
+        raw[1:] = g["input.x"].data
+        unaligned = memoryview(raw)[1:]  # 1 byte off any alignment
+        got = [t.tobytes() for t in run_step(p, dict(ins, x=unaligned))[1]]
+        self.assertEqual(got, ref)
+        got = [t.tobytes() for t in run_step(
+            p, dict(ins, target=array.array("q", g["input.target"].tolist())))[1]]
+        self.assertEqual(got, ref)
+
+    @unittest.skipIf(numpy is None, "numpy is not installed (optional)")
+    def test_numpy_inputs(self):
+        p, g = self.p, self.golden
+        ins = golden_inputs(p, g)
+        ref_out, ref = run_step(p, ins)
+        ref = [t.tobytes() for t in ref]
+        arrs = {k: aotc.Tensor(v.dtype, v.shape, v.data).numpy() for k, v in ins.items()}
+        self.assertEqual(arrs["x"].ctypes.data % 64, 0)
+        got = [t.tobytes() for t in run_step(p, arrs)[1]]
+        self.assertEqual(got, ref)
+        big = numpy.zeros(64 * 784 + 1, dtype=numpy.float32)
+        big[1:] = arrs["x"].reshape(-1)
+        mis = big[1:].reshape(64, 784)           # misaligned by 4 bytes: copied
+        fortran = numpy.asfortranarray(arrs["x"])  # not C-contiguous: copied
+        for x in (mis, fortran):
+            outs, grads = run_step(p, dict(arrs, x=x))
+            self.assertEqual([t.tobytes() for t in grads], ref)
+        self.assertEqual(outs[0].numpy().shape, ())
+        self.assertEqual(float(outs[0].numpy()), ref_out[0].item())
+        with self.assertRaisesRegex(aotc.InputError, r"must be i64\[64\], got int32\[64\]"):
+            p.forward(dict(arrs, target=arrs["target"].astype(numpy.int32)))
+
+    def test_dlopen_check_on_zero_weights(self):
+        exe = env_path("AOTC_TEST_DLOPEN_CHECK")
+        if not exe:
+            self.skipTest("AOTC_TEST_DLOPEN_CHECK not set (the C loader)")
+        out = subprocess.run([exe, self.lib, "mlp"], check=True, capture_output=True,
+                             text=True).stdout
+        vals = dict(line.split("=", 1) for line in out.splitlines() if line.startswith("out["))
+        # All-zero weights: logits 0, softmax 1/10 everywhere, CE = ln 10; targets 0, so
+        # d loss / d fc2.bias = softmax - onehot(0) averaged = [-0.9, 0.1, ...].
+        self.assertAlmostEqual(float(vals["out[0]"]), math.log(10), delta=1e-6)
+        line = next(l for l in out.splitlines() if l.startswith("grad[3] sum="))
+        first = float(line.split("first=")[1])
+        self.assertAlmostEqual(first, -0.9, delta=1e-6)
+        self.assertIn("in[0] fc1.weight f32[256, 784] parameter requires_grad=1", out)
+
+
+def _cc():
+    return shutil.which("cc") or shutil.which("clang-19")
+
+
+FAKE_C = r"""
+#include <stdint.h>
+#include "aotc/abi.h"
+static int fwd(const void *const *i, void *const *o, void *s, void *t) { return 0; }
+static int bwd(const void *const *i, const void *s, const void *const *t, void *const *g,
+               void *x) { return 0; }
+const aotc_program fake_program = {VERSION, "fake", 0, 0, 0, 0, 0, 0, 0, 0, 0, fwd, bwd, 0, 0, 0};
+"""
+
+
+@unittest.skipIf(_cc() is None, "no C compiler to build the fake libraries")
+class AbiChecks(unittest.TestCase):
+    def _fake(self, version):
+        d = testutil.work_dir("fake")
+        src = os.path.join(d, "fake.c")
+        with open(src, "w") as f:
+            f.write(FAKE_C.replace("VERSION", str(version)))
+        lib = os.path.join(d, f"libfake{version}.so")
+        subprocess.run([_cc(), "-shared", "-fPIC", "-o", lib, src, "-I",
+                        os.path.join(testutil.SRC_ROOT, "runtime", "include")], check=True)
+        return lib
+
+    def test_other_abi_version_is_refused(self):
+        with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 2, "
+                                                   r"this module expects 1"):
+            aotc.Program(self._fake(2), "fake")
+
+    def test_missing_symbol(self):
+        lib = self._fake(1)
+        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'other_program'"):
+            aotc.Program(lib, "other")
+        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake1_program'"):
+            aotc.Program(lib)  # libfake1.so -> default name 'fake1'
+        p = aotc.Program(lib, "fake")
+        self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
+
+    def test_version_1_empty_program_runs(self):
+        p = aotc.Program(self._fake(1), "fake")
+        outs, ctx = p.forward([])
+        self.assertEqual((outs, p.backward(ctx)), ([], []))
+
+
+@unittest.skipUnless(_aotc_available(), "no aotc executable (set AOTC_BIN)")
+class BuildLibrary(unittest.TestCase):
+    """aotc.build_library: aotc + cc -shared, cached by content hash."""
+
+    def test_cache_and_ln_gelu_golden(self):
+        cache = testutil.work_dir("cache")
+        b1 = aotc.build_library(LG_PT2, cache_dir=cache)
+        b2 = aotc.build_library(LG_PT2, cache_dir=cache)
+        self.assertFalse(b1.cached)
+        self.assertTrue(b2.cached)
+        self.assertEqual(b1.library, b2.library)
+        bx = aotc.build_library(LG_PT2, cache_dir=cache, flags=["--requires-grad=x"])
+        self.assertFalse(bx.cached)
+        self.assertNotEqual(bx.key, b1.key)
+        self.assertEqual(sorted(e for e in os.listdir(cache)), sorted(
+            [os.path.basename(b1.directory), os.path.basename(bx.directory)]))
+        with open(os.path.join(bx.directory, "build.json")) as f:
+            rec = json.load(f)
+        self.assertEqual(rec["flags"], ["--requires-grad=x"])
+
+        g = aotc.read_safetensors(LG_GOLDEN)
+        p = aotc.Program(bx.library, bx.name)
+        self.assertEqual(p.name, "ln_gelu")
+        self.assertEqual(p.inputs[p.input_index("x")].requires_grad, True)
+        outs, grads = run_step(p, golden_inputs(p, g))
+        loss_err = abs(outs[0].item() - g["loss"].tolist()[0]) / abs(g["loss"].tolist()[0])
+        errs = {d.name: rel_err(t.tolist(), g["grad." + d.name].tolist())
+                for d, t in zip(p.grads, grads)}
+        self.assertIn("x", errs)
+        print(f"\nln_gelu core step 0: loss rel err {loss_err:.3g}, grad rel errs "
+              + ", ".join(f"{k} {v:.3g}" for k, v in errs.items()), file=sys.stderr)
+        self.assertLessEqual(loss_err, 1e-5)
+        for name, e in errs.items():
+            self.assertLessEqual(e, 1e-5, name)
+        losses, final = sgd_train(self, aotc.Program(b1.library, b1.name), g)
+        gl = g["loss"].tolist()
+        self.assertLessEqual(max(abs(a - b) / abs(b) for a, b in zip(losses, gl)), 1e-4)
+        for n, v in final.items():
+            self.assertLessEqual(rel_err(v, g["param_final." + n].tolist()), 1e-4, n)
+
+    def test_weights_are_the_archive_values(self):
+        b = aotc.build_library(MLP_PT2, cache_dir=testutil.work_dir("cache"))
+        w, g = aotc.read_safetensors(b.weights), aotc.read_safetensors(MLP_GOLDEN)
+        self.assertEqual(sorted(w.keys()), sorted(k[6:] for k in g.keys() if k.startswith("param.")))
+        for k in w.keys():
+            self.assertEqual(w[k].data, g["param." + k].data, k)
+
+    def test_aotc_error_is_reported_and_nothing_cached(self):
+        d = testutil.work_dir("bad")
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{ not json")
+        cache = os.path.join(d, "cache")
+        with self.assertRaises(aotc.CompileError) as cm:
+            aotc.build_library(bad, cache_dir=cache)
+        self.assertEqual(cm.exception.returncode, 1)
+        self.assertIn("error:", cm.exception.stderr)
+        self.assertEqual(os.listdir(cache), [])
+        with self.assertRaises(FileNotFoundError):
+            aotc.build_library(os.path.join(d, "missing.pt2"), cache_dir=cache)
+
+    def test_c_name(self):
+        self.assertEqual(aotc.c_name("/a/my-model.v1.pt2"), "my_model")
+        self.assertEqual(aotc.c_name("9lives.pt2"), "_9lives")
+
+
+if __name__ == "__main__":
+    unittest.main()
