@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds, runs every test (Catch2 units,
 # lit stage tests, end-to-end tests) through ctest.
+# --with-torch: also run the PyTorch tests (ctest label 'torch'; they read
+# AOTC_WITH_TORCH=1 and use $AOTC_TORCH_PYTHON or tools/export/.venv); without it they
+# are skipped with the reason printed. Other arguments go to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+args=()
+for a in "$@"; do
+  if [ "$a" = "--with-torch" ]; then export AOTC_WITH_TORCH=1; else args+=("$a"); fi
+done
 bash "$root/scripts/build.sh"
 build=${AOTC_BUILD_DIR:-$root/build}
 cd "$build"
-ctest --output-on-failure -j "${AOTC_JOBS:-2}" "$@"
+ctest --output-on-failure -j "${AOTC_JOBS:-2}" "${args[@]}"
+if [ "${AOTC_WITH_TORCH:-0}" != 1 ]; then
+  echo "note: PyTorch tests (ctest -L torch) were skipped: torch is not needed by default;" \
+       "run scripts/test.sh --with-torch (torch python: \$AOTC_TORCH_PYTHON or tools/export/.venv)"
+fi

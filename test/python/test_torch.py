@@ -1,0 +1,247 @@
+"""aotc.compile (python/aotc/_torch.py) vs torch eager on the MLP and LN-GELU.
+
+The eager models are tools/export/models.py with the golden's initial parameters; both
+sides train 20 steps of torch.optim.SGD(lr=0.1) on the golden batch. Bounds (issue 3):
+step 0 loss and gradients rel err <= 1e-5, after 20 steps losses and parameters <= 1e-4,
+err(T) = max|a - e| / max|e|. Needs torch: run through run_torch_tests.sh
+(scripts/test.sh --with-torch).
+"""
+import os
+import sys
+import unittest
+
+import testutil
+from testutil import LG_GOLDEN, LG_PT2, MLP_GOLDEN, MLP_PT2
+
+import torch
+
+import aotc
+
+sys.path.insert(0, os.path.join(testutil.SRC_ROOT, "tools", "export"))
+import models  # noqa: E402  (tools/export/models.py: the eager definitions)
+
+_DT = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
+CACHE = testutil.work_dir("torch-cache")
+
+
+def as_torch(st):
+    return torch.frombuffer(bytearray(st.data), dtype=_DT[st.dtype]).reshape(st.shape).clone()
+
+
+def rel(a, e):
+    a, e = a.detach().double(), e.detach().double()
+    den = e.abs().max().item()
+    num = (a - e).abs().max().item()
+    return num / den if den > 0 else num
+
+
+def eager_model(cls, golden):
+    m = cls()
+    m.load_state_dict({k[len("param."):]: as_torch(golden[k])
+                       for k in golden.keys() if k.startswith("param.")})
+    return m
+
+
+def train(model, inputs, steps=20, lr=0.1):
+    """`steps` SGD steps on one batch; returns (losses, step-0 grads by name, model)."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses, grads0 = [], None
+    for k in range(steps):
+        opt.zero_grad()
+        loss = model(*inputs)
+        loss.backward()
+        losses.append(loss.item())
+        if k == 0:
+            grads0 = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        opt.step()
+    return losses, grads0
+
+
+class VsEager(unittest.TestCase):
+    def compare(self, tag, pt2, golden_path, cls, input_names, **compile_kw):
+        g = aotc.read_safetensors(golden_path)
+        inputs = [as_torch(g["input." + n]) for n in input_names]
+        m = aotc.compile(pt2, cache_dir=CACHE, **compile_kw)
+        e = eager_model(cls, g)
+        # named_parameters(): the archive's FQNs, in eager's order, with the archive values.
+        self.assertEqual([n for n, _ in m.named_parameters()],
+                         [n for n, _ in e.named_parameters()])
+        for (n, p), (_, q) in zip(m.named_parameters(), e.named_parameters()):
+            self.assertTrue(torch.equal(p, q), n)
+            self.assertEqual(p.data_ptr() % 64, 0, n)
+        la, ga = train(m, inputs)
+        le, ge = train(e, inputs)
+        loss0 = abs(la[0] - le[0]) / abs(le[0])
+        gerr = {n: rel(ga[n], ge[n]) for n in ge}
+        lerr = max(abs(a - b) / abs(b) for a, b in zip(la, le))
+        perr = {n: rel(p, q) for (n, p), (_, q) in zip(m.named_parameters(), e.named_parameters())}
+        print(f"\n{tag}: step 0 loss rel err {loss0:.3g}, grads "
+              + ", ".join(f"{n} {v:.3g}" for n, v in gerr.items())
+              + f"; 20 SGD steps: max loss rel err {lerr:.3g}, params "
+              + ", ".join(f"{n} {v:.3g}" for n, v in perr.items()), file=sys.stderr)
+        self.assertEqual(sorted(ga), sorted(ge))
+        self.assertLessEqual(loss0, 1e-5)
+        for n, v in gerr.items():
+            self.assertLessEqual(v, 1e-5, n)
+        self.assertLessEqual(lerr, 1e-4)
+        for n, v in perr.items():
+            self.assertLessEqual(v, 1e-4, n)
+        self.assertLess(la[-1], la[0])
+        return m, inputs
+
+    def test_mlp(self):
+        m, (x, target) = self.compare("mlp", MLP_PT2, MLP_GOLDEN, models.MLP, ["x", "target"])
+        self.assertEqual(m.input_names, ["x", "target"])
+        self.assertIsNone(target.grad)
+
+    def test_ln_gelu(self):
+        self.compare("ln_gelu", LG_PT2, LG_GOLDEN, models.LnGelu, ["x", "y"])
+
+    def test_ln_gelu_grad_of_x(self):
+        g = aotc.read_safetensors(LG_GOLDEN)
+        m = aotc.compile(LG_PT2, cache_dir=CACHE, requires_grad=["x"])
+        e = eager_model(models.LnGelu, g)
+        xa = as_torch(g["input.x"]).requires_grad_()
+        xe = as_torch(g["input.x"]).requires_grad_()
+        y = as_torch(g["input.y"])
+        m(xa, y).backward()
+        e(xe, y).backward()
+        err = rel(xa.grad, xe.grad)
+        print(f"\nln_gelu grad of x: rel err {err:.3g}", file=sys.stderr)
+        self.assertLessEqual(err, 1e-5)
+        self.assertLessEqual(rel(xa.grad, as_torch(g["grad.x"])), 1e-5)
+        # Without requires_grad on x, its gradient is not returned (None), the rest is.
+        m.zero_grad()
+        xn = as_torch(g["input.x"])
+        m(xn, y).backward()
+        self.assertIsNone(xn.grad)
+        self.assertIsNotNone(m.fc1.weight.grad)
+
+
+class Behaviour(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.g = aotc.read_safetensors(MLP_GOLDEN)
+        cls.m = aotc.compile(MLP_PT2, cache_dir=CACHE)
+        cls.x, cls.t = as_torch(cls.g["input.x"]), as_torch(cls.g["input.target"])
+
+    def grads(self, m, *args, **kw):
+        m.zero_grad()
+        loss = m(*args, **kw)
+        loss.backward()
+        return loss.detach().clone(), [p.grad.clone() for p in m.parameters()]
+
+    def test_cache_hit(self):
+        m2 = aotc.compile(MLP_PT2, cache_dir=CACHE)
+        self.assertTrue(m2.build.cached)
+        self.assertEqual(m2.build.library, self.m.build.library)
+        m3 = aotc.compile(MLP_PT2, cache_dir=CACHE, partitioner="default")
+        self.assertNotEqual(m3.build.key, self.m.build.key)
+        # Both partitioners give the same gradients (within 1e-6).
+        _, ga = self.grads(self.m, self.x, self.t)
+        _, gb = self.grads(m3, self.x, self.t)
+        for a, b in zip(ga, gb):
+            self.assertLessEqual(rel(a, b), 1e-6)
+
+    def test_unaligned_input_is_copied(self):
+        ref = self.grads(self.m, self.x, self.t)
+        big = torch.empty(self.x.numel() + 1)
+        xu = big[1:].view(64, 784)
+        xu.copy_(self.x)
+        self.assertNotEqual(xu.data_ptr() % 64, 0)
+        self.assertTrue(xu.is_contiguous())
+        got = self.grads(self.m, xu, self.t)
+        self.assertTrue(torch.equal(got[0], ref[0]))
+        for a, b in zip(got[1], ref[1]):
+            self.assertTrue(torch.equal(a, b))
+
+    def test_keyword_inputs(self):
+        ref = self.grads(self.m, self.x, self.t)
+        got = self.grads(self.m, target=self.t, x=self.x)
+        self.assertTrue(torch.equal(got[0], ref[0]))
+
+    def test_checks(self):
+        m, x, t = self.m, self.x, self.t
+        cases = [
+            ((x.double(), t), r"input 'x' \(input 4\) must be f32\[64, 784\], got f64\[64, 784\]"),
+            ((x[:, :783], t), r"must be f32\[64, 784\], got f32\[64, 783\]"),
+            ((x.t().contiguous().t(), t), r"must be contiguous"),
+            ((x.to("meta"), t), r"must be on the cpu, got device meta"),
+            ((x, t.int()), r"input 'target' \(input 5\) must be i64\[64\], got torch.int32"),
+            ((x,), r"missing input 'target'"),
+            ((x, t, t), r"forward takes 2 inputs"),
+            ((x.clone().requires_grad_(), t),
+             r"input 'x' \(input 4\) requires grad but the program computes no gradient"),
+        ]
+        for args, msg in cases:
+            with self.subTest(msg=msg):
+                with self.assertRaisesRegex(aotc.InputError, msg):
+                    m(*args)
+        with self.assertRaisesRegex(aotc.InputError, "unknown input 'y'"):
+            m(x, t, y=x)
+
+    def test_index_error_names_node(self):
+        t = self.t.clone()
+        t[3] = 11
+        with self.assertRaisesRegex(aotc.AotcError, r"mlp_forward failed with code 1: node "
+                                                    r"'gather'.*\(value 11\)"):
+            self.m(self.x, t)
+
+    def test_frozen_parameter_gets_none(self):
+        m = aotc.compile(MLP_PT2, cache_dir=CACHE, freeze=["fc1.bias"])
+        self.assertFalse(m.fc1.bias.requires_grad)
+        _, ref = self.grads(self.m, self.x, self.t)
+        m.zero_grad()
+        m(self.x, self.t).backward()
+        self.assertIsNone(m.fc1.bias.grad)
+        for (n, p), r in zip(m.named_parameters(), ref):
+            if n != "fc1.bias":
+                self.assertLessEqual(rel(p.grad, r), 1e-6, n)
+
+    def test_saved_area_lives_in_ctx(self):
+        self.m.zero_grad()
+        loss = self.m(self.x, self.t)
+        loss.backward(retain_graph=True)
+        g1 = self.m.fc2.bias.grad.clone()
+        loss.backward()  # the saved area is still there with retain_graph
+        self.assertTrue(torch.equal(self.m.fc2.bias.grad, 2 * g1))
+        with self.assertRaisesRegex(RuntimeError, "backward through the graph a second time"):
+            loss.backward()
+        self.m.zero_grad()
+        # Modifying a parameter between forward and backward is caught (version check).
+        loss = self.m(self.x, self.t)
+        with torch.no_grad():
+            self.m.fc1.weight.add_(1.0)
+        try:
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+                loss.backward()
+        finally:
+            with torch.no_grad():
+                self.m.fc1.weight.sub_(1.0)
+            self.m.zero_grad()
+
+    def test_no_grad_forward(self):
+        with torch.no_grad():
+            loss = self.m(self.x, self.t)
+        self.assertFalse(loss.requires_grad)
+        self.assertAlmostEqual(loss.item(), self.g["loss"].tolist()[0], delta=1e-5)
+
+    def test_threads_bit_identical(self):
+        res = []
+        for n in (1, 2):
+            aotc.set_num_threads(n)
+            loss, grads = self.grads(self.m, self.x, self.t)
+            res.append([loss] + grads)
+        for a, b in zip(*res):
+            self.assertTrue(torch.equal(a, b))
+
+    def test_load_module_from_library(self):
+        b = self.m.build
+        m = aotc.load_module(b.library, b.weights)
+        self.assertEqual([n for n, _ in m.named_parameters()],
+                         [n for n, _ in self.m.named_parameters()])
+        self.assertEqual(self.grads(m, self.x, self.t)[0], self.grads(self.m, self.x, self.t)[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
