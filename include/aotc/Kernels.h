@@ -56,18 +56,21 @@ struct Buffer {
 /// A data-dependent index term: `stride * v` where v = the i64 value of
 /// instruction `value`. The target checks 0 <= v < bound; when violated, the
 /// access does not happen (loads yield 0) and the entry point returns error
-/// code `error + 1` with v as the error value.
+/// code `error + 1` with v as the error value. `error == -1` marks an
+/// unchecked term whose value is in range by construction (slice_scatter's
+/// clamped source index): no check is emitted.
 struct DynIndex {
   int value = -1;
   int64_t stride = 0;
   int64_t bound = 0;
-  int error = -1; ///< Index into KernelGraph::errors (program-wide after planning).
+  int error = -1; ///< Index into KernelGraph::errors (program-wide after planning), or -1.
 };
 
 /// An affine element address into a buffer:
 ///   element = offset + sum_k coef[k] * var[k] + sum dyn terms,
 /// where var = (outer index..., inner index...) of the phase (coef has
 /// outer.size() + inner.size() entries). Units are elements, not bytes.
+/// buffer == -1: no buffer; the address is the value of an Index instruction.
 struct Access {
   int buffer = -1;
   int64_t offset = 0;
@@ -90,6 +93,8 @@ enum class ScalarOp : uint8_t {
   Eq, Ne, Lt, Le, Gt, Ge, ///< Result Bool; ordered comparisons (NaN compares false, Ne true).
   And, Or,              ///< Bool.
   Select,  ///< a ? b : c (a Bool).
+  Index,   ///< The i64 value of Access `access` (buffer -1): an affine function of the
+           ///< loop variables (plus dyn terms), e.g. "is this element inside the slice".
 };
 const char *scalarOpName(ScalarOp op);
 

@@ -60,7 +60,8 @@ std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
 bool Kernel::mayFail() const {
   for (auto &p : phases)
     for (auto &a : p.accesses)
-      if (!a.dyn.empty()) return true;
+      for (auto &d : a.dyn)
+        if (a.buffer >= 0 && d.error >= 0) return true;
   return false;
 }
 

@@ -33,6 +33,15 @@ ERef mkLoad(DType t, EAddr a) {
   return e;
 }
 
+ERef mkIndex(EAddr a) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Index;
+  e->type = DType::I64;
+  a.buffer = -1;
+  e->addr = std::move(a);
+  return e;
+}
+
 ERef mkReg(DType t, int reg) {
   auto e = std::make_shared<EExpr>();
   e->op = ScalarOp::Reg;
@@ -60,7 +69,8 @@ int exprCost(const ERef &root) {
   int cost = 0;
   std::function<void(const ERef &)> visit = [&](const ERef &e) {
     if (!seen.insert(e.get()).second) return;
-    if (e->op != ScalarOp::Load && e->op != ScalarOp::Const && e->op != ScalarOp::Reg) {
+    if (e->op != ScalarOp::Load && e->op != ScalarOp::Const && e->op != ScalarOp::Reg &&
+        e->op != ScalarOp::Index) {
       ++cost;
       if (e->op == ScalarOp::Exp || e->op == ScalarOp::Log || e->op == ScalarOp::Tanh ||
           e->op == ScalarOp::Erf || e->op == ScalarOp::Pow)
@@ -83,7 +93,7 @@ struct Mapper {
     auto it = memo.find(e.get());
     if (it != memo.end()) return it->second;
     ERef out;
-    if (e->op == ScalarOp::Load) {
+    if (e->op == ScalarOp::Load || e->op == ScalarOp::Index) {
       EAddr a = e->addr;
       for (auto &d : a.dyn) {
         d.value = run(d.value);
@@ -93,7 +103,7 @@ struct Mapper {
         failed = true;
         return nullptr;
       }
-      out = mkLoad(e->type, std::move(a));
+      out = e->op == ScalarOp::Load ? mkLoad(e->type, std::move(a)) : mkIndex(std::move(a));
     } else if (e->args.empty()) {
       out = e;
     } else {
@@ -129,7 +139,7 @@ ERef substitute(const ERef &root, const std::function<ERef(const EExpr &)> &fn) 
     if (it != memo.end()) return it->second;
     ERef out = fn(*e);
     if (!out) {
-      if (e->op == ScalarOp::Load && !e->addr.dyn.empty()) {
+      if ((e->op == ScalarOp::Load || e->op == ScalarOp::Index) && !e->addr.dyn.empty()) {
         EAddr a = e->addr;
         bool same = true;
         for (auto &d : a.dyn) {
@@ -137,7 +147,7 @@ ERef substitute(const ERef &root, const std::function<ERef(const EExpr &)> &fn) 
           same = same && v == d.value;
           d.value = v;
         }
-        out = same ? e : mkLoad(e->type, std::move(a));
+        out = same ? e : e->op == ScalarOp::Load ? mkLoad(e->type, std::move(a)) : mkIndex(std::move(a));
       } else if (!e->args.empty()) {
         std::vector<ERef> args;
         bool same = true;
@@ -165,10 +175,9 @@ void forEachAddr(const ERef &root, const std::function<void(const EAddr &)> &fn)
   std::unordered_set<const EExpr *> seen;
   std::function<void(const ERef &)> visit = [&](const ERef &e) {
     if (!seen.insert(e.get()).second) return;
-    if (e->op == ScalarOp::Load) {
-      fn(e->addr);
+    if (e->op == ScalarOp::Load) fn(e->addr);
+    if (e->op == ScalarOp::Load || e->op == ScalarOp::Index)
       for (auto &d : e->addr.dyn) visit(d.value);
-    }
     for (auto &a : e->args) visit(a);
   };
   visit(root);
@@ -307,7 +316,7 @@ struct Flattener {
     in.fconst = e->f;
     in.iconst = e->i;
     in.reg = e->reg;
-    if (e->op == ScalarOp::Load) in.access = access(e->addr);
+    if (e->op == ScalarOp::Load || e->op == ScalarOp::Index) in.access = access(e->addr);
     std::ostringstream key;
     key << (int)in.op << ':' << (int)in.type << ':' << in.a << ',' << in.b << ',' << in.c << ':'
         << in.access << ':' << in.reg << ':' << in.iconst << ':';

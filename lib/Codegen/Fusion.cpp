@@ -11,7 +11,8 @@
 //    not trivial: then it is *realized*, i.e. stored by a map kernel.
 //  * Reductions fold their (inlined) input in a reduce kernel; gather and
 //    index_select substitute a bounds-checked data-dependent index into the
-//    leaves; scatter_add is an init kernel plus a sequential accumulation.
+//    leaves; scatter_add is an init kernel plus a sequential accumulation;
+//    slice_scatter/select_scatter are pointwise-like values (ViewScatter.cpp).
 //  * mm/addmm/bmm become Gemm kernels reading realized buffers; a transposed
 //    operand (a permute of a contiguous matrix) is a transpose flag.
 // KernelMerge.cpp then merges kernels with the same outer domain.
@@ -199,6 +200,7 @@ private:
   void defineGather(const Node *n);
   void defineIndexSelect(const Node *n);
   void defineScatterAdd(const Node *n);
+  void defineViewScatter(const Node *n);
   void maybeRealize(const Node *n, Val &v);
 
   ERef operand(const Node &n, size_t i, const Shape &out, DType t);
@@ -278,6 +280,8 @@ void GraphFuser::defineNode(const Node *n) {
     defineIndexSelect(n);
   } else if (b == "scatter_add") {
     defineScatterAdd(n);
+  } else if (b == "slice_scatter" || b == "select_scatter") {
+    defineViewScatter(n);
   } else {
     definePointwise(n);
   }
@@ -890,6 +894,21 @@ void GraphFuser::defineScatterAdd(const Node *n) {
   k.ops.push_back("scatter_add");
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(home);
+}
+
+/// slice_scatter / select_scatter: a pointwise-like value (ViewScatter.cpp),
+/// inlined into consumers and realized by the usual rules.
+void GraphFuser::defineViewScatter(const Node *n) {
+  const Val &self = val(n->tensorArg(0));
+  const Val &src = val(n->tensorArg(1));
+  Val v;
+  v.type = n->type();
+  v.e = viewScatterValue(*n, self.e, src.e, v.type.shape);
+  v.ops = self.ops;
+  for (auto &o : src.ops) v.ops.push_back(o);
+  v.ops.push_back(opBase(n->target));
+  maybeRealize(n, v);
+  vals_[n] = std::move(v);
 }
 
 void GraphFuser::run() {

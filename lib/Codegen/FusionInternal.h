@@ -40,12 +40,15 @@ struct EExpr {
   std::vector<ERef> args;
   double f = 0.0;
   int64_t i = 0;
-  EAddr addr; ///< Load.
+  EAddr addr; ///< Load; Index (buffer -1: the i64 value of the address itself).
   int reg = -1; ///< Reg.
 };
 
 ERef mkConst(DType t, double v);
 ERef mkLoad(DType t, EAddr a);
+/// The i64 value offset + sum coef*var (+ dyn terms) of an index space; views
+/// rewrite it exactly like a load's address (`a.buffer` is set to -1).
+ERef mkIndex(EAddr a);
 ERef mkReg(DType t, int reg);
 ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args);
 /// Cast unless already of type t.
@@ -53,7 +56,7 @@ ERef mkCast(ERef e, DType t);
 /// Number of arithmetic nodes in the tree (shared subtrees counted once).
 int exprCost(const ERef &e);
 
-/// Rewrites every load's address (dyn values first, recursively), memoized so
+/// Rewrites every load's (and Index's) address (dyn values first, recursively), memoized so
 /// DAG sharing is kept. `fn` receives the load with already-rewritten dyn terms
 /// and edits it in place; returning false aborts (the result is nullptr).
 using AddrFn = std::function<bool(EAddr &)>;
@@ -78,6 +81,11 @@ struct IndexMap {
 };
 /// Applies an index map to every load of e (returns e unchanged for rank-0 identity).
 ERef applyIndexMap(const ERef &e, const IndexMap &map);
+
+/// The value of slice_scatter / select_scatter node `n` (ViewScatter.cpp) over
+/// its output index space (`shape`): self where the element is off the slice,
+/// src (re-indexed, clamped) on it. Errors: nodeError for bad dims/indices.
+ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Shape &shape);
 
 struct TReduction {
   ReduceKind kind = ReduceKind::Sum;

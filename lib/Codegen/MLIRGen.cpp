@@ -80,7 +80,8 @@ std::vector<int> kernelArgs(const Kernel &k) {
     // Only the buffers the init phases touch.
     ids.clear();
     for (auto &p : k.phases)
-      for (auto &a : p.accesses) ids.push_back(a.buffer);
+      for (auto &a : p.accesses)
+        if (a.buffer >= 0) ids.push_back(a.buffer);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -174,6 +175,11 @@ Value KernelBuilder::address(const Access &a, Value &ok, Value &errCode, Value &
   for (auto it = a.dyn.rbegin(); it != a.dyn.rend(); ++it) {
     const DynIndex &d = *it;
     Value v = inst(d.value);
+    if (d.error < 0) { // unchecked: in range by construction
+      Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
+      if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
+      continue;
+    }
     Value ge = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0));
     Value lt = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(d.bound));
     Value good = b_.create<arith::AndIOp>(loc_, ge, lt);
@@ -324,6 +330,12 @@ Value KernelBuilder::inst(int id) {
   case ScalarOp::And: r = b_.create<arith::AndIOp>(loc_, A(), B()); break;
   case ScalarOp::Or: r = b_.create<arith::OrIOp>(loc_, A(), B()); break;
   case ScalarOp::Select: r = b_.create<arith::SelectOp>(loc_, A(), B(), inst(in.c)); break;
+  case ScalarOp::Index: { // the address value itself; checks belong to the real loads
+    Value ok, code, val;
+    Value addr = address(ph_->accesses[in.access], ok, code, val);
+    r = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), addr);
+    break;
+  }
   }
   memo_[id] = r;
   return r;

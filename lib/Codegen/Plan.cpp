@@ -30,7 +30,7 @@ const char *scalarOpName(ScalarOp op) {
   static const char *names[] = {"const", "load", "reg", "cast", "neg", "abs", "exp", "log",
                                 "tanh",  "sqrt", "erf", "not",  "add", "sub", "mul", "div",
                                 "pow",   "max",  "min", "eq",   "ne",  "lt",  "le",  "gt",
-                                "ge",    "and",  "or",  "select"};
+                                "ge",    "and",  "or",  "select", "index"};
   return names[(int)op];
 }
 
@@ -179,7 +179,8 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
     for (auto &k : kg.kernels)
       for (auto &ph : k.phases)
         for (auto &a : ph.accesses)
-          for (auto &d : a.dyn) d.error += kp.backwardErrorBase;
+          for (auto &d : a.dyn)
+            if (d.error >= 0) d.error += kp.backwardErrorBase;
     for (auto &e : kg.errors) kp.errors.push_back(e);
   }
   kp.scratchBytes = std::max(kp.forward.scratchBytes, kp.backward.scratchBytes);

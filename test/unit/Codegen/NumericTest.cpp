@@ -136,6 +136,63 @@ TEST_CASE("numeric: views, bmm, index_select, scatter_add, argmax, pow", "[numer
   checkProgram(p, in);
 }
 
+TEST_CASE("numeric: slice_scatter / select_scatter (steps, negative bounds, views, reductions)",
+          "[numeric]") {
+  Program p;
+  p.name = "vscatter";
+  Graph &g = p.forward;
+  Node *a = ph(g, "a", T(DType::F32, {4, 6}), InputRole::UserInput);
+  Node *s = ph(g, "s", T(DType::F32, {4, 2}), InputRole::UserInput);
+  Node *b = ph(g, "b", T(DType::F32, {6, 3}), InputRole::UserInput);
+  Node *c = ph(g, "c", T(DType::F32, {2, 3}), InputRole::UserInput);
+  Node *x = ph(g, "x", T(DType::F64, {3, 5}), InputRole::UserInput);
+  Node *xs = ph(g, "xs", T(DType::F64, {5}), InputRole::UserInput);
+  Node *m = ph(g, "m", T(DType::I64, {2, 3, 4}), InputRole::UserInput);
+  Node *ms = ph(g, "ms", T(DType::I64, {2, 4}), InputRole::UserInput);
+  auto call = [&](const std::string &name, const std::string &target, std::vector<Arg> args) {
+    return buildCall(g, name, target, std::move(args), {});
+  };
+  // Columns 1 and 3 of 2*a become exp(s) (step 2; end 5 is not a multiple); then *3.
+  Node *a2 = call("a2", "aten.mul.Tensor", {a, 2.0});
+  Node *es = call("es", "aten.exp.default", {s});
+  Node *ss = call("ss", "aten.slice_scatter.default", {a2, es, int64_t(1), int64_t(1), int64_t(5), int64_t(2)});
+  Node *o0 = call("o0", "aten.mul.Tensor", {ss, 3.0});
+  // Rows -3..-1 (3 and 4) of b; then a permute and a sum over the scattered dim.
+  Node *sb = call("sb", "aten.slice_scatter.default", {b, c, int64_t(0), int64_t(-3), int64_t(-1), int64_t(1)});
+  Node *pt = call("pt", "aten.permute.default", {sb, std::vector<int64_t>{1, 0}});
+  Node *o1 = call("o1", "aten.sum.dim_IntList", {pt, std::vector<int64_t>{1}});
+  // The last row of x (f64) becomes tanh(xs); a reshape of the result.
+  Node *tx = call("tx", "aten.tanh.default", {xs});
+  Node *sx = call("sx", "aten.select_scatter.default", {x, tx, int64_t(0), int64_t(-1)});
+  Node *o2 = call("o2", "aten.view.default", {sx, std::vector<int64_t>{15}});
+  // i64, select in the middle dim, nested in a slice_scatter of the same tensor.
+  Node *sm = call("sm", "aten.select_scatter.default", {m, ms, int64_t(1), int64_t(1)});
+  Node *sl = call("sl", "aten.slice.Tensor", {m, int64_t(2), int64_t(0), int64_t(2), int64_t(1)});
+  Node *o3 = call("o3", "aten.slice_scatter.default", {sm, sl, int64_t(2), int64_t(2), int64_t(4), int64_t(1)});
+  // An empty slice and a full one.
+  Node *o4 = call("o4", "aten.slice_scatter.default",
+                  {a, call("e0", "aten.slice.Tensor", {s, int64_t(1), int64_t(0), int64_t(0), int64_t(1)}),
+                   int64_t(1), int64_t(6), int64_t(9), int64_t(1)});
+  Node *o5 = call("o5", "aten.select_scatter.default", {c, call("cr", "aten.select.int", {c, int64_t(0), int64_t(1)}),
+                                                        int64_t(0), int64_t(0)});
+  g.setOutputs({o0, o1, o2, o3, o4, o5});
+  p.numForwardOutputs = 6;
+  std::mt19937_64 rng(9);
+  auto in = randomInputs(g, rng);
+  for (int k : {6, 7})
+    for (size_t i = 0; i < in[k].data.size(); ++i) in[k].data[i] = double((int64_t)(i * 7 + k) % 23 - 11);
+  checkProgram(p, in);
+  // The scatter and its pointwise producers/consumer are one kernel.
+  KernelProgram kp = planProgram(p);
+  INFO(printKernels(kp));
+  for (auto &k : kp.forward.kernels)
+    if (std::find(k.ops.begin(), k.ops.end(), "exp") != k.ops.end()) {
+      CHECK(std::find(k.ops.begin(), k.ops.end(), "slice_scatter") != k.ops.end());
+      CHECK(std::find(k.ops.begin(), k.ops.end(), "mul") != k.ops.end());
+      CHECK(!k.mayFail()); // the clamped source index needs no check
+    }
+}
+
 TEST_CASE("numeric: same program twice gives a byte-identical object and header", "[numeric]") {
   Program p = linearReluSum();
   CodegenOptions o;

@@ -1,0 +1,110 @@
+//===- ViewScatter.cpp - slice_scatter / select_scatter as pointwise values ---===//
+//
+// This file implements viewScatterValue (FusionInternal.h). functionalize turns
+// a write through a slice/select view into
+//   out = slice_scatter(self, src, dim, start, end, step)   (select_scatter(self, src, dim, index)),
+// i.e. out[i] = src[(i_dim - start) / step] where i_dim lies on the slice
+// (i_dim == index for select) and self[i] elsewhere
+// (aten/src/ATen/native/TensorShape.cpp slice_scatter / select_scatter; the
+// ranges are clamped like slice.Tensor / select.int, lib/IR/ops/Scatter.cpp).
+// Codegen builds that as one expression over out's index space, so it inlines
+// and fuses like any pointwise op:
+//   inside = start <= i_dim <= last  [&& (i_dim - start) % step == 0]
+//   out    = inside ? src[..., q, ...] : self[...]
+// where i_dim is an Index expression (an affine function of the loop variables
+// that views rewrite like addresses) and q = inside ? (i_dim - start) / step : 0
+// enters src's loads as an unchecked data-dependent term: it is clamped, so the
+// src load stays in bounds on the elements where self is taken (both sides of
+// the select are evaluated).
+//===----------------------------------------------------------------------===//
+#include "FusionInternal.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace aotc::fusion {
+
+namespace {
+
+ERef i64c(int64_t v) { return mkConst(DType::I64, (double)v); }
+
+/// i_dim of an index space of rank `rank`.
+ERef indexOf(int rank, int64_t dim) {
+  EAddr a;
+  a.coef.assign(rank, 0);
+  a.coef[dim] = 1;
+  return mkIndex(std::move(a));
+}
+
+int64_t wrapOrError(const Node &n, int64_t d, int64_t rank) {
+  auto w = wrapDim(d, rank);
+  if (!w) nodeError(n, "codegen: dimension out of range");
+  return *w;
+}
+
+} // namespace
+
+ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Shape &shape) {
+  int r = (int)shape.size();
+  if (r == 0) nodeError(n, "codegen: " + n.target + " of a 0-dim tensor");
+  DType t = n.type().dtype;
+  ERef s = mkCast(src, t), x = mkCast(self, t);
+  if (n.target == "aten.select_scatter.default") {
+    int64_t dim = wrapOrError(n, n.intArg(2), r);
+    int64_t idx = n.intArg(3);
+    if (idx < 0) idx += shape[dim];
+    if (idx < 0 || idx >= shape[dim]) nodeError(n, "codegen: select_scatter index out of range");
+    // src var k is out var k (k < dim) or k + 1.
+    std::vector<int> pos(r - 1);
+    for (int k = 0; k < r - 1; ++k) pos[k] = k < dim ? k : k + 1;
+    ERef sv = applyIndexMap(s, IndexMap::select(pos, r));
+    ERef inside = mkOp(ScalarOp::Eq, DType::Bool, {indexOf(r, dim), i64c(idx)});
+    return mkOp(ScalarOp::Select, t, {inside, sv, x});
+  }
+  AOTC_ASSERT(n.target == "aten.slice_scatter.default", "codegen: not a view scatter: " + n.target);
+  int64_t dim = wrapOrError(n, n.intArg(2), r);
+  int64_t size = shape[dim];
+  int64_t start = n.isNoneArg(3) ? 0 : n.intArg(3);
+  int64_t end = n.isNoneArg(4) ? std::numeric_limits<int64_t>::max() : n.intArg(4);
+  int64_t step = n.intArg(5);
+  if (step <= 0) nodeError(n, "codegen: slice step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  int64_t len = (end - start + step - 1) / step;
+  if (len == 0) return x;
+  if (start == 0 && step == 1 && len == size) return s; // the slice is all of self
+  int64_t last = start + (len - 1) * step;
+  ERef i = indexOf(r, dim);
+  ERef rel = mkOp(ScalarOp::Sub, DType::I64, {i, i64c(start)});
+  ERef inside = mkOp(ScalarOp::And, DType::Bool,
+                     {mkOp(ScalarOp::Ge, DType::Bool, {i, i64c(start)}),
+                      mkOp(ScalarOp::Le, DType::Bool, {i, i64c(last)})});
+  ERef q = rel;
+  if (step > 1) {
+    q = mkOp(ScalarOp::Div, DType::I64, {rel, i64c(step)});
+    ERef onStep = mkOp(ScalarOp::Eq, DType::Bool, {mkOp(ScalarOp::Mul, DType::I64, {q, i64c(step)}), rel});
+    inside = mkOp(ScalarOp::And, DType::Bool, {inside, onStep});
+  }
+  ERef qc = mkOp(ScalarOp::Select, DType::I64, {inside, q, i64c(0)});
+  // src var dim = qc (data-dependent, unchecked: 0 <= qc < len); the other vars are out's.
+  ERef sv = mapAddrs(s, [&](EAddr &a) {
+    int64_t c = a.coef[dim];
+    a.coef[dim] = 0;
+    if (c != 0) {
+      EDyn d;
+      d.value = qc;
+      d.stride = c;
+      d.bound = len;
+      d.error = -1;
+      a.dyn.push_back(d);
+    }
+    return true;
+  });
+  return mkOp(ScalarOp::Select, t, {inside, sv, x});
+}
+
+} // namespace aotc::fusion
