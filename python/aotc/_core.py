@@ -282,7 +282,7 @@ def _runtime_lib(kind):
             if not c:
                 continue
             try:
-                lib = ctypes.CDLL(c, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+                lib = ctypes.CDLL(c, mode=os.RTLD_NOW | os.RTLD_LOCAL)
                 break
             except OSError:
                 continue

@@ -186,6 +186,8 @@ class MlpSharedLibrary(unittest.TestCase):
             outs, grads = run_step(p, golden_inputs(p, g))
             results.append([t.tobytes() for t in outs + grads])
         self.assertEqual(results[0], results[1])
+        # The libomp set is the one the loaded library uses (one instance in the process).
+        self.assertEqual(len(_core._symbols("omp_set_num_threads")), 1)
         with self.assertRaises(ValueError):
             aotc.set_num_threads(0)
 
