@@ -245,6 +245,14 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
     if (k.mayFail()) os << " checked";
     os << "\n";
   }
+  // The intermediates that live in the scratch arena (everything else is an ABI buffer).
+  os << "# " << title << " scratch buffers:";
+  int n = 0;
+  for (auto &b : kg.buffers)
+    if (b.kind == BufferKind::Scratch && b.offset >= 0)
+      os << (n++ ? ", " : " ") << b.name << " " << dtypeAbbr(b.type.dtype) << shapeStr(b.type.shape);
+  if (n == 0) os << " none";
+  os << "\n";
   return os.str();
 }
 
