@@ -162,7 +162,8 @@ struct GemmDesc {
 /// entry; the last block may be smaller. Each block is one single-threaded BLAS
 /// call; the count × batch blocks may run in parallel when `parallel` is set.
 /// The larger of m and n is split (the operand re-read by every block is then
-/// the smaller one) into multiples of 32 with at least 2^20 multiply-adds per block.
+/// the smaller one) into a power-of-two count (at most 64) of blocks of a
+/// multiple of 32, with at least 2^22 multiply-adds per block.
 struct GemmBlocks {
   bool rows = true;
   int64_t size = 0, count = 1;

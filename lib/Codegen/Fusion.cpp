@@ -187,6 +187,19 @@ private:
     }
   }
 
+  /// True when u's data argument (arg 0) is n or a chain of views of n, and
+  /// its other tensor arguments (the index) do not depend on n through views.
+  bool readsAsData(const Node *u, const Node *n) {
+    auto viewOf = [&](const Node *a) {
+      while (a != n && a->isCall() && isViewTarget(a->target)) a = a->tensorArg(0);
+      return a == n;
+    };
+    if (!viewOf(u->tensorArg(0))) return false;
+    for (size_t i = 1; i < u->args.size(); ++i)
+      if (auto *p = std::get_if<Node *>(&u->args[i]); p && viewOf(*p)) return false;
+    return true;
+  }
+
   bool isMatmul(const Node *n) {
     auto b = opBase(n->target);
     return n->isCall() && (b == "mm" || b == "addmm" || b == "bmm");
@@ -255,7 +268,17 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
   bool feedsMatmul = false;
   for (Node *u : eff) feedsMatmul = feedsMatmul || isMatmul(u);
   int cost = exprCost(v.e);
-  bool shared = eff.size() > 1 && cost > 2;
+  // A gather / index_select reading n as its data evaluates n only at the
+  // gathered elements: inlining costs a few recomputations, not a pass, so such
+  // users do not make n "shared" (MLP: log_softmax feeds exp over the row and a
+  // gather of one element per row; no [N, C] buffer between the two kernels).
+  size_t full = 0;
+  for (Node *u : eff) {
+    std::string ub = opBase(u->target);
+    bool picks = (ub == "gather" || ub == "index_select") && readsAsData(u, n);
+    full += picks ? 0 : 1;
+  }
+  bool shared = eff.size() > 1 && full > 1 && cost > 2;
   bool unfused = !opts_.fuse && cost > 0;
   if (mustStore || feedsMatmul || shared || cost > 48 || unfused)
     v = realizeInto(v, homeFor(n));
