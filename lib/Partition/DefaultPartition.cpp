@@ -1,8 +1,8 @@
 //===- DefaultPartition.cpp - partition() and the default partitioner --------===//
 //
 // partition() is stage 5b's entry point (Stages.h): it checks the joint-graph
-// contract, removes dead code and hands the saved-set choice to the selected
-// partitioner. The default partitioner follows PyTorch's default_partition
+// contract, removes dead code and duplicates (prepareJoint, Cse.cpp) and
+// hands the saved-set choice to the selected partitioner. The default partitioner follows PyTorch's default_partition
 // (torch/_functorch/partitioners.py): every node of the forward-only graph is
 // a candidate (a tuple-valued node through its getitem users), and extract()
 // keeps those the backward reads. Primals are never saved: aotc's backward
@@ -47,7 +47,7 @@ static void checkJointProgram(const Program &p) {
 std::vector<std::string> minCutNetworkSaved(const Program &p) {
   checkJointProgram(p);
   Graph joint = p.forward.clone();
-  joint.eliminateDeadCode();
+  part::prepareJoint(joint);
   part::JointInfo ji = part::analyzeJoint(p, joint);
   std::vector<std::string> r;
   if (ji.requiredBw.empty()) return r;
@@ -60,21 +60,30 @@ void partition(Program &p, PartitionerKind kind) {
   // The joint graph must outlive the extraction (JointInfo points into it).
   Graph joint = std::move(p.forward);
   p.forward = Graph();
-  joint.eliminateDeadCode();
+  part::prepareJoint(joint);
   part::JointInfo ji = part::analyzeJoint(p, joint);
 
-  std::vector<Node *> saved = part::planBackward(ji, part::defaultSavedValues(ji)).saved;
+  part::BackwardPlan plan = part::planBackward(ji, part::defaultSavedValues(ji));
   // As in PyTorch, a graph whose backward needs nothing from the tangents or
   // gradients has nothing to cut; the default partition handles it.
   if (kind == PartitionerKind::MinCut && !ji.requiredBw.empty()) {
-    std::vector<Node *> cut = part::planBackward(ji, part::minCutSavedValues(ji)).saved;
-    // aotc's byte guard (a deviation from PyTorch, see docs/stage-partition.md):
-    // the network minimizes *weighted* bytes (distance bias, x2 for values that
-    // would otherwise stay fused), which can choose more bytes than the
-    // default partition saves. Issue 2 requires min-cut never to save more
-    // bytes than default, so the min-cut set is kept only when it is no larger.
-    if (part::bytesOf(cut) <= part::bytesOf(saved)) saved = std::move(cut);
+    // The network minimizes *weighted* bytes: PyTorch's distance bias and its
+    // x2 for values that would otherwise stay fused are heuristics, and can
+    // pick more real bytes than necessary. aotc therefore solves it with
+    // PyTorch's weights and with plain bytes x 1.1^dist, and keeps the
+    // candidate with the fewest saved bytes (ties: the earliest in this
+    // order). The default set is the last candidate, so min-cut never saves
+    // more bytes than default (issue 2; docs/stage-partition.md).
+    std::vector<part::BackwardPlan> cands = {
+        part::planBackward(ji, part::minCutSavedValues(ji, nullptr, /*fusionFactor=*/true)),
+        part::planBackward(ji, part::minCutSavedValues(ji, nullptr, /*fusionFactor=*/false)),
+        plan};
+    size_t best = 0;
+    for (size_t i = 1; i < cands.size(); ++i)
+      if (part::bytesOf(cands[i].saved) < part::bytesOf(cands[best].saved)) best = i;
+    plan = std::move(cands[best]);
   }
+  std::vector<Node *> saved = plan.saved;
   part::extract(p, ji, saved);
 }
 

@@ -22,7 +22,8 @@
 //    is not otherwise materialized (all its users fuse with it); tuple-valued
 //    nodes weigh INF (they are saved through their getitems). The weights are
 //    integers, computed exactly like PyTorch's `int(mem_sz * 1.1 ** d)`
-//    (IEEE double, truncation), in bytes.
+//    (IEEE double, truncation), in bytes. Primals weigh 0 (aotc's backward
+//    receives them again; PyTorch: treat_parameters_as_free_to_save);
 //
 // The saved set is the cut's X_in -> X_out edges, with the canonical minimum
 // cut (source side = reachable from the source in the residual graph).
@@ -99,14 +100,22 @@ int64_t sizeOf(const Node *n) {
   return s;
 }
 
+/// Elements of all results of n.
+int64_t numelOf(const Node *n) {
+  int64_t s = 0;
+  for (const TensorType &t : n->types) s += t.numel();
+  return s;
+}
+
 class MinCutBuilder {
 public:
-  explicit MinCutBuilder(const JointInfo &ji) : ji_(ji) {}
+  MinCutBuilder(const JointInfo &ji, bool fusionFactor) : ji_(ji), fusionFactor_(fusionFactor) {}
 
   std::vector<Node *> run(std::unordered_set<const Node *> *bannedOut);
 
 private:
   const JointInfo &ji_;
+  const bool fusionFactor_; ///< x2 for values that are not otherwise materialized.
   MaxFlow flow_;
   int source_ = -1, sink_ = -1;
   std::unordered_map<const Node *, int> inId_; ///< X_in; X_out = X_in + 1.
@@ -170,11 +179,15 @@ bool MinCutBuilder::shouldBanRecomputation(const Node *n) const {
   if (!isRecomputable(n)) return true; // ban_recompute_not_in_allowlist
   if (isMaterializedBackwards(n)) return true; // ban_recompute_materialized_backward
   // ban_recompute_reductions: output more than 4x smaller than the inputs.
+  // PyTorch compares bytes; aotc compares elements, so that a comparison
+  // narrowing i64 to bool (8x fewer bytes, no fewer elements, e.g. the MLP's
+  // ne(target, -100)) is not taken for a reduction: the rule exists to keep
+  // reduction outputs such as norm statistics saved (docs/partition.md).
   int64_t in = 0;
   for (const Arg &a : n->args)
     if (auto *p = std::get_if<Node *>(&a))
-      if (*p) in += sizeOf(*p);
-  return sizeOf(n) * 4 < in;
+      if (*p) in += numelOf(*p);
+  return numelOf(n) * 4 < in;
 }
 
 bool MinCutBuilder::isMaterialized(const Node *n) const {
@@ -185,12 +198,17 @@ bool MinCutBuilder::isMaterialized(const Node *n) const {
 }
 
 int64_t MinCutBuilder::weight(const Node *n) const {
+  // Primals are free to save: aotc's backward receives every primal again, so
+  // keeping one costs no memory. PyTorch weighs parameters 0 for the same
+  // reason (config.treat_parameters_as_free_to_save); in aotc's ABI this holds
+  // for every primal, user inputs included.
+  if (ji_.isPrimal(n)) return 0;
   if (n->types.size() != 1) return MaxFlow::kInf; // tuple: saved through getitems
   int64_t d = std::max<int64_t>(std::min<int64_t>(dist_.at(n), 100), 1);
   double scaled = (double)sizeOf(n) * std::pow(1.1, (double)d);
   if (!(scaled < 1e18)) internalError("min-cut: weight of node '" + n->name + "' overflows");
   int64_t w = (int64_t)scaled; // Python int(): truncation
-  return isMaterialized(n) ? w : 2 * w;
+  return !fusionFactor_ || isMaterialized(n) ? w : 2 * w;
 }
 
 void MinCutBuilder::ban(const Node *n) {
@@ -313,8 +331,9 @@ std::vector<Node *> MinCutBuilder::run(std::unordered_set<const Node *> *bannedO
 } // namespace
 
 std::vector<Node *> minCutSavedValues(const JointInfo &ji,
-                                      std::unordered_set<const Node *> *banned) {
-  MinCutBuilder b(ji);
+                                      std::unordered_set<const Node *> *banned,
+                                      bool fusionFactor) {
+  MinCutBuilder b(ji, fusionFactor);
   return b.run(banned);
 }
 

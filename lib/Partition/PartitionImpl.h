@@ -37,6 +37,12 @@ struct JointInfo {
   const std::vector<Node *> &usersOf(const Node *n) const;
 };
 
+/// Dead code elimination and common-subexpression elimination of the joint
+/// graph (PyTorch runs DCE + fx_graph_cse before partitioning; Cse.cpp).
+/// Duplicates are merged into their first occurrence; joint outputs keep
+/// their identity.
+void prepareJoint(Graph &joint);
+
 /// Checks the joint-graph contract on `joint`/`p` and classifies the nodes.
 /// Contract violations are internal errors (they are bugs of earlier stages).
 JointInfo analyzeJoint(const Program &p, const Graph &joint);
@@ -67,9 +73,11 @@ void extract(Program &p, const JointInfo &info, const std::vector<Node *> &candi
 /// Saved set of the default partitioner (every forward node; extract() keeps
 /// those the backward uses).
 std::vector<Node *> defaultSavedValues(const JointInfo &info);
-/// Saved set of the min-cut partitioner. `banned` (optional) receives the
-/// nodes banned from recomputation.
+/// Saved set of the min-cut network. `banned` (optional) receives the nodes
+/// banned from recomputation. `fusionFactor` = PyTorch's weights (x2 for a
+/// value every user fuses with); false weighs plain bytes x 1.1^dist.
 std::vector<Node *> minCutSavedValues(const JointInfo &info,
-                                      std::unordered_set<const Node *> *banned = nullptr);
+                                      std::unordered_set<const Node *> *banned = nullptr,
+                                      bool fusionFactor = true);
 
 } // namespace aotc::part

@@ -56,8 +56,9 @@ double maxAbsDiff(const RefTensor &a, const RefTensor &b) {
   return m;
 }
 
-/// Whether aotc's byte guard (docs/stage-partition.md) must replace the
-/// network's saved set by default's: pinned per model so a change is visible.
+/// Whether partition(MinCut) keeps the saved set of PyTorch's network
+/// (minCutNetworkSaved) or another candidate with fewer bytes
+/// (docs/stage-partition.md): pinned per model so a change is visible.
 enum class Guard { Fires, Silent, Unchecked };
 
 void checkModel(const std::string &path, bool strictlyFewer, bool doLower = true,
@@ -74,7 +75,6 @@ void checkModel(const std::string &path, bool strictlyFewer, bool doLower = true
   std::vector<std::string> network = minCutNetworkSaved(joint);
   if (guard == Guard::Fires) {
     CHECK(network != m.saved);
-    CHECK(m.saved == d.saved);
   } else if (guard == Guard::Silent) {
     CHECK(network == m.saved);
   }
@@ -114,13 +114,19 @@ void checkModel(const std::string &path, bool strictlyFewer, bool doLower = true
 } // namespace
 
 TEST_CASE("Partition: MLP fixture, default vs min-cut", "[partition][models]") {
-  checkModel(std::string(AOTC_SRC_ROOT) + "/examples/mlp/mlp.pt2", /*strictlyFewer=*/false,
+  // PyTorch's weights save {addmm_1, amax, log} (3072 B) for the log-softmax
+  // backward; the plain-bytes network keeps _log_softmax (2560 B) and
+  // recomputes ne(target) from the target (a primal: free to save), which
+  // default saves: min-cut saves 64 bytes fewer than default.
+  checkModel(std::string(AOTC_SRC_ROOT) + "/examples/mlp/mlp.pt2", /*strictlyFewer=*/true,
              /*doLower=*/true, Guard::Fires);
 }
 
 TEST_CASE("Partition: LN-GELU fixture, min-cut saves strictly fewer bytes", "[partition][models]") {
+  // The plain-bytes network's set {rstd, the normalized x, gelu, out - y}
+  // (49280 B) has fewer bytes than the set PyTorch's weights pick.
   checkModel(std::string(AOTC_SRC_ROOT) + "/test/e2e/ln_gelu/ln_gelu.pt2", /*strictlyFewer=*/true,
-             /*doLower=*/true, Guard::Silent);
+             /*doLower=*/true, Guard::Fires);
 }
 
 TEST_CASE("Partition: LN-GELU joint graph before lower (tuple-valued layer norm)",
