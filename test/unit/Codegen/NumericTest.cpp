@@ -237,9 +237,9 @@ TEST_CASE("numeric: 1 and 2 threads give identical bits", "[numeric]") {
 
 TEST_CASE("numeric: blocked GEMMs (bias folded into relu) give identical bits for 1 and 2 threads",
           "[numeric]") {
-  // 64x300 @ 300x200: 3.8M multiply-adds, split into column blocks; the weight
-  // gradient (200x300, k=64) too. Values vs the float64 reference as well.
-  Program p = linearReluSum(64, 300, 200);
+  // 64x600 @ 600x300: 11.5M multiply-adds, split into column blocks; the weight
+  // gradient (300x600, k=64) too. Values vs the float64 reference as well.
+  Program p = linearReluSum(64, 600, 300);
   std::mt19937_64 rng(8);
   auto in = randomInputs(p.forward, rng);
   checkProgram(p, in);
