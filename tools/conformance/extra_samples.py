@@ -1,0 +1,259 @@
+"""Hand-written samples for registry overloads that no OpInfo reaches (docs/conformance.md).
+
+OpInfo samples call public functions (torch.add, F.gelu, ...); torch.export then picks the
+overload. Some overloads of aotc's registry never come out of that path (`add.Scalar`,
+`_to_copy`, `scalar_tensor`, the `*_backward*` ops, ...), so they get samples here, written in
+the OpInfo style: small shapes (0-d included), negative dims, broadcasting where the schema
+allows it, values on kinks and ties where the op has them (never filtered by outcome).
+
+EXTRA maps an overload target ("aten.add.Scalar") to a function (dtype, make) -> list of
+(fn, args, kwargs); `make(shape, **make_tensor kwargs)` makes a seeded tensor of `dtype` that
+requires grad (pass requires_grad=False for inputs torch does not differentiate).
+TRACE lists overloads that torch.export rewrites even when they are kept out of the
+decomposition table (reshape -> view, lift_fresh_copy -> clone): their graphs are traced with
+torch.fx instead of exported (gen.py, `fx_trace`).
+"""
+import torch
+
+aten = torch.ops.aten
+
+
+def _ints(make, shape, low=-3, high=3, dtype=None):
+    """Small integer values in a floating tensor: ties and exact comparisons happen."""
+    t = make(shape, requires_grad=False)
+    return torch.randint(low, high, shape).to(t.dtype).requires_grad_(True)
+
+
+def _scalar_binary(op):
+    def samples(dtype, make):
+        return [
+            (op, (make((5, 5)), 2.5), {}),
+            (op, (make(()), -1.25), {}),
+            (op, (make((3, 4, 2)), 3), {}),
+            (op, (make((2, 3)), 0.5), {}),
+        ]
+    return samples
+
+
+def _scalar_binary_alpha(op):
+    def samples(dtype, make):
+        return _scalar_binary(op)(dtype, make) + [
+            (op, (make((4, 3)), 1.5), {"alpha": 2}),
+            (op, (make((5,)), -2), {"alpha": -0.5}),
+        ]
+    return samples
+
+
+def _compare_scalar(op):
+    def samples(dtype, make):
+        return [
+            (op, (_ints(make, (5, 5)), 1), {}),
+            (op, (_ints(make, ()), 0.0), {}),
+            (op, (_ints(make, (3, 4, 2)), -1.5), {}),
+            (op, (make((6,)), 0.25), {}),
+        ]
+    return samples
+
+
+def _to_copy(dtype, make):
+    other = torch.float64 if dtype == torch.float32 else torch.float32
+    idx = torch.tensor([[3, -1, 0], [7, 2, -5]])
+    return [
+        (aten._to_copy.default, (make((4, 5)),), {"dtype": other}),
+        (aten._to_copy.default, (make(()),), {"dtype": other}),
+        (aten._to_copy.default, (make((3, 2)),), {}),
+        (aten._to_copy.default, (make((2, 3, 2)),), {"dtype": dtype}),
+        (aten._to_copy.default, (make((5,), low=-4, high=4),), {"dtype": torch.int64}),
+        (aten._to_copy.default, (_ints(make, (4, 4), -1, 2),), {"dtype": torch.bool}),
+        (aten._to_copy.default, (idx,), {"dtype": dtype}),
+    ]
+
+
+def _pow_scalar(dtype, make):
+    op = aten.pow.Tensor_Scalar
+    return [
+        (op, (make((5, 5)), 2), {}),
+        (op, (make((4, 3)), 3), {}),
+        (op, (make((6,), low=0.1, high=3.0), 0.5), {}),
+        (op, (make((2, 3), low=0.5, high=2.0), -1), {}),
+        (op, (make((), low=0.1, high=2.0), 2.5), {}),
+        (op, (make((3, 2)), 0), {}),
+        (op, (make((3, 2)), 1), {}),
+    ]
+
+
+def _clamp(dtype, make):
+    op = aten.clamp.default
+    return [
+        (op, (make((5, 5)), -0.5, 0.5), {}),
+        (op, (make((4, 3)), None, 0.3), {}),
+        (op, (make((6,)), -0.2, None), {}),
+        (op, (make(()), -1.0, 1.0), {}),
+        (op, (_ints(make, (3, 4)), -1, 1), {}),  # values on the bounds
+        (op, (make((2, 3)), 0.5, -0.5), {}),     # min > max: everything becomes max
+    ]
+
+
+def _clamp_min(dtype, make):
+    op = aten.clamp_min.default
+    return [
+        (op, (make((5, 5)), 0.1), {}),
+        (op, (make((3, 4, 2)), -0.3), {}),
+        (op, (make(()), 0.0), {}),
+        (op, (_ints(make, (4, 4)), 0), {}),
+    ]
+
+
+def _alias(dtype, make):
+    return [(aten.alias.default, (make(s),), {}) for s in [(5, 5), (), (3, 2, 4)]]
+
+
+def _lift_fresh_copy(dtype, make):
+    return [(aten.lift_fresh_copy.default, (make(s),), {}) for s in [(5, 5), (), (3, 2, 4)]]
+
+
+def _reshape(dtype, make):
+    op = aten.reshape.default
+    return [
+        (op, (make((4, 6)), [6, 4]), {}),
+        (op, (make((2, 3, 4)), [-1]), {}),
+        (op, (make(()), [1, 1]), {}),
+        (op, (make((5,)), [5, 1]), {}),
+        (op, (make((2, 3, 4)), [3, -1]), {}),
+    ]
+
+
+def _unsafe_view(dtype, make):
+    op = aten._unsafe_view.default
+    return [
+        (op, (make((4, 6)), [6, 4]), {}),
+        (op, (make((2, 3, 4)), [24]), {}),
+        (op, (make(()), [1]), {}),
+        (op, (make((5, 2)), [2, 5, 1]), {}),
+    ]
+
+
+def _scalar_tensor(dtype, make):
+    return [
+        (aten.scalar_tensor.default, (2.5,), {"dtype": dtype}),
+        (aten.scalar_tensor.default, (-3,), {"dtype": dtype}),
+        (lambda x: aten.mul.Tensor(x, aten.scalar_tensor.default(1.5, dtype=dtype)),
+         (make((4, 3)),), {}),
+        (aten.scalar_tensor.default, (7,), {"dtype": torch.int64}),
+    ]
+
+
+def _where_scalar_other(dtype, make):
+    op = aten.where.ScalarOther
+    c = torch.tensor([[True, False, True], [False, False, True]])
+    return [
+        (op, (c, make((2, 3)), 0.5), {}),
+        (op, (c, make((3,)), -2.0), {}),              # condition broadcasts self
+        (op, (torch.tensor(True), make((4, 2)), 1), {}),
+        (op, (make((5, 5), requires_grad=False) > 0, make((5, 5)), 0.0), {}),
+    ]
+
+
+def _where_scalar_self(dtype, make):
+    op = aten.where.ScalarSelf
+    c = torch.tensor([[True, False, True], [False, False, True]])
+    return [
+        (op, (c, 0.5, make((2, 3))), {}),
+        (op, (c, -2.0, make((3,))), {}),
+        (op, (torch.tensor(False), 1, make((4, 2))), {}),
+        (op, (make((5, 5), requires_grad=False) > 0, 0.0, make((5, 5))), {}),
+    ]
+
+
+def _softmax_bwd(log):
+    op = aten._log_softmax_backward_data.default if log else aten._softmax_backward_data.default
+    fwd = torch.log_softmax if log else torch.softmax
+
+    def samples(dtype, make):
+        out = []
+        for shape, dim in [((4, 5), 1), ((3, 4, 2), -1), ((6,), 0), ((2, 3, 4), 0)]:
+            y = fwd(make(shape, requires_grad=False), dim).requires_grad_(True)
+            out.append((op, (make(shape), y, dim, dtype), {}))
+        return out
+    return samples
+
+
+def _gelu_backward(dtype, make):
+    op = aten.gelu_backward.default
+    return [
+        (op, (make((5, 5)), make((5, 5))), {}),
+        (op, (make((4, 3)), make((4, 3))), {"approximate": "tanh"}),
+        (op, (make(()), make(())), {}),
+        (op, (make((3, 2, 2)), make((3, 2, 2), low=-4, high=4)), {"approximate": "none"}),
+    ]
+
+
+def _threshold_backward(dtype, make):
+    op = aten.threshold_backward.default
+    return [
+        (op, (make((5, 5)), make((5, 5)), 0), {}),
+        (op, (make((4, 3)), _ints(make, (4, 3), -1, 2), 0.0), {}),   # x == threshold
+        (op, (make((6,)), make((6,)), 0.5), {}),
+        (op, (make(()), make(()), -0.25), {}),
+    ]
+
+
+def _native_layer_norm_backward(dtype, make):
+    op = aten.native_layer_norm_backward.default
+    out = []
+    for shape, norm, affine, mask in [((4, 6), [6], True, [True, True, True]),
+                                      ((2, 3, 4), [3, 4], True, [True, True, True]),
+                                      ((5, 3), [3], False, [True, False, False]),
+                                      ((3, 4), [4], True, [True, False, True])]:
+        x = make(shape)
+        w = make(norm) if affine else None
+        b = make(norm) if affine else None
+        _, mean, rstd = aten.native_layer_norm.default(x.detach(), norm, w, b, 1e-5)
+        out.append((op, (make(shape), x, norm, mean, rstd, w, b, mask), {}))
+    return out
+
+
+def _arange(dtype, make):
+    op = aten.arange.default
+    return [
+        (op, (5,), {"dtype": dtype}),
+        (op, (7.5,), {"dtype": dtype}),
+        (op, (1,), {"dtype": dtype}),
+        (op, (6,), {"dtype": torch.int64}),
+        (op, (4,), {}),
+    ]
+
+
+EXTRA = {
+    "aten.arange.default": _arange,
+    "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
+    "aten.sub.Scalar": _scalar_binary_alpha(aten.sub.Scalar),
+    "aten.rsub.Scalar": _scalar_binary_alpha(aten.rsub.Scalar),
+    "aten.mul.Scalar": _scalar_binary(aten.mul.Scalar),
+    "aten.div.Scalar": _scalar_binary(aten.div.Scalar),
+    "aten.eq.Scalar": _compare_scalar(aten.eq.Scalar),
+    "aten.ne.Scalar": _compare_scalar(aten.ne.Scalar),
+    "aten.lt.Scalar": _compare_scalar(aten.lt.Scalar),
+    "aten.le.Scalar": _compare_scalar(aten.le.Scalar),
+    "aten.gt.Scalar": _compare_scalar(aten.gt.Scalar),
+    "aten.ge.Scalar": _compare_scalar(aten.ge.Scalar),
+    "aten._to_copy.default": _to_copy,
+    "aten.pow.Tensor_Scalar": _pow_scalar,
+    "aten.clamp.default": _clamp,
+    "aten.clamp_min.default": _clamp_min,
+    "aten.alias.default": _alias,
+    "aten.lift_fresh_copy.default": _lift_fresh_copy,
+    "aten.reshape.default": _reshape,
+    "aten._unsafe_view.default": _unsafe_view,
+    "aten.scalar_tensor.default": _scalar_tensor,
+    "aten.where.ScalarOther": _where_scalar_other,
+    "aten.where.ScalarSelf": _where_scalar_self,
+    "aten._softmax_backward_data.default": _softmax_bwd(False),
+    "aten._log_softmax_backward_data.default": _softmax_bwd(True),
+    "aten.gelu_backward.default": _gelu_backward,
+    "aten.threshold_backward.default": _threshold_backward,
+    "aten.native_layer_norm_backward.default": _native_layer_norm_backward,
+}
+
+# torch.export replaces these even when they are not in the decomposition table.
+TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default"}

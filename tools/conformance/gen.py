@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Op conformance fixtures from PyTorch's OpInfo samples (docs/conformance.md).
+
+For every overload of aotc's registry (the table in docs/ops.md):
+  * samples: OpInfo `sample_inputs('cpu', dtype, requires_grad=True)` of the OpInfos in
+    SOURCES (or the hand-written ones of extra_samples.py), float32 and float64, seed SEED
+    before each OpInfo, the first CAP per op and dtype by index (never by outcome);
+  * graph: the call's inputs flattened with torch.utils._pytree (tensors -> graph inputs,
+    everything else constants), wrapped in a module, torch.export'ed, then
+    run_decompositions(default table minus the overload under test); FX text via
+    print_readable. A sample whose graph does not contain the overload is dropped (listed in
+    the manifest with the targets it had); the manifest records every sample's targets;
+  * goldens: torch eager in the sample's dtype and a float64 reference from the same inputs
+    (upcast) and the same seeded random cotangents: outputs and input gradients.
+    A float32 sample where torch's own result breaks the tolerance against the float64
+    reference is skipped as `ill-conditioned`.
+Writes test/conformance/ops/<op>.{fx.txt,safetensors} and test/conformance/manifest.json.
+
+Usage: tools/conformance/gen.py [--only aten.add.Tensor,...] [--shard i/n] [--resume]
+           [--no-merge | --merge-only]          (with a torch Python; run.sh runs it)
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import warnings
+import zlib
+
+import torch
+from torch.utils import _pytree as pytree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tools", "export"))
+from extra_samples import EXTRA, TRACE  # noqa: E402
+
+OUT = os.path.join(REPO, "test", "conformance")
+SEED = 0
+CAP = 12
+DTYPES = {"f32": torch.float32, "f64": torch.float64}
+TOL = {"f32.pointwise": [1e-5, 1e-6], "f32.reduction": [1e-4, 1e-5],
+       "f64.pointwise": [1e-10, 1e-12], "f64.reduction": [1e-10, 1e-12]}
+# Registry categories compared with the looser float32 tolerance (reductions, matmuls, norms,
+# softmax and losses are composites; index ops accumulate in their gradients).
+REDUCTION_CATEGORIES = {"reduction", "matmul", "composite", "index"}
+
+# OpInfo sources ("name" or "name:variant_test_name") of each registry overload. Overloads in
+# extra_samples.EXTRA use those samples (and these, if listed too).
+SOURCES = {
+    "aten._log_softmax.default": ["log_softmax"],
+    "aten._softmax.default": ["softmax"],
+    "aten.abs.default": ["abs"],
+    "aten.add.Tensor": ["add"],
+    "aten.addmm.default": ["addmm"],
+    "aten.amax.default": ["amax"],
+    "aten.amin.default": ["amin"],
+    "aten.arange.default": ["arange"],
+    "aten.arange.start_step": ["arange"],
+    "aten.argmax.default": ["argmax"],
+    "aten.bmm.default": ["bmm"],
+    "aten.cat.default": ["cat"],
+    "aten.clone.default": ["clone"],
+    "aten.cos.default": ["cos"],
+    "aten.cross_entropy_loss.default": ["nn.functional.cross_entropy"],
+    "aten.div.Tensor": ["div:no_rounding_mode"],
+    "aten.elu.default": ["nn.functional.elu"],
+    "aten.embedding.default": ["nn.functional.embedding"],
+    "aten.eq.Tensor": ["eq"],
+    "aten.erf.default": ["erf"],
+    "aten.exp.default": ["exp"],
+    "aten.expand.default": ["expand"],
+    "aten.expm1.default": ["expm1"],
+    "aten.full.default": ["full"],
+    "aten.full_like.default": ["full_like"],
+    "aten.gather.default": ["gather"],
+    "aten.ge.Tensor": ["ge"],
+    "aten.gelu.default": ["nn.functional.gelu"],
+    "aten.gt.Tensor": ["gt"],
+    "aten.hardtanh.default": ["nn.functional.hardtanh"],
+    "aten.index_select.default": ["index_select"],
+    "aten.layer_norm.default": ["nn.functional.layer_norm"],
+    "aten.le.Tensor": ["le"],
+    "aten.leaky_relu.default": ["nn.functional.leaky_relu"],
+    "aten.linear.default": ["nn.functional.linear"],
+    "aten.log.default": ["log"],
+    "aten.log1p.default": ["log1p"],
+    "aten.log_softmax.int": ["log_softmax"],
+    "aten.logical_not.default": ["logical_not"],
+    "aten.logsumexp.default": ["logsumexp"],
+    "aten.lt.Tensor": ["lt"],
+    "aten.masked_fill.Scalar": ["masked_fill"],
+    "aten.maximum.default": ["maximum"],
+    "aten.mean.default": ["mean"],
+    "aten.mean.dim": ["mean"],
+    "aten.minimum.default": ["minimum"],
+    "aten.mm.default": ["mm"],
+    "aten.mse_loss.default": ["nn.functional.mse_loss"],
+    "aten.mul.Tensor": ["mul"],
+    "aten.native_layer_norm.default": ["nn.functional.layer_norm"],
+    "aten.ne.Tensor": ["ne"],
+    "aten.neg.default": ["neg"],
+    "aten.nll_loss.default": ["nn.functional.nll_loss"],
+    "aten.nll_loss_forward.default": ["nn.functional.nll_loss"],
+    "aten.ones.default": ["ones"],
+    "aten.ones_like.default": ["ones_like"],
+    "aten.permute.default": ["permute"],
+    "aten.pow.Tensor_Tensor": ["pow"],
+    "aten.reciprocal.default": ["reciprocal"],
+    "aten.relu.default": ["nn.functional.relu"],
+    "aten.rsqrt.default": ["rsqrt"],
+    "aten.scatter_add.default": ["scatter_add"],
+    "aten.select.int": ["select"],
+    "aten.select_scatter.default": ["select_scatter"],
+    "aten.sigmoid.default": ["sigmoid"],
+    "aten.sign.default": ["sign"],
+    "aten.silu.default": ["nn.functional.silu"],
+    "aten.sin.default": ["sin"],
+    "aten.slice.Tensor": ["slice"],
+    "aten.slice_scatter.default": ["slice_scatter"],
+    "aten.softmax.int": ["softmax"],
+    "aten.softplus.default": ["nn.functional.softplus"],
+    "aten.split.Tensor": ["split"],
+    "aten.sqrt.default": ["sqrt"],
+    "aten.square.default": ["square"],
+    "aten.squeeze.dim": ["squeeze"],
+    "aten.squeeze.dims": ["squeeze:multiple"],
+    "aten.sub.Tensor": ["sub"],
+    "aten.sum.default": ["sum"],
+    "aten.sum.dim_IntList": ["sum"],
+    "aten.t.default": ["t"],
+    "aten.tanh.default": ["tanh"],
+    "aten.transpose.int": ["transpose"],
+    "aten.tril.default": ["tril"],
+    "aten.triu.default": ["triu"],
+    "aten.unsqueeze.default": ["unsqueeze"],
+    "aten.var.correction": ["var"],
+    "aten.view.default": ["view"],
+    "aten.where.self": ["where"],
+    "aten.zeros.default": ["zeros"],
+    "aten.zeros_like.default": ["zeros_like"],
+}
+
+_ST_ABBR = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8"}
+
+
+def read_registry():
+    """(target, category, mutates) rows of the table in docs/ops.md."""
+    rows = []
+    for line in open(os.path.join(REPO, "docs", "ops.md")):
+        m = re.match(r"\| `(aten\.[^`]+)` \| (\w+) \| (\w+) \| (\w*) \|", line)
+        if m:
+            rows.append((m.group(1), m.group(2), m.group(4) == "yes"))
+    if len(rows) < 50:
+        sys.exit(f"error: docs/ops.md lists only {len(rows)} overloads")
+    return rows
+
+
+def overload(target):
+    ns, name, ov = target.split(".")
+    return getattr(getattr(getattr(torch.ops, ns), name), ov)
+
+
+def target_name(t):
+    return f"{t.namespace}.{t._opname}.{t._overloadname}"
+
+
+def graph_targets(gm):
+    out = set()
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            t = n.target
+            out.add(target_name(t) if isinstance(t, torch._ops.OpOverload)
+                    else f"{t.__module__}.{t.__name__}")
+    out.discard("_operator.getitem")
+    return sorted(out)
+
+
+class Call(torch.nn.Module):
+    """forward(*tensors) = fn(*args, **kwargs) with the tensor leaves replaced by the inputs;
+    returns the tensor leaves of the result as a tuple."""
+
+    def __init__(self, fn, spec, leaves, tidx):
+        super().__init__()
+        self.fn, self.spec, self.leaves, self.tidx = fn, spec, leaves, tidx
+
+    def forward(self, *tensors):
+        leaves = list(self.leaves)
+        for i, t in zip(self.tidx, tensors):
+            leaves[i] = t
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return tuple(x for x in pytree.tree_leaves(self.fn(*args, **kwargs))
+                     if isinstance(x, torch.Tensor))
+
+
+def describe(fn, args, kwargs):
+    def d(x):
+        if isinstance(x, torch.Tensor):
+            return f"{_ST_ABBR.get(x.dtype, x.dtype)}{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(d(y) for y in x) + "]"
+        return repr(x)
+    name = getattr(fn, "__name__", None) or str(fn)
+    parts = [d(a) for a in args] + [f"{k}={d(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def export_graph(fn, spec, leaves, tidx, tensors, target):
+    """FX text (comments and blank lines dropped), placeholder names, targets."""
+    if target in TRACE:
+        # A one-node FX graph: torch.export would rewrite this overload.
+        g = torch.fx.Graph()
+        phs = [g.placeholder(f"args_{i}") for i in range(len(tensors))]
+        lv = list(leaves)
+        for i, p in zip(tidx, phs):
+            lv[i] = p
+        args, kwargs = pytree.tree_unflatten(lv, spec)
+        node = g.call_function(fn, tuple(args), kwargs)
+        g.output((node,))
+        vals = list(leaves)
+        for i, p, t in zip(tidx, phs, tensors):
+            p.meta["val"] = vals[i] = t.detach()
+        a2, k2 = pytree.tree_unflatten(vals, spec)
+        node.meta["val"] = fn(*a2, **k2)
+        gm = torch.fx.GraphModule(torch.nn.Module(), g)
+        names = [p.name for p in phs]
+    else:
+        ep = torch.export.export(Call(fn, spec, leaves, tidx),
+                                 tuple(t.detach() for t in tensors))
+        table = torch.export.default_decompositions()
+        ov = overload(target)
+        if ov in table:
+            del table[ov]
+        ep = ep.run_decompositions(table)
+        kinds = {s.kind.name for s in ep.graph_signature.input_specs}
+        if kinds - {"USER_INPUT"}:
+            raise ValueError(f"graph has non-user inputs {sorted(kinds)}")
+        gm = ep.graph_module
+        names = list(ep.graph_signature.user_inputs)
+    text = gm.print_readable(print_output=False)
+    lines = [l for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    return "\n".join(lines) + "\n", names, graph_targets(gm)
+
+
+def run_torch(fn, spec, leaves, tidx, tensors, to64, sample_dtype):
+    """Calls fn on copies of `tensors` (floating ones upcast to float64 when to64; the dtype
+    constant of the sample dtype likewise). Returns (inputs, outputs)."""
+    ins = []
+    for t in tensors:
+        c = t.detach().clone()
+        if to64 and c.is_floating_point():
+            c = c.double()
+        ins.append(c.requires_grad_(t.requires_grad))
+    lv = list(leaves)
+    for i, t in zip(tidx, ins):
+        lv[i] = t
+    if to64:
+        lv = [torch.float64 if l is sample_dtype else l for l in lv]
+    args, kwargs = pytree.tree_unflatten(lv, spec)
+    outs = [x for x in pytree.tree_leaves(fn(*args, **kwargs)) if isinstance(x, torch.Tensor)]
+    return ins, outs
+
+
+def grads_of(ins, outs, tangents):
+    """Input gradients of sum_i <out_i, tangent_i> (zeros where unused); None per input that
+    does not require grad."""
+    pairs = [(o, t) for o, t in zip(outs, tangents) if t is not None and o.requires_grad]
+    req = [i for i, x in enumerate(ins) if x.requires_grad]
+    res = [None] * len(ins)
+    if not pairs or not req:
+        return res
+    gs = torch.autograd.grad([o for o, _ in pairs], [ins[i] for i in req],
+                             [t.to(o.dtype) for o, t in pairs], allow_unused=True)
+    for i, g in zip(req, gs):
+        res[i] = torch.zeros_like(ins[i]) if g is None else g
+    return res
+
+
+def within(a, r, rtol, atol):
+    """The conformance bound (docs/conformance.md); a, r tensors of the same shape."""
+    if a.shape != r.shape:
+        return False
+    if not (a.is_floating_point() or r.is_floating_point()):
+        return bool(torch.equal(a, r))
+    a, r = a.double(), r.double()
+    fa, fr = torch.isfinite(a), torch.isfinite(r)
+    if not torch.equal(fa, fr) or not torch.equal(torch.isnan(a), torch.isnan(r)):
+        return False
+    if not torch.equal(a[~fa & ~torch.isnan(a)], r[~fr & ~torch.isnan(r)]):
+        return False
+    if not fr.any():
+        return True
+    a, r = a[fr], r[fr]
+    scale = r.abs().max()
+    return bool(((a - r).abs() <= rtol * r.abs() + atol * scale).all())
+
+
+def opinfo_samples(name, dtype):
+    from torch.testing._internal.common_methods_invocations import op_db
+    base, _, variant = name.partition(":")
+    infos = [o for o in op_db if o.name == base and o.variant_test_name == variant]
+    if len(infos) != 1:
+        sys.exit(f"error: OpInfo '{name}' not found (or ambiguous)")
+    info = infos[0]
+    if dtype not in info.supported_dtypes("cpu"):
+        return []
+    torch.manual_seed(SEED)
+    samples = list(info.sample_inputs("cpu", dtype, requires_grad=True))
+    return [(info.op, (s.input, *s.args), dict(s.kwargs)) for s in samples]
+
+
+def extra_samples(target, dtype):
+    torch.manual_seed(SEED)
+
+    def make(shape, requires_grad=True, **kw):
+        return torch.testing.make_tensor(shape, dtype=dtype, device="cpu",
+                                         requires_grad=requires_grad, **kw)
+    return EXTRA[target](dtype, make)
+
+
+def gen_sample(sid, target, dt, call, tol_class_of):
+    """Exports one sample and computes its goldens: (manifest entry, tensors, graph text)."""
+    fn, args, kwargs = call
+    dtype = DTYPES[dt]
+    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    tidx = [i for i, l in enumerate(leaves) if isinstance(l, torch.Tensor)]
+    tensors = [leaves[i].detach().clone(memory_format=torch.contiguous_format)
+               .requires_grad_(leaves[i].requires_grad) for i in tidx]
+    text, names, targets = export_graph(fn, spec, leaves, tidx, tensors, target)
+    if target not in targets:
+        raise LookupError(f"graph lacks {target}: has {targets}")
+    assert len(names) == len(tensors), (names, len(tensors))
+    ins, outs = run_torch(fn, spec, leaves, tidx, tensors, False, dtype)
+    gen = torch.Generator().manual_seed(zlib.crc32(sid.encode()))
+    tangents = [torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype)
+                if o.is_floating_point() else None for o in outs]
+    eager_grads = grads_of(ins, outs, tangents)
+    differentiable = any(o.requires_grad for o in outs)
+    if dt == "f32":
+        ins64, outs64 = run_torch(fn, spec, leaves, tidx, tensors, True, dtype)
+        ref_grads = grads_of(ins64, outs64, [None if t is None else t.double() for t in tangents])
+    else:
+        outs64, ref_grads = outs, eager_grads
+    cls = "reduction" if any(tol_class_of.get(t) == "reduction" for t in targets) else "pointwise"
+    rtol, atol = TOL[f"{dt}.{cls}"]
+    st = {}
+    inputs_meta, freeze, grads = [], [], []
+    for n, t, g in zip(names, tensors, eager_grads):
+        st[f"{sid}/input.{n}"] = t.detach()
+        inputs_meta.append({"name": n, "dtype": _ST_ABBR[t.dtype], "shape": list(t.shape)})
+        if t.is_floating_point():
+            if g is None or not differentiable:
+                freeze.append(n)
+            else:
+                grads.append(n)
+    outputs_meta, skip = [], None
+    for i, (o, o64, tg) in enumerate(zip(outs, outs64, tangents)):
+        floating = o.is_floating_point()
+        ref = o64 if floating else o
+        st[f"{sid}/ref.output_{i}"] = ref.detach()
+        if tg is not None:
+            st[f"{sid}/tangent_{i}"] = tg
+        if dt == "f32" and floating:
+            st[f"{sid}/eager.output_{i}"] = o.detach()
+            if not within(o.detach(), o64.detach(), rtol, atol):
+                skip = skip or f"ill-conditioned: torch's float32 output_{i} breaks the bound"
+        outputs_meta.append({"dtype": _ST_ABBR[o.dtype], "shape": list(o.shape),
+                             "tangent": tg is not None})
+    for n, g, g64 in zip(names, eager_grads, ref_grads):
+        if n not in grads:
+            continue
+        st[f"{sid}/ref.grad_{n}"] = g64.detach()
+        if dt == "f32":
+            st[f"{sid}/eager.grad_{n}"] = g.detach()
+            if not within(g.detach(), g64.detach(), rtol, atol):
+                skip = skip or f"ill-conditioned: torch's float32 grad_{n} breaks the bound"
+    entry = {"op": target, "dtype": dt, "call": describe(fn, args, kwargs), "targets": targets,
+             "inputs": inputs_meta, "freeze": freeze, "grads": grads, "outputs": outputs_meta,
+             "tol": [rtol, atol], "tol_class": cls, "skip": skip}
+    return entry, {k: v.contiguous() for k, v in st.items()}, f"# ==== sample: {sid}\n{text}"
+
+
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+
+
+def save_safetensors(path, tensors, metadata):
+    """Deterministic safetensors (sorted keys, compact JSON header padded to 8 bytes, torch
+    version in __metadata__), checked by reading it back with the safetensors library."""
+    from safetensors import safe_open
+    meta = dict(sorted({"torch_version": torch.__version__, **metadata}.items()))
+    header, blobs, off = {"__metadata__": meta}, [], 0
+    for k in sorted(tensors):
+        t = tensors[k].detach().contiguous()
+        b = (t.to(torch.uint8) if t.dtype == torch.bool else t).numpy().tobytes()
+        header[k] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape),
+                     "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+    with safe_open(path, "pt") as f:
+        assert sorted(f.keys()) == sorted(tensors)
+        for k in tensors:
+            assert torch.equal(f.get_tensor(k).nan_to_num(7.0), tensors[k].nan_to_num(7.0)), k
+
+
+def gen_op(target, category, mutates, tol_class_of):
+    """Samples, fixture files and manifest fragment of one registry overload."""
+    op = {"category": category, "tol_class": tol_class_of[target], "sources": [],
+          "skip": None, "samples": [], "dropped": []}
+    samples = {}
+    if mutates:
+        op["skip"] = ("in-place variant: torch.export never emits in-place overloads "
+                      "(the functional overload is tested)")
+        return op, samples
+    sources = (["extra"] if target in EXTRA else []) + SOURCES.get(target, [])
+    if not sources:
+        sys.exit(f"error: no samples for registry overload {target}: add it to SOURCES or "
+                 f"extra_samples.EXTRA")
+    op["sources"] = sources
+    unit = target[len("aten."):]
+    tensors, texts = {}, []
+    for dt, dtype in DTYPES.items():
+        calls = []
+        for src in sources:
+            got = extra_samples(target, dtype) if src == "extra" else opinfo_samples(src, dtype)
+            calls += [(src, i, c) for i, c in enumerate(got)]
+        for k, (src, i, call) in enumerate(calls[:CAP]):
+            sid = f"{unit}.{dt}.{k}"
+            try:
+                entry, st, text = gen_sample(sid, target, dt, call, tol_class_of)
+            except LookupError as e:
+                op["dropped"].append({"dtype": dt, "source": f"{src}[{i}]", "reason": str(e)})
+                continue
+            except Exception as e:  # export refused the call: recorded, never silent
+                msg = str(e).strip().split("\n")[0][:300]
+                op["dropped"].append({"dtype": dt, "source": f"{src}[{i}]",
+                                      "reason": f"torch.export failed: {type(e).__name__}: {msg}"})
+                continue
+            entry["source"] = f"{src}[{i}]"
+            samples[sid] = entry
+            op["samples"].append(sid)
+            tensors.update(st)
+            texts.append(text)
+    base = os.path.join(OUT, "ops", unit)
+    for ext in (".safetensors", ".fx.txt"):
+        if os.path.exists(base + ext):
+            os.remove(base + ext)
+    if tensors:
+        save_safetensors(base + ".safetensors", tensors, {"op": target, "seed": str(SEED)})
+        with open(base + ".fx.txt", "w") as f:
+            f.write("".join(texts))
+    return op, samples
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated overloads to (re)generate")
+    ap.add_argument("--shard", default="0/1", help="i/n: generate every n-th overload from i")
+    ap.add_argument("--resume", action="store_true", help="keep fragments already generated")
+    ap.add_argument("--no-merge", action="store_true", help="do not write manifest.json")
+    ap.add_argument("--merge-only", action="store_true", help="only merge the fragments")
+    ap.add_argument("--cache-dir", default=os.path.join(REPO, "build-conformance-gen"),
+                    help="per-op manifest fragments (merged into manifest.json)")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    registry = read_registry()
+    tol_class_of = {t: ("reduction" if c in REDUCTION_CATEGORIES else "pointwise")
+                    for t, c, _ in registry}
+    only = set(filter(None, a.only.split(",")))
+    unknown = only - {t for t, _, _ in registry}
+    if unknown:
+        sys.exit(f"error: not registry overloads: {sorted(unknown)}")
+    shard, nshards = map(int, a.shard.split("/"))
+    os.makedirs(os.path.join(OUT, "ops"), exist_ok=True)
+    os.makedirs(a.cache_dir, exist_ok=True)
+    for k, (target, category, mutates) in enumerate(registry):
+        if a.merge_only or (only and target not in only) or k % nshards != shard:
+            continue
+        frag = os.path.join(a.cache_dir, target + ".json")
+        if a.resume and os.path.exists(frag):
+            continue
+        op, samples = gen_op(target, category, mutates, tol_class_of)
+        with open(frag, "w") as f:
+            json.dump({"op": op, "samples": samples}, f)
+        print(f"{target}: {len(op['samples'])} samples, {len(op['dropped'])} dropped",
+              file=sys.stderr, flush=True)
+    if a.no_merge:
+        return
+    manifest = {"torch_version": torch.__version__, "seed": SEED, "cap": CAP,
+                "tolerances": TOL, "ops": {}, "samples": {}}
+    missing = []
+    for target, _, _ in registry:
+        frag = os.path.join(a.cache_dir, target + ".json")
+        if not os.path.exists(frag):
+            missing.append(target)
+            continue
+        d = json.load(open(frag))
+        manifest["ops"][target] = d["op"]
+        manifest["samples"].update(d["samples"])
+    if missing:
+        sys.exit(f"error: no fragment for {missing}: generate them first (manifest not written)")
+    manifest["samples"] = dict(sorted(manifest["samples"].items()))
+    mpath = os.path.join(OUT, "manifest.json")
+    with open(mpath, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    print("wrote", os.path.relpath(mpath, REPO))
+
+
+if __name__ == "__main__":
+    main()
