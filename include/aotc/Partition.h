@@ -16,6 +16,7 @@
 #pragma once
 
 #include "aotc/Graph.h"
+#include "aotc/Stages.h"
 
 #include <cstdint>
 #include <string>
@@ -50,5 +51,17 @@ std::vector<const Node *> recomputedNodes(const Program &p);
 ///   # recomputed: <K> ops
 ///   #   <name> = <target>                        (one line per recomputed node)
 std::string partitionSummary(const Program &p);
+
+/// `--emit=dot`: a Graphviz (DOT) picture of the joint graph of `joint`
+/// (stage joint or lower; not modified) with the split partition(kind) picks
+/// on a copy. Forward-only nodes and primals go into `cluster_forward`,
+/// backward-only nodes and tangents into `cluster_backward`; nodes both graphs
+/// compute (recomputed) stay in the forward cluster with class="recomputed".
+/// Each p.saved tensor has class="saved" (red, bold) and red edges into the
+/// backward; joint outputs get peripheries=2. Leading `//` comments list the
+/// saved tensors (with bytes, as savedBytes) and the recomputed nodes. Nodes
+/// and edges are in joint-graph order (deterministic). A program of another
+/// stage is a user error (it has no joint graph to draw).
+std::string partitionDot(const Program &joint, PartitionerKind kind);
 
 } // namespace aotc

@@ -72,7 +72,9 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (o.target != "cpu")
     userError("unsupported --target '" + o.target + "' (supported: cpu)");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
-  const int stop = o.emit.empty() ? -1 : stageIndex(o.emit);
+  // --emit=dot draws the joint graph with the split partition would make.
+  const bool dot = o.emit == "dot";
+  const int stop = o.emit.empty() ? -1 : stageIndex(dot ? "partition" : o.emit);
   if (stop >= 0 && stop < from)
     userError("--emit=" + o.emit + " comes before --start-from=" + o.startFrom +
               ": nothing to do");
@@ -136,6 +138,11 @@ CompileResult runPipeline(const CompileOptions &o) {
     return r;
 
   // 5b. partition: forward / backward split, saved tensors chosen by min-cut.
+  if (dot) {
+    r.stopped = true;
+    r.emitted = partitionDot(p, o.partitioner);
+    return r;
+  }
   if (runs("partition"))
     partition(p, o.partitioner);
   if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))

@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -27,8 +28,11 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
   app.add_option("input", o.input, "Model: .pt2 archive, ExportedProgram JSON, or FX/aotc text")
       ->required();
   if (withEmit) {
-    app.add_option("--emit", o.emit, "Print this stage's result and stop")
-        ->check(CLI::IsMember(kStages));
+    std::vector<std::string> emits = kStages;
+    emits.push_back("dot"); // the joint graph with the partition split, as Graphviz
+    app.add_option("--emit", o.emit, "Print this stage's result and stop (dot: Graphviz of "
+                                     "the joint graph with the split; -o X.svg renders it)")
+        ->check(CLI::IsMember(emits));
   }
   app.add_option("--start-from", o.startFrom,
                  "IN is the text of this stage (as --emit prints it); continue after it")
@@ -61,10 +65,30 @@ std::string siblingPath(const std::string &out, const std::string &suffix) {
   return p.string() + suffix;
 }
 
+/// --emit=dot -o X.svg: renders the DOT text with Graphviz (`dot -Tsvg`).
+int renderSvg(const std::string &dotText, const std::string &svg,
+              const std::vector<std::string> &inputs) {
+  if (std::system("command -v dot >/dev/null 2>&1") != 0)
+    userError("-o " + svg + ": rendering SVG needs Graphviz's `dot` on PATH; write the DOT "
+              "text instead (-o FILE.dot, or stdout)");
+  if (svg.find('\'') != std::string::npos)
+    userError("-o " + svg + ": an SVG path may not contain a single quote");
+  std::string tmp = svg + ".dot.tmp";
+  writeFile(tmp, dotText.data(), dotText.size(), inputs);
+  writeFile(svg, "", 0, inputs); // refuses to overwrite an input
+  std::string cmd = "dot -Tsvg -o '" + svg + "' '" + tmp + "'";
+  int rc = std::system(cmd.c_str());
+  std::filesystem::remove(tmp);
+  if (rc != 0) userError("-o " + svg + ": `dot -Tsvg` failed");
+  return 0;
+}
+
 int compileCommand(const CompileOptions &o, const std::string &output) {
   CompileResult r = runPipeline(o);
   std::vector<std::string> inputs = inputFiles(o);
   if (r.stopped) {
+    if (o.emit == "dot" && output.size() > 4 && output.substr(output.size() - 4) == ".svg")
+      return renderSvg(r.emitted, output, inputs);
     if (output.empty() || output == "-")
       std::cout << r.emitted << std::flush;
     else
