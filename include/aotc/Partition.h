@@ -8,9 +8,11 @@
 //  * PartitionerKind::MinCut -- PyTorch's min_cut_rematerialization_partition
 //    (torch/_functorch/partitioners.py): a flow network with split nodes,
 //    weights bytes x 1.1^clamp(dist_from_bw, 1, 100) (x2 when not otherwise
-//    materialized), solved by MaxFlow.h; the saved set is the cut, unless it
-//    has more bytes than the default set (aotc's byte guard, issue 2: min-cut
-//    never saves more bytes than default); then the default set is used.
+//    materialized; primals 0: the backward gets them again), after DCE + CSE
+//    of the joint graph, solved by MaxFlow.h. aotc solves it with PyTorch's
+//    weights and with plain bytes x 1.1^dist and keeps, among those two cuts
+//    and the default set, the one with the fewest saved bytes (issue 2:
+//    min-cut never saves more bytes than default).
 // This header adds what the CLI and the tests need beyond Stages.h.
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,11 +26,11 @@
 
 namespace aotc {
 
-/// The saved set PyTorch's min-cut network alone picks for a joint-graph
-/// Program (stage joint or lower; not modified), before aotc's byte guard
-/// (partition(MinCut) falls back to the default set when this one has more
-/// bytes). Names in graph order, unused and primal values dropped. For tests
-/// and diagnostics.
+/// The saved set the min-cut network with PyTorch's weights picks for a
+/// joint-graph Program (stage joint or lower; not modified), before aotc's
+/// choice among candidates (partition(MinCut) keeps the plain-bytes cut or
+/// the default set instead when it has fewer bytes). Names in graph order,
+/// unused and primal values dropped. For tests and diagnostics.
 std::vector<std::string> minCutNetworkSaved(const Program &joint);
 
 /// Total bytes of p.saved (numel x itemsize of each saved forward node; bool
