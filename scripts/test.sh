@@ -13,8 +13,22 @@ done
 bash "$root/scripts/build.sh"
 build=${AOTC_BUILD_DIR:-$root/build}
 cd "$build"
-ctest --output-on-failure -j "${AOTC_JOBS:-2}" "${args[@]}"
+log=$build/Testing/test-sh.log
+set +e
+ctest --output-on-failure -j "${AOTC_JOBS:-2}" "${args[@]}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
 if [ "${AOTC_WITH_TORCH:-0}" != 1 ]; then
   echo "note: PyTorch tests (ctest -L torch) were skipped: torch is not needed by default;" \
        "run scripts/test.sh --with-torch (torch python: \$AOTC_TORCH_PYTHON or tools/export/.venv)"
 fi
+# The yardsticks' one-line summaries (docs/conformance.md, docs/partition.md), then
+# ctest's verdict again as the last line.
+summary() { # $1: ctest name, $2: line prefix; prints that test's summary line from the log
+  awk -v t="$1" -v p="$2" '/ Testing: /{cur=$NF} cur==t && index($0,p)==1' \
+    Testing/Temporary/LastTest.log 2>/dev/null | tail -n 1
+}
+summary conformance "conformance: "
+summary parity.min-cut "partition-parity: "
+grep -E 'tests passed|tests failed' "$log" | tail -n 1
+exit "$rc"
