@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Recomputes the conformance summary from results.jsonl (standard library only).
+
+Prints
+  conformance: ops=<N> samples=<M> passed=<P> failed=<F> skipped=<S> ops_passing=<Q> skipped_ops=<K>
+where a sample counts for every registry overload its graph contains (`counts_for`),
+ops = overloads with at least one sample, ops_passing = those with >= 2 passed samples and
+no failed one, skipped_ops = registry overloads skipped as a whole (closed list,
+docs/conformance.md). --by-cause lists the failing ops grouped by aotc's error message (or
+`wrong value` for numeric mismatches); --ops prints one line per op.
+
+Usage: summarize.py results.jsonl [--by-cause] [--ops]
+"""
+import argparse
+import collections
+import json
+import re
+import sys
+
+
+def summarize(lines):
+    samples = [r for r in lines if r["kind"] == "sample"]
+    per_op = collections.defaultdict(collections.Counter)
+    for r in samples:
+        for op in r["counts_for"]:
+            per_op[op][r["status"]] += 1
+    n = collections.Counter(r["status"] for r in samples)
+    passing = sum(1 for c in per_op.values() if c["pass"] >= 2 and c["fail"] == 0)
+    skipped_ops = sum(1 for r in lines if r["kind"] == "op" and r["status"] == "skip")
+    line = (f"conformance: ops={len(per_op)} samples={len(samples)} passed={n['pass']} "
+            f"failed={n['fail']} skipped={n['skip']} ops_passing={passing} "
+            f"skipped_ops={skipped_ops}")
+    return line, per_op
+
+
+def cause(r):
+    """The failure's cause: aotc's error message with names, shapes and numbers generalized,
+    or `wrong value (<which results>)`."""
+    if r.get("cause") == "mismatch":
+        return "wrong value (" + ", ".join(sorted({p.split(":")[0].rstrip("_0123456789")
+                                                    for p in r["reason"].split("; ")})) + ")"
+    msg = re.sub(r"node '[^']*'", "node '…'", r["reason"])
+    msg = re.sub(r"input '[^']*'", "input '…'", msg)
+    msg = re.sub(r"'[^']*' is not a tuple-valued", "'…' is not a tuple-valued", msg)
+    msg = re.sub(r"\b(f32|f64|i64|b8)\[[^\]]*\]", "<tensor>", msg)
+    return re.sub(r"\[[\d, ]*\]", "[…]", msg)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results")
+    ap.add_argument("--by-cause", action="store_true")
+    ap.add_argument("--ops", action="store_true")
+    a = ap.parse_args()
+    with open(a.results) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    line, per_op = summarize(lines)
+    if a.ops:
+        for op in sorted(per_op):
+            c = per_op[op]
+            print(f"{op}: passed={c['pass']} failed={c['fail']} skipped={c['skip']}")
+    if a.by_cause:
+        groups = collections.defaultdict(lambda: collections.defaultdict(int))
+        for r in lines:
+            if r["kind"] == "sample" and r["status"] == "fail":
+                groups[cause(r)][r["op"]] += 1
+        for c in sorted(groups, key=lambda c: -sum(groups[c].values())):
+            ops = groups[c]
+            print(f"[{sum(ops.values())} samples] {c}\n    " +
+                  ", ".join(f"{o[5:]}({k})" for o, k in sorted(ops.items())))
+    print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
