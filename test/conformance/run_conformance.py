@@ -15,7 +15,7 @@ Writes one JSON line per sample (and per skipped op) to --results; prints the su
 (summarize.py). With --expected-failures FILE the exit status is 0 iff the failing sample ids
 equal the file's list (a new failure or an unexpected pass fails); --update-expected rewrites
 it. --expect-mismatch: every selected sample with a gradient must fail by a wrong value (used
-with a deliberately wrong --derivatives rule, proving the comparison can fail).
+with a deliberately wrong --derivatives rule; empty gradients cannot fail, proving the comparison can fail).
 
 Usage: run_conformance.py --aotc AOTC [--dir test/conformance] [--work-dir W] [--jobs 2]
          [--results results.jsonl] [--only OP,...] [--derivatives FILE]
@@ -227,6 +227,11 @@ def main():
     shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
     manifest = json.load(open(os.path.join(args.dir, "manifest.json")))
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(args.dir) for f in fs
+               if r.endswith("ops") or f == "manifest.json")
+    if size > 20 * 1024 * 1024:
+        print(f"error: conformance fixtures take {size} bytes (limit 20 MiB)")
+        return 1
     only = set(filter(None, args.only.split(",")))
     ops = manifest["ops"]
     lines, todo = [], []
@@ -260,7 +265,13 @@ def main():
     status = 0
     failing = {r["id"] for r in lines if r["kind"] == "sample" and r["status"] == "fail"}
     if args.expect_mismatch:
-        with_grad = [sid for sid, s in todo if s["grads"]]
+        def numel(shape):
+            n = 1
+            for d in shape:
+                n *= d
+            return n
+        with_grad = [sid for sid, s in todo
+                     if any(numel(i["shape"]) for i in s["inputs"] if i["name"] in s["grads"])]
         missed = [sid for sid in with_grad if sid not in failing]
         not_value = [r["id"] for r in lines if r.get("cause") == "aotc"]
         if not with_grad or missed or not_value:

@@ -142,7 +142,10 @@ SOURCES = {
     "aten.zeros_like.default": ["zeros_like"],
 }
 
-_ST_ABBR = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8"}
+# Every dtype a sample may carry: aotc supports f32/f64/i64/bool; others (int32 indices, uint8
+# masks) are kept and make the sample fail in aotc (an unsupported argument is a failure).
+_ST_ABBR = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8",
+            torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8"}
 
 
 def read_registry():
@@ -175,6 +178,10 @@ def graph_targets(gm):
                     else f"{t.__module__}.{t.__name__}")
     out.discard("_operator.getitem")
     return sorted(out)
+
+
+class ExportFailed(Exception):
+    pass
 
 
 class Call(torch.nn.Module):
@@ -243,23 +250,34 @@ def export_graph(fn, spec, leaves, tidx, tensors, target):
     return "\n".join(lines) + "\n", names, graph_targets(gm)
 
 
-def run_torch(fn, spec, leaves, tidx, tensors, to64, sample_dtype):
-    """Calls fn on copies of `tensors` (floating ones upcast to float64 when to64; the dtype
-    constant of the sample dtype likewise). Returns (inputs, outputs)."""
+def run_torch(fn, spec, leaves, tidx, tensors, cast, sample_dtype):
+    """Calls fn on copies of `tensors`; with cast (a float dtype) floating tensors and the
+    sample dtype's `dtype=` constants are converted to it. Returns (inputs, outputs)."""
     ins = []
     for t in tensors:
         c = t.detach().clone()
-        if to64 and c.is_floating_point():
-            c = c.double()
+        if cast is not None and c.is_floating_point():
+            c = c.to(cast)
         ins.append(c.requires_grad_(t.requires_grad))
     lv = list(leaves)
     for i, t in zip(tidx, ins):
         lv[i] = t
-    if to64:
-        lv = [torch.float64 if l is sample_dtype else l for l in lv]
+    if cast is not None:
+        lv = [cast if l is sample_dtype else l for l in lv]
     args, kwargs = pytree.tree_unflatten(lv, spec)
     outs = [x for x in pytree.tree_leaves(fn(*args, **kwargs)) if isinstance(x, torch.Tensor)]
     return ins, outs
+
+
+def ill_conditioned(outs32, grads32, outs64, grads64, names, grads, tol):
+    """Why torch's own float32 results break the bound against the float64 ones, or None."""
+    for i, (o, r) in enumerate(zip(outs32, outs64)):
+        if o.is_floating_point() and not within(o.detach(), r.detach(), *tol):
+            return f"ill-conditioned: torch's float32 output_{i} breaks the bound"
+    for n, g, r in zip(names, grads32, grads64):
+        if n in grads and not within(g.detach(), r.detach(), *tol):
+            return f"ill-conditioned: torch's float32 grad_{n} breaks the bound"
+    return None
 
 
 def grads_of(ins, outs, tangents):
@@ -327,21 +345,30 @@ def gen_sample(sid, target, dt, call, tol_class_of):
     tidx = [i for i, l in enumerate(leaves) if isinstance(l, torch.Tensor)]
     tensors = [leaves[i].detach().clone(memory_format=torch.contiguous_format)
                .requires_grad_(leaves[i].requires_grad) for i in tidx]
-    text, names, targets = export_graph(fn, spec, leaves, tidx, tensors, target)
+    try:
+        text, names, targets = export_graph(fn, spec, leaves, tidx, tensors, target)
+    except Exception as e:  # torch.export refused the call
+        msg = str(e).strip().split("\n")[0][:300]
+        raise ExportFailed(f"torch.export failed: {type(e).__name__}: {msg}") from e
     if target not in targets:
         raise LookupError(f"graph lacks {target}: has {targets}")
     assert len(names) == len(tensors), (names, len(tensors))
-    ins, outs = run_torch(fn, spec, leaves, tidx, tensors, False, dtype)
+    ins, outs = run_torch(fn, spec, leaves, tidx, tensors, None, dtype)
     gen = torch.Generator().manual_seed(zlib.crc32(sid.encode()))
     tangents = [torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype)
                 if o.is_floating_point() else None for o in outs]
     eager_grads = grads_of(ins, outs, tangents)
     differentiable = any(o.requires_grad for o in outs)
+    cast_tangents = lambda d: [None if t is None else t.to(d) for t in tangents]  # noqa: E731
     if dt == "f32":
-        ins64, outs64 = run_torch(fn, spec, leaves, tidx, tensors, True, dtype)
-        ref_grads = grads_of(ins64, outs64, [None if t is None else t.double() for t in tangents])
+        ins64, outs64 = run_torch(fn, spec, leaves, tidx, tensors, torch.float64, dtype)
+        ref_grads = grads_of(ins64, outs64, cast_tangents(torch.float64))
+        outs32, grads32 = outs, eager_grads
     else:
         outs64, ref_grads = outs, eager_grads
+        # The same inputs rounded to float32 in torch: tells an ill-conditioned sample.
+        ins32, outs32 = run_torch(fn, spec, leaves, tidx, tensors, torch.float32, dtype)
+        grads32 = grads_of(ins32, outs32, cast_tangents(torch.float32))
     cls = "reduction" if any(tol_class_of.get(t) == "reduction" for t in targets) else "pointwise"
     rtol, atol = TOL[f"{dt}.{cls}"]
     st = {}
@@ -354,34 +381,30 @@ def gen_sample(sid, target, dt, call, tol_class_of):
                 freeze.append(n)
             else:
                 grads.append(n)
-    outputs_meta, skip = [], None
+    outputs_meta = []
     for i, (o, o64, tg) in enumerate(zip(outs, outs64, tangents)):
         floating = o.is_floating_point()
-        ref = o64 if floating else o
-        st[f"{sid}/ref.output_{i}"] = ref.detach()
+        st[f"{sid}/ref.output_{i}"] = (o64 if floating else o).detach()
         if tg is not None:
             st[f"{sid}/tangent_{i}"] = tg
         if dt == "f32" and floating:
             st[f"{sid}/eager.output_{i}"] = o.detach()
-            if not within(o.detach(), o64.detach(), rtol, atol):
-                skip = skip or f"ill-conditioned: torch's float32 output_{i} breaks the bound"
         outputs_meta.append({"dtype": _ST_ABBR[o.dtype], "shape": list(o.shape),
                              "tangent": tg is not None})
     for n, g, g64 in zip(names, eager_grads, ref_grads):
-        if n not in grads:
-            continue
-        st[f"{sid}/ref.grad_{n}"] = g64.detach()
-        if dt == "f32":
-            st[f"{sid}/eager.grad_{n}"] = g.detach()
-            if not within(g.detach(), g64.detach(), rtol, atol):
-                skip = skip or f"ill-conditioned: torch's float32 grad_{n} breaks the bound"
+        if n in grads:
+            st[f"{sid}/ref.grad_{n}"] = g64.detach()
+            if dt == "f32":
+                st[f"{sid}/eager.grad_{n}"] = g.detach()
+    skip = ill_conditioned(outs32, grads32, outs64, ref_grads, names, grads, TOL[f"f32.{cls}"])
     entry = {"op": target, "dtype": dt, "call": describe(fn, args, kwargs), "targets": targets,
              "inputs": inputs_meta, "freeze": freeze, "grads": grads, "outputs": outputs_meta,
              "tol": [rtol, atol], "tol_class": cls, "skip": skip}
     return entry, {k: v.contiguous() for k, v in st.items()}, f"# ==== sample: {sid}\n{text}"
 
 
-_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL",
+              torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8"}
 
 
 def save_safetensors(path, tensors, metadata):
@@ -435,10 +458,8 @@ def gen_op(target, category, mutates, tol_class_of):
             except LookupError as e:
                 op["dropped"].append({"dtype": dt, "source": f"{src}[{i}]", "reason": str(e)})
                 continue
-            except Exception as e:  # export refused the call: recorded, never silent
-                msg = str(e).strip().split("\n")[0][:300]
-                op["dropped"].append({"dtype": dt, "source": f"{src}[{i}]",
-                                      "reason": f"torch.export failed: {type(e).__name__}: {msg}"})
+            except ExportFailed as e:  # recorded in the manifest, never silent
+                op["dropped"].append({"dtype": dt, "source": f"{src}[{i}]", "reason": str(e)})
                 continue
             entry["source"] = f"{src}[{i}]"
             samples[sid] = entry
