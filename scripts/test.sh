@@ -28,7 +28,7 @@ summary() { # $1: ctest name, $2: line prefix; prints that test's summary line f
   awk -v t="$1" -v p="$2" '/ Testing: /{cur=$NF} cur==t && index($0,p)==1' \
     Testing/Temporary/LastTest.log 2>/dev/null | tail -n 1
 }
-summary conformance "conformance: "
+summary conformance.summary "conformance: "
 summary parity.min-cut "partition-parity: "
 grep -E 'tests passed|tests failed' "$log" | tail -n 1
 exit "$rc"
