@@ -95,6 +95,7 @@ enum class ScalarOp : uint8_t {
   Select,  ///< a ? b : c (a Bool).
   Index,   ///< The i64 value of Access `access` (buffer -1): an affine function of the
            ///< loop variables (plus dyn terms), e.g. "is this element inside the slice".
+  Sin, Cos, Log1p, Expm1, ///< Floating unary libm functions (sinf/sin, ..., log1pf, expm1f).
 };
 const char *scalarOpName(ScalarOp op);
 

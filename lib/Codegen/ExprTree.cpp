@@ -73,7 +73,8 @@ int exprCost(const ERef &root) {
         e->op != ScalarOp::Index) {
       ++cost;
       if (e->op == ScalarOp::Exp || e->op == ScalarOp::Log || e->op == ScalarOp::Tanh ||
-          e->op == ScalarOp::Erf || e->op == ScalarOp::Pow)
+          e->op == ScalarOp::Erf || e->op == ScalarOp::Pow || e->op == ScalarOp::Sin ||
+          e->op == ScalarOp::Cos || e->op == ScalarOp::Log1p || e->op == ScalarOp::Expm1)
         cost += 3;
     }
     for (auto &a : e->args) visit(a);

@@ -288,6 +288,10 @@ Value KernelBuilder::inst(int id) {
   case ScalarOp::Tanh: r = b_.create<math::TanhOp>(loc_, A()); break;
   case ScalarOp::Sqrt: r = b_.create<math::SqrtOp>(loc_, A()); break;
   case ScalarOp::Erf: r = b_.create<math::ErfOp>(loc_, A()); break;
+  case ScalarOp::Sin: r = b_.create<math::SinOp>(loc_, A()); break;
+  case ScalarOp::Cos: r = b_.create<math::CosOp>(loc_, A()); break;
+  case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;
+  case ScalarOp::Expm1: r = b_.create<math::ExpM1Op>(loc_, A()); break;
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
   case ScalarOp::Add:
     r = fl ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult() : b_.create<arith::AddIOp>(loc_, A(), B()).getResult();
