@@ -45,6 +45,8 @@ struct OpSchema {
   std::vector<SchemaArg> args;
   int numReturns = 1;      ///< Number of results (a Tensor[] return counts as 1 list).
   bool returnsAlias = false; ///< "Tensor(a)" results: the op is a view.
+  bool returnsList = false; ///< A single "Tensor[]" result (split): a node with one result type
+                            ///< may still be indexed (`split[0]` of a one-chunk split).
   bool mutates = false;    ///< Some argument is annotated "(a!)": in-place or out=.
   std::vector<int> mutatedArgs;
   std::string target() const; ///< "aten.add.Tensor"

@@ -576,7 +576,10 @@ void Reader::buildNode(const json &jn) {
                         std::to_string(n->types.size()) + " results");
     check(n, name, n->types[i]);
     if (!referenced_.count(name)) continue; // e.g. `<node>_unused_<i>`: nothing reads it
-    Node *gi = buildCall(p_.forward, name, "getitem", {Arg(n), Arg((int64_t)i)}, {}, loc_);
+    // A one-element list result (split into one chunk): the node's value itself.
+    Node *gi = n->types.size() == 1
+                   ? buildCall(p_.forward, name, "aten.alias.default", {Arg(n)}, {}, loc_)
+                   : buildCall(p_.forward, name, "getitem", {Arg(n), Arg((int64_t)i)}, {}, loc_);
     gi->loc = loc_;
     gi->stackTrace = stack;
     values_[name] = gi;

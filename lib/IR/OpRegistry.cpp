@@ -251,6 +251,7 @@ OpSchema parseSchema(const std::string &text) {
     rets.push_back(ret);
   }
   s.numReturns = (int)rets.size();
+  s.returnsList = rets.size() == 1 && rets[0].size() >= 2 && rets[0].compare(rets[0].size() - 2, 2, "[]") == 0;
   for (const std::string &r : rets) {
     size_t a = r.find('(');
     if (a != std::string::npos) {

@@ -607,12 +607,16 @@ void Parser::parseAssignment(Graph &g) {
     next();
     expectOp("]", "after the index");
     int64_t k = std::strtoll(it.text.c_str(), nullptr, 10) * (neg ? -1 : 1);
-    if (src->types.size() < 2)
+    if (src->types.size() == 1 && src->op && src->op->schema.returnsList && k == 0) {
+      // The only element of a one-element list result (a split into one chunk) is the
+      // node's value itself; an alias keeps the getitem's name.
+      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc);
+    } else if (src->types.size() < 2)
       fail(r, "'" + src->name + "' is not a tuple-valued node; cannot index it");
-    if (k < 0 || k >= (int64_t)src->types.size())
+    if (!node && (k < 0 || k >= (int64_t)src->types.size()))
       fail(it, "index " + std::to_string(k) + " out of range for '" + src->name + "' with " +
                    std::to_string(src->types.size()) + " results");
-    node = buildCall(g, lhs.text, "getitem", {Arg(src), Arg(k)}, {}, nodeLoc);
+    if (!node) node = buildCall(g, lhs.text, "getitem", {Arg(src), Arg(k)}, {}, nodeLoc);
   } else if (isName(r, "self")) {
     std::string attr = parseDotted(next());
     fail(r, "get_attr '" + attr + "' (a tensor constant) is not supported: lift constants to inputs "
