@@ -131,7 +131,7 @@ static Node *peephole(const Node &n) {
     if (!dims || dims->empty()) return nullptr;
     for (int64_t d : *dims) {
       auto w = wrapDim(d, x->type().rank());
-      if (!w || x->type().shape[*w] != 1) return nullptr;
+      if (!w || (x->type().rank() > 0 && x->type().shape[*w] != 1)) return nullptr; // 0-d: identity
     }
     return x;
   }

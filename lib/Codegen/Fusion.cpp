@@ -345,6 +345,37 @@ void GraphFuser::definePointwise(const Node *n) {
     if (!isFloating(od)) nodeError(*n, "codegen: '" + b + "' needs a floating result");
     unary(b == "exp" ? ScalarOp::Exp : b == "log" ? ScalarOp::Log : b == "tanh" ? ScalarOp::Tanh
           : b == "sqrt" ? ScalarOp::Sqrt : ScalarOp::Erf);
+  } else if (b == "sin" || b == "cos" || b == "log1p" || b == "expm1") {
+    if (!isFloating(od)) nodeError(*n, "codegen: '" + b + "' needs a floating result");
+    unary(b == "sin" ? ScalarOp::Sin : b == "cos" ? ScalarOp::Cos : b == "log1p" ? ScalarOp::Log1p
+          : ScalarOp::Expm1);
+  } else if (b == "tril" || b == "triu") {
+    // aten/src/ATen/native/TriangularOps.cpp: tril keeps col - row <= diagonal,
+    // triu keeps col - row >= diagonal (over the last two dims), zeros elsewhere.
+    int r = (int)S.size();
+    if (r < 2) nodeError(*n, "codegen: " + b + " needs at least 2 dimensions");
+    EAddr a;
+    a.coef.assign(r, 0);
+    a.coef[r - 1] = 1;
+    a.coef[r - 2] = -1;
+    ERef colMinusRow = mkIndex(std::move(a));
+    ERef diag = mkConst(DType::I64, (double)n->intArg(1));
+    ERef keep = mkOp(b == "tril" ? ScalarOp::Le : ScalarOp::Ge, DType::Bool, {colMinusRow, diag});
+    e = mkOp(ScalarOp::Select, od, {keep, X(0, od), mkConst(od, 0.0)});
+  } else if (b == "arange") {
+    // aten/src/ATen/native/RangeFactories.cpp (CPU arange): value i = start + i * step,
+    // computed in the accumulate type (double for floating results, int64 otherwise).
+    bool startStep = ov == "start_step";
+    double start = startStep ? n->scalarArg(0) : 0.0;
+    double step = startStep ? n->scalarArg(2) : 1.0;
+    EAddr a;
+    a.coef = {1};
+    ERef i = mkIndex(std::move(a));
+    DType acc = isFloating(od) ? DType::F64 : DType::I64;
+    if (acc == DType::I64 && (start != (double)(int64_t)start || step != (double)(int64_t)step))
+      nodeError(*n, "codegen: integer arange with non-integral start or step");
+    e = mkOp(ScalarOp::Add, acc, {mkOp(ScalarOp::Mul, acc, {mkCast(i, acc), mkConst(acc, step)}),
+                                 mkConst(acc, start)});
   } else if (b == "rsqrt" || b == "reciprocal") {
     ERef x = X(0, od);
     if (b == "rsqrt") x = mkOp(ScalarOp::Sqrt, od, {x});
@@ -672,6 +703,24 @@ void GraphFuser::defineMatmul(const Node *n) {
   Node *B = n->tensorArg(add ? 2 : 1);
   if (A->type().dtype != ot.dtype || B->type().dtype != ot.dtype)
     nodeError(*n, "codegen: matmul operands must have the result's dtype");
+  if (numelOf(A->type().shape) == 0 || numelOf(B->type().shape) == 0) {
+    // An empty product (k = 0, or an empty result): C = beta * bias for addmm (the bias is
+    // ignored when beta = 0, as BLAS), else zeros. No GEMM is called.
+    Val v;
+    v.type = ot;
+    double beta = add && n->args.size() > 3 && !n->isNoneArg(3) ? n->scalarArg(3) : 1.0;
+    if (add && beta != 0.0) {
+      v.e = operand(*n, 0, ot.shape, ot.dtype);
+      if (beta != 1.0) v.e = mkOp(ScalarOp::Mul, ot.dtype, {v.e, mkConst(ot.dtype, beta)});
+      v.ops = val(n->tensorArg(0)).ops;
+    } else {
+      v.e = mkConst(ot.dtype, 0.0);
+    }
+    v.ops.push_back(b);
+    maybeRealize(n, v);
+    vals_[n] = std::move(v);
+    return;
+  }
   BlasOperand oa = blasOperand(*n, A, rank);
   BlasOperand ob = blasOperand(*n, B, rank);
   // mm whose only user is a transpose that is a graph output (a weight
@@ -832,8 +881,8 @@ void GraphFuser::defineIndexSelect(const Node *n) {
   Val idx = val(n->tensorArg(2));
   const Shape &os = n->type().shape;
   int nr = (int)os.size();
-  // index var 0 = out var dim.
-  std::vector<int> ipos(idx.type.shape.size(), (int)dim);
+  // index var 0 = out var dim (a 0-d self gives a 0-d result: the index's one element).
+  std::vector<int> ipos(idx.type.shape.size(), nr == 0 ? -1 : (int)dim);
   ERef ie = mkCast(applyIndexMap(idx.e, IndexMap::select(ipos, nr)), DType::I64);
   int64_t bound = r == 0 ? 1 : in.type.shape[dim];
   int err = newError(*n, "index out of range for dimension " + std::to_string(dim) +

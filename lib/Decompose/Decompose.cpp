@@ -18,6 +18,8 @@
 #include "aotc/Decompositions.h"
 #include "aotc/Stages.h"
 
+#include <optional>
+
 
 namespace aotc {
 namespace {
@@ -191,6 +193,43 @@ namespace rules {
 
 using namespace rewrite;
 
+/// cat(tensors, dim) (aten/src/ATen/native/TensorShape.cpp cat): each input is
+/// written into its range of a zero tensor of the result type with slice_scatter,
+/// so autodiff uses slice_scatter's rule (the input's gradient is its slice of
+/// grad) and codegen fuses the chain into one pointwise value. Inputs of another
+/// dtype are cast first (result_type); legacy skipped inputs (1-d empty) and
+/// inputs empty along dim contribute nothing.
+Vals cat(Emitter &e, Node &n) {
+  const auto &ts = std::get<std::vector<Node *>>(n.args.at(0));
+  const TensorType &ot = n.types[0];
+  Node *y = e.call("aten.full.default", {ot.shape, int64_t(0)}, {{"dtype", DTypeLit{ot.dtype}}});
+  if (ot.shape == Shape{0}) return {y};
+  int64_t dim = wrapDimAt(n, n.intArg(1), ot.rank());
+  int64_t off = 0;
+  for (Node *x : ts) {
+    const TensorType &t = x->type();
+    if (t.shape == Shape{0} || t.shape[dim] == 0) continue;
+    int64_t len = t.shape[dim];
+    y = e.call("aten.slice_scatter.default", {y, e.toDtype(x, ot.dtype), dim, off, off + len, int64_t(1)});
+    off += len;
+  }
+  return {y};
+}
+
+/// split.Tensor(x, split_size, dim) -> one slice.Tensor per chunk
+/// (TensorShape.cpp split: chunks of split_size, the last one possibly smaller).
+Vals split(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t dim = wrapDimAt(n, n.intArg(2), x->type().rank());
+  int64_t size = n.intArg(1);
+  Vals r;
+  for (size_t k = 0; k < n.types.size(); ++k) {
+    int64_t start = (int64_t)k * size;
+    r.push_back(e.call("aten.slice.Tensor", {x, dim, start, start + n.types[k].shape[dim], int64_t(1)}));
+  }
+  return r;
+}
+
 /// silu(x) = x * sigmoid(x) (torch/_decomp/decompositions.py silu).
 Vals silu(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
@@ -220,16 +259,29 @@ Vals transposeInt(Emitter &e, Node &n) {
 /// so a reshape never needs a copy.
 Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0], n.args[1]})}; }
 
-/// clamp(x, min, max) / hardtanh(x, min_val, max_val) -> maximum/minimum with
-/// 0-d tensors (torch/_refs clamp: NaN propagates, as maximum/minimum do).
+/// clamp(x, min, max), clamp_min(x, min), hardtanh(x, min_val, max_val) -> where.self
+/// with 0-d tensors of the result dtype:
+///   m = where(x <= min, min, x); where(m >= max, max, m)
+/// The value is torch.clamp's (min(max(x, lo), hi): min > max gives max; NaN propagates
+/// since every comparison is false) and the gradient through the wheres flows where
+/// min < x < max, as PyTorch's eager autograd (torch 2.15) gives for all three ops:
+/// zero on the bounds (hardtanh_backward; clamp/clamp_min checked against eager
+/// on integer-valued inputs in test/conformance).
 Vals clampLike(Emitter &e, Node &n) {
   const size_t minArg = 1, maxArg = 2;
   DType rt = n.types[0].dtype;
-  Node *y = e.toDtype(n.tensorArg(0), rt);
-  if (!n.isNoneArg(minArg))
-    y = e.call("aten.maximum.default", {y, e.scalarTensor(n.args[minArg], rt)});
-  if (!n.isNoneArg(maxArg))
-    y = e.call("aten.minimum.default", {y, e.scalarTensor(n.args[maxArg], rt)});
+  Node *x = e.toDtype(n.tensorArg(0), rt);
+  auto bound = [&](size_t i) -> std::optional<Arg> {
+    if (i >= n.args.size() || n.isNoneArg(i)) return std::nullopt;
+    return n.args[i];
+  };
+  auto pick = [&](const char *cmp, Node *v, const Arg &c) {
+    Node *cond = e.call(std::string("aten.") + cmp + ".Scalar", {v, c});
+    return e.call("aten.where.self", {cond, e.scalarTensor(c, rt), v});
+  };
+  Node *y = x;
+  if (auto lo = bound(minArg)) y = pick("le", y, *lo);
+  if (auto hi = bound(maxArg)) y = pick("ge", y, *hi);
   if (y == n.tensorArg(0)) y = e.call("aten.clone.default", {y});
   return {y};
 }
@@ -274,10 +326,11 @@ static const std::vector<RuleEntry> &table() {
     {"aten._unsafe_view.default",      toView,       "view"},
     {"aten.reshape.default",           toView,       "view"},
     {"aten.clamp.default",             clampLike,
-                                                     "maximum/minimum with 0-d tensors"},
-    {"aten.hardtanh.default",          clampLike,
-                                                     "maximum/minimum with 0-d tensors"},
-    {"aten.clamp_min.default",         clampLike,    "maximum with a 0-d tensor"},
+                                                     "m = where(x <= min, min, x); where(m >= max, max, m)"},
+    {"aten.hardtanh.default",          clampLike,    "as clamp"},
+    {"aten.clamp_min.default",         clampLike,    "where(x <= min, min, x)"},
+    {"aten.cat.default",               cat,          "slice_scatter of each input into zeros"},
+    {"aten.split.Tensor",              split,        "one slice.Tensor per chunk"},
     {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor"},
     {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace aotc {
 namespace {
@@ -150,10 +151,74 @@ Vals amin(Emitter &e, Node &n) {
   return {e.neg(e.call("aten.amax.default", {e.neg(n.tensorArg(0)), n.args[1], n.args[2]}))};
 }
 
-/// log1p(x) = log(x + 1); expm1(x) = exp(x) - 1 (float64-exact enough for the
-/// reference; codegen has no dedicated kernels for them).
-Vals log1p(Emitter &e, Node &n) { return {e.call("aten.log.default", {e.add(n.args[0], int64_t(1))})}; }
-Vals expm1(Emitter &e, Node &n) { return {e.sub(e.exp(n.tensorArg(0)), int64_t(1))}; }
+/// var.correction(x, dim, correction, keepdim) (torch/_refs var):
+///   mean = sum(x, dim, keepdim=True) / N; sum((x - mean)^2, dim, keepdim) / max(0, N - c),
+/// N = number of reduced elements, c = correction (None: 1). N - c <= 0 gives inf/nan as torch.
+Vals varCorrection(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  std::vector<int64_t> dims = reducedDims(n, 1, (int64_t)s.size());
+  int64_t count = 1;
+  for (int64_t d : dims) count *= s[d];
+  double c = n.isNoneArg(2) ? 1.0 : n.scalarArg(2);
+  bool keepdim = n.boolArg(3);
+  Node *xf = e.toDtype(x, n.types[0].dtype);
+  Node *mean = e.div(e.sum(xf, dims, true), (double)count);
+  Node *d = e.sub(xf, mean);
+  Node *sq = e.sum(e.mul(d, d), dims, keepdim);
+  return {e.div(sq, std::max(0.0, (double)count - c))};
+}
+
+/// logsumexp(x, dim, keepdim) (torch/_refs logsumexp):
+///   m = amax(x, dim, keepdim=True), with infinite maxima replaced by 0;
+///   log(sum(exp(x - m), dim, keepdim)) + m (m squeezed unless keepdim).
+Vals logsumexp(Emitter &e, Node &n) {
+  Node *x = e.toDtype(n.tensorArg(0), n.types[0].dtype);
+  int64_t r = x->type().rank();
+  std::vector<int64_t> dims = reducedDims(n, 1, r);
+  bool keepdim = n.boolArg(2);
+  Node *m = e.call("aten.amax.default", {x, dims, true});
+  Node *inf = e.call("aten.eq.Scalar", {e.call("aten.abs.default", {m}), std::numeric_limits<double>::infinity()});
+  m = e.call("aten.where.self", {inf, e.scalarTensor(int64_t(0), n.types[0].dtype), m});
+  Node *s = e.sum(e.exp(e.sub(x, m)), dims, keepdim);
+  Node *ms = keepdim || r == 0 ? m : e.view(m, n.types[0].shape);
+  return {e.add(e.call("aten.log.default", {s}), ms)};
+}
+
+/// elu(x, alpha, scale, input_scale) (aten/src/ATen/native/cpu/Activation.cpp elu_kernel):
+///   x > 0 ? scale x : scale alpha expm1(x input_scale).
+Vals elu(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  double alpha = n.scalarArg(1), scale = n.scalarArg(2), inScale = n.scalarArg(3);
+  Node *gt = e.call("aten.gt.Scalar", {x, int64_t(0)});
+  Node *pos = scale == 1.0 ? x : e.mul(x, scale);
+  Node *xs = inScale == 1.0 ? x : e.mul(x, inScale);
+  Node *neg = e.mul(e.call("aten.expm1.default", {xs}), alpha * scale);
+  return {e.call("aten.where.self", {gt, pos, neg})};
+}
+
+/// softplus(x, beta, threshold) (aten/src/ATen/native/cpu/Activation.cpp softplus_kernel):
+///   x beta > threshold ? x : log1p(exp(x beta)) / beta.
+Vals softplus(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  double beta = n.scalarArg(1);
+  Node *xb = beta == 1.0 ? x : e.mul(x, n.args[1]);
+  Node *gt = e.call("aten.gt.Scalar", {xb, n.args[2]});
+  Node *sp = e.call("aten.log1p.default", {e.exp(xb)});
+  if (beta != 1.0) sp = e.div(sp, n.args[1]);
+  return {e.call("aten.where.self", {gt, x, sp})};
+}
+
+/// embedding(weight, indices, ...) (aten/src/ATen/native/Embedding.cpp):
+///   index_select(weight, 0, indices.reshape(-1)).view(indices.sizes + [D]).
+/// padding_idx and scale_grad_by_freq only change the backward (derivatives.yaml).
+Vals embedding(Emitter &e, Node &n) {
+  Node *w = n.tensorArg(0), *idx = n.tensorArg(1);
+  const Shape &is = idx->type().shape;
+  Node *flat = is.size() == 1 ? idx : e.view(idx, {numelOf(is)});
+  Node *rows = e.call("aten.index_select.default", {w, int64_t(0), flat});
+  return {is.size() == 1 ? rows : e.view(rows, n.types[0].shape)};
+}
 
 /// leaky_relu(x, slope) = where(x > 0, x, x * slope).
 Vals leakyRelu(Emitter &e, Node &n) {
@@ -191,15 +256,20 @@ const std::vector<RuleEntry> &table() {
     {"aten.alias.default",                  aliasToView,        "view to the same shape"},
     {"aten.lift_fresh_copy.default",        toClone,            "clone"},
     {"aten.square.default",                 square,             "pow.Tensor_Scalar(x, 2)"},
-    {"aten.clamp.default",                  clampLike,          "maximum/minimum with 0-d tensors"},
-    {"aten.clamp_min.default",              clampLike,          "maximum with a 0-d tensor"},
-    {"aten.hardtanh.default",               clampLike,          "maximum/minimum with 0-d tensors"},
+    {"aten.clamp.default",                  clampLike,          "where-based, as decompose"},
+    {"aten.clamp_min.default",              clampLike,          "where(x <= min, min, x)"},
+    {"aten.hardtanh.default",               clampLike,          "where-based, as decompose"},
+    {"aten.cat.default",                    cat,                "slice_scatter of each input into zeros, as decompose"},
+    {"aten.split.Tensor",                   split,              "one slice.Tensor per chunk, as decompose"},
     {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor"},
     {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)"},
     {"aten.amin.default",                   amin,               "-amax(-x)"},
-    {"aten.log1p.default",                  log1p,              "log(x + 1)"},
-    {"aten.expm1.default",                  expm1,              "exp(x) - 1"},
+    {"aten.var.correction",                 varCorrection,      "sum((x - mean)^2) / max(0, N - correction)"},
+    {"aten.logsumexp.default",              logsumexp,          "log(sum(exp(x - m))) + m, m = amax (0 where infinite)"},
+    {"aten.elu.default",                    elu,                "where(x > 0, scale x, scale alpha expm1(input_scale x))"},
+    {"aten.softplus.default",               softplus,           "where(beta x > threshold, x, log1p(exp(beta x)) / beta)"},
+    {"aten.embedding.default",              embedding,          "index_select(weight, 0, indices.view(-1)).view(...)"},
     {"aten.leaky_relu.default",             leakyRelu,          "where(x > 0, x, x * slope)"},
   };
   // clang-format on
@@ -222,9 +292,12 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
         "aten.neg.default", "aten.exp.default", "aten.log.default", "aten.tanh.default",
         "aten.sigmoid.default", "aten.relu.default", "aten.sqrt.default", "aten.rsqrt.default",
-        "aten.erf.default", "aten.abs.default", "aten.pow.Tensor_Scalar", "aten.maximum.default",
+        "aten.erf.default", "aten.abs.default", "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor",
+        "aten.maximum.default",
         "aten.minimum.default", "aten.where.self", "aten._to_copy.default", "aten.clone.default",
         "aten.logical_not.default", "aten.sign.default", "aten.reciprocal.default",
+        "aten.sin.default", "aten.cos.default", "aten.log1p.default", "aten.expm1.default",
+        "aten.tril.default", "aten.triu.default",
         // Reductions.
         "aten.sum.dim_IntList", "aten.amax.default", "aten.argmax.default",
         // Views.
@@ -238,7 +311,8 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.slice_scatter.default", "aten.select_scatter.default",
         // Factories.
         "aten.full.default", "aten.scalar_tensor.default", "aten.zeros_like.default",
-        "aten.ones_like.default", "aten.full_like.default"};
+        "aten.ones_like.default", "aten.full_like.default", "aten.zeros.default",
+        "aten.ones.default", "aten.arange.default", "aten.arange.start_step"};
     for (const char *c : {"eq", "ne", "lt", "le", "gt", "ge"})
       for (const char *o : {"Scalar", "Tensor"}) v.push_back(std::string("aten.") + c + "." + o);
     std::sort(v.begin(), v.end());

@@ -18,6 +18,7 @@ using namespace rewrite;
 /// _softmax(x, dim, half_to_float): e = exp(x - amax(x, dim)); e / sum(e, dim).
 Vals softmax(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
+  if (numelOf(x->type().shape) == 0) return {e.call("aten.clone.default", {x})}; // empty: nothing to normalize
   int64_t r = x->type().rank();
   std::vector<int64_t> dim = {r == 0 ? 0 : wrapDimAt(n, n.intArg(1), r)};
   if (r == 0) dim.clear();
@@ -29,6 +30,7 @@ Vals softmax(Emitter &e, Node &n) {
 /// _log_softmax(x, dim, half_to_float): s = x - amax(x, dim); s - log(sum(exp(s), dim)).
 Vals logSoftmax(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
+  if (numelOf(x->type().shape) == 0) return {e.call("aten.clone.default", {x})}; // empty: nothing to normalize
   int64_t r = x->type().rank();
   std::vector<int64_t> dim = {r == 0 ? 0 : wrapDimAt(n, n.intArg(1), r)};
   if (r == 0) dim.clear();

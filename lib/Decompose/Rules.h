@@ -23,6 +23,10 @@ Vals clampLike(rewrite::Emitter &e, Node &n);
 Vals whereScalar(rewrite::Emitter &e, Node &n);
 /// square(x) -> pow.Tensor_Scalar(x, 2).
 Vals square(rewrite::Emitter &e, Node &n);
+/// cat(tensors, dim) -> slice_scatter of each input into zeros.
+Vals cat(rewrite::Emitter &e, Node &n);
+/// split.Tensor(x, size, dim) -> one slice.Tensor per chunk.
+Vals split(rewrite::Emitter &e, Node &n);
 
 // LowerNorm.cpp.
 Vals softmax(rewrite::Emitter &e, Node &n);

@@ -268,9 +268,11 @@ void registerPointwiseOps(OpRegistry &r) {
       TensorType s = argType(n, 0);
       TensorType m = argType(n, 1);
       if (m.dtype != DType::Bool) nodeError(n, "masked_fill expects a bool mask");
+      // Out of place, self and mask broadcast together (ATen masked_fill: expand_outplace).
       auto b = broadcastShapes(s.shape, m.shape);
-      if (!b || *b != s.shape)
-        nodeError(n, "mask of shape " + shapeStr(m.shape) + " does not broadcast to " + shapeStr(s.shape));
+      if (!b)
+        nodeError(n, "mask of shape " + shapeStr(m.shape) + " does not broadcast with " + shapeStr(s.shape));
+      s.shape = *b;
       return {s};
     };
     setEval(d, [](const Node &n, const RefArgs &a) {

@@ -360,6 +360,26 @@ std::vector<Case> allCases() {
     c.ranges["idx"] = {0, 2};
     v.push_back(c);
   }
+  for (auto [is, w] : {std::pair<Shape, Shape>{{2, 3}, {5, 3}}, {{7}, {4, 2}}}) {
+    // No padding_idx here: with one, the backward (embedding_dense_backward) skips the padding
+    // rows although the forward reads them (test/lit/ops/embedding.test checks that rule).
+    Case c;
+    c.target = "aten.embedding.default";
+    c.label = "embedding " + shapeStr(w) + " indices " + shapeStr(is);
+    c.build = [is = is, w = w] {
+      B b;
+      Node *x = b.input("w", f64(w));
+      Node *i = b.input("idx", i64(is), false);
+      return b.done({b.call("aten.embedding.default", {x, i})});
+    };
+    c.ranges["idx"] = {0, (double)w[0]};
+    v.push_back(c);
+  }
+  // tril / triu: diagonals above, on and below the main one; batched.
+  v.push_back(withArgs("aten.tril.default", f64({3, 4}), {int64_t(1)}));
+  v.push_back(withArgs("aten.tril.default", f64({2, 4, 3}), {int64_t(-1)}));
+  v.push_back(withArgs("aten.triu.default", f64({4, 3}), {int64_t(0)}));
+  v.push_back(withArgs("aten.triu.default", f64({2, 3, 5}), {int64_t(2)}));
   // Composites kept whole.
   v.push_back(withArgs("aten._softmax.default", f64({3, 5}), {int64_t(1), false}, {}, -2, 2));
   v.push_back(withArgs("aten._softmax.default", f64({2, 3, 4}), {int64_t(-3), false}, {}, -2, 2));
