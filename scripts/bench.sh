@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One benchmark command (docs/benchmarks.md): aotc (C++ runtime and Python module) vs
+# torch eager vs torch.compile, 1 and 2 threads, twice, with the machine's ceilings
+# (STREAM triad, OpenBLAS sgemm, torch.mm, aotc's pointwise probe). Writes
+# docs/benchmarks.json and renders docs/benchmarks.md from it. About 10-12 minutes on
+# 2 cores. Needs torch: $AOTC_TORCH_PYTHON, else tools/export/.venv/bin/python.
+# Arguments go to tools/bench/bench.py (--quick: smoke test with tiny iteration counts;
+# --reps N; --no-large; --out FILE --md FILE to write elsewhere).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${AOTC_BUILD_DIR:-$root/build}
+py=${AOTC_TORCH_PYTHON:-$root/tools/export/.venv/bin/python}
+if ! "$py" -c "import torch, safetensors" 2>/dev/null; then
+  echo "bench.sh: needs a python with torch and safetensors: set AOTC_TORCH_PYTHON or run" \
+       "tools/export/setup-venv.sh (tried '$py')" >&2
+  exit 2
+fi
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
+fi
+# Only what the benchmark runs: the compiler and the three bench tools.
+cmake --build "$build" -j "${AOTC_JOBS:-2}" --target aotc bench_step bench_stream_triad bench_sgemm
+exec python3 "$root/tools/bench/bench.py" --build "$build" --torch-python "$py" "$@"
