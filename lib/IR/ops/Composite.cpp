@@ -165,23 +165,31 @@ Types nativeLayerNormInfer(const Node &n) {
 
 //===-- losses -------------------------------------------------------------===//
 
-/// Checks (self [N, C] | [C], target [N] | []) of nll_loss; returns (batch, classes).
+/// Checks (self [C] | [N, C] | [N, C, d1, ...], target [] | [N] | [N, d1, ...]) of nll_loss
+/// (the class dim is 1, or 0 for a 1-D input: LossNLL.cpp / nll_loss_nd); returns
+/// (number of class vectors, classes).
 std::pair<int64_t, int64_t> nllDims(const Node &n, const TensorType &x, const TensorType &t, const Node *w) {
-  if (x.rank() < 1 || x.rank() > 2) nodeError(n, "nll_loss expects a 1-D or 2-D input, got " + x.str());
+  if (x.rank() < 1) nodeError(n, "nll_loss expects an input with at least 1 dimension, got " + x.str());
   requireFloating(n, x.dtype, "nll_loss");
   if (t.dtype != DType::I64) nodeError(n, std::string("nll_loss expects int64 targets, got ") + dtypeTorchName(t.dtype));
-  if (t.rank() != x.rank() - 1 || (x.rank() == 2 && t.shape[0] != x.shape[0]))
-    nodeError(n, "nll_loss: target " + t.str() + " does not match input " + x.str());
-  int64_t C = x.shape.back();
+  int64_t cdim = x.rank() == 1 ? 0 : 1;
+  Shape ts = x.shape;
+  ts.erase(ts.begin() + cdim);
+  if (t.shape != ts) nodeError(n, "nll_loss: target " + t.str() + " does not match input " + x.str());
+  int64_t C = x.shape[cdim];
   if (w && w->type().shape != Shape{C})
     nodeError(n, "nll_loss: weight must have shape [" + std::to_string(C) + "], got " + w->type().str());
-  return {x.rank() == 2 ? x.shape[0] : 1, C};
+  return {numelOf(ts), C};
 }
 
 /// Returns (output, total_weight) of nll_loss_forward on log-probabilities `lp`.
 std::pair<RefTensor, RefTensor> nllRef(const Node &n, const RefTensor &lp, const RefTensor &tgt, const RefTensor *w,
                                        int64_t reduction, int64_t ignore, const TensorType &outT) {
-  int64_t B = lp.shape.size() == 2 ? lp.shape[0] : 1, C = lp.shape.back();
+  // Class dim 1 (0 for 1-D); S = elements per class vector after it (1 for <= 2-D).
+  int64_t cdim = lp.shape.size() == 1 ? 0 : 1, C = lp.shape[cdim];
+  int64_t S = 1;
+  for (size_t d = cdim + 1; d < lp.shape.size(); ++d) S *= lp.shape[d];
+  int64_t B = (int64_t)tgt.data.size();
   RefTensor out(outT.dtype, outT.shape), tw(outT.dtype, {});
   double sum = 0, wsum = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -191,7 +199,7 @@ std::pair<RefTensor, RefTensor> nllRef(const Node &n, const RefTensor &lp, const
       if (t < 0 || t >= C)
         nodeError(n, "target " + std::to_string(t) + " is out of bounds for " + std::to_string(C) + " classes");
       wt = w ? w->data[t] : 1.0;
-      l = -wt * lp.data[b * C + t];
+      l = -wt * lp.data[(b / S) * C * S + t * S + b % S];
     }
     if (reduction == 0) out.data[b] = l;
     sum += l;
@@ -203,9 +211,13 @@ std::pair<RefTensor, RefTensor> nllRef(const Node &n, const RefTensor &lp, const
   return {out, tw};
 }
 
+/// Result shape of nll_loss / cross_entropy: [] when reduced, else the input without its
+/// class dim (1, or 0 for a 1-D input).
 Shape lossShape(const TensorType &x, int64_t reduction) {
   if (reduction != 0 || x.rank() < 2) return {};
-  return {x.shape[0]};
+  Shape s = x.shape;
+  s.erase(s.begin() + 1);
+  return s;
 }
 
 double geluGrad(double x, const std::string &approx) {
@@ -376,9 +388,10 @@ void registerCompositeOps(OpRegistry &r) {
       if (isFloating(t.dtype)) {
         if (t.shape != x.shape || t.dtype != x.dtype)
           nodeError(n, "cross_entropy: probability target " + t.str() + " must match input " + x.str());
-        if (x.rank() < 1 || x.rank() > 2) nodeError(n, "cross_entropy expects a 1-D or 2-D input, got " + x.str());
-        if (const Node *w = optTensor(n, 2); w && w->type().shape != Shape{x.shape.back()})
-          nodeError(n, "cross_entropy: weight must have shape [" + std::to_string(x.shape.back()) + "]");
+        if (x.rank() < 1) nodeError(n, "cross_entropy expects an input with at least 1 dimension, got " + x.str());
+        int64_t C = x.shape[x.rank() == 1 ? 0 : 1];
+        if (const Node *w = optTensor(n, 2); w && w->type().shape != Shape{C})
+          nodeError(n, "cross_entropy: weight must have shape [" + std::to_string(C) + "]");
       } else {
         nllDims(n, x, t, optTensor(n, 2));
         if (n.scalarArg(5) != 0.0)
@@ -389,17 +402,20 @@ void registerCompositeOps(OpRegistry &r) {
     setEval(d, [](const Node &n, const RefArgs &a) {
       const RefTensor &x = *a.at(0), &t = *a.at(1);
       const RefTensor *w = a.at(2);
-      int64_t cdim = x.shape.size() == 2 ? 1 : 0;
+      int64_t cdim = x.shape.size() >= 2 ? 1 : 0;
       RefTensor lp = softmaxRef(x, cdim, DType::F64, true);
       if (!isFloating(t.dtype)) return nllRef(n, lp, t, w, n.intArg(3), n.intArg(4), n.types[0]).first;
-      int64_t B = x.shape.size() == 2 ? x.shape[0] : 1, C = x.shape.back();
+      int64_t C = x.shape[cdim], S = 1;
+      for (size_t d = cdim + 1; d < x.shape.size(); ++d) S *= x.shape[d];
+      int64_t B = numelOf(x.shape) / std::max<int64_t>(C, 1);
       double eps = n.scalarArg(5), sum = 0;
       RefTensor out(n.types[0].dtype, n.types[0].shape);
       for (int64_t b = 0; b < B; ++b) {
         double l = 0;
         for (int64_t c = 0; c < C; ++c) {
-          double p = t.data[b * C + c] * (1 - eps) + eps / (double)C;
-          l -= (w ? w->data[c] : 1.0) * p * lp.data[b * C + c];
+          int64_t k = (b / S) * C * S + c * S + b % S;
+          double p = t.data[k] * (1 - eps) + eps / (double)C;
+          l -= (w ? w->data[c] : 1.0) * p * lp.data[k];
         }
         if (n.intArg(3) == 0) out.data[b] = l;
         sum += l;

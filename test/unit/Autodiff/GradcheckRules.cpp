@@ -375,6 +375,43 @@ std::vector<Case> allCases() {
     c.ranges["idx"] = {0, (double)w[0]};
     v.push_back(c);
   }
+  // Backward helpers (second-order rules): both inputs differentiated.
+  for (auto [target, s1, rest] :
+       {std::tuple<std::string, Shape, std::vector<Arg>>{"aten.threshold_backward.default", {3, 4}, {0.25}},
+        {"aten.threshold_backward.default", {2, 3, 2}, {-0.5}},
+        {"aten.gelu_backward.default", {3, 4}, {}},
+        {"aten._softmax_backward_data.default", {3, 5}, {int64_t(1), DTypeLit{DType::F64}}},
+        {"aten._softmax_backward_data.default", {2, 3, 4}, {int64_t(-3), DTypeLit{DType::F64}}},
+        {"aten._log_softmax_backward_data.default", {4, 3}, {int64_t(0), DTypeLit{DType::F64}}},
+        {"aten._log_softmax_backward_data.default", {2, 3, 4}, {int64_t(-1), DTypeLit{DType::F64}}}}) {
+    Case c;
+    c.target = target;
+    c.label = target + " " + shapeStr(s1);
+    c.build = [target = target, s1 = s1, rest = rest] {
+      B b;
+      Node *g = b.input("g", f64(s1));
+      Node *x = b.input("x", f64(s1));
+      std::vector<Arg> args = {g, x};
+      args.insert(args.end(), rest.begin(), rest.end());
+      return b.done({b.call(target, args)});
+    };
+    if (target == "aten.threshold_backward.default") c.kinks = {0.25, -0.5};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.target = "aten.gelu_backward.default";
+    c.label = "gelu_backward tanh [2, 5]";
+    c.build = [] {
+      B b;
+      Node *g = b.input("g", f64({2, 5}));
+      Node *x = b.input("x", f64({2, 5}));
+      return b.done({b.call("aten.gelu_backward.default", {g, x}, {{"approximate", std::string("tanh")}})});
+    };
+    c.lo = -2;
+    c.hi = 2;
+    v.push_back(c);
+  }
   // tril / triu: diagonals above, on and below the main one; batched.
   v.push_back(withArgs("aten.tril.default", f64({3, 4}), {int64_t(1)}));
   v.push_back(withArgs("aten.tril.default", f64({2, 4, 3}), {int64_t(-1)}));

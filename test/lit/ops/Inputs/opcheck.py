@@ -203,6 +203,12 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def gelu_tanh_grad(x):
+    k = math.sqrt(2.0 / math.pi)
+    t = math.tanh(k * (x + 0.044715 * x ** 3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
+
+
 def softmax_dim(t, dim):
     r = len(t.shape)
     dim %= r
@@ -316,6 +322,14 @@ CASES = {
     "where_cmp": ({"x": away(-2, 2, [0.0, 0.5])},
                   lambda i: [ew(lambda a, b: a if (a > 0.5 or a < b) else (b if a != 0 else 0.0) * 2.0,
                                 i["x"], i["y"])]),
+    "pow_tensor": ({"x": ("u", 0.5, 2.0), "e": ("u", -1.5, 2.0)}, lambda i: [ew(math.pow, i["x"], i["e"])]),
+    # Backward helpers as ops of their own (second-order rules).
+    "backward_ops": ({"x": away(-2, 2, [0.25])}, lambda i: (lambda g, x: [
+        ew(lambda a, b: a if b > 0.25 else 0.0, g, x),
+        ew(lambda a, b: a * (0.5 * (1 + math.erf(b / math.sqrt(2))) + b * math.exp(-b * b / 2) / math.sqrt(2 * math.pi)), g, x),
+        ew(lambda a, b: a * gelu_tanh_grad(b), g, x),
+        ew(lambda gy, y, s: y * (gy - s), g, x, reduce(ew(lambda a, b: a * b, g, x), [1], True, sum)),
+        ew(lambda gg, y, s: gg - math.exp(y) * s, g, x, reduce(g, [0], True, sum))])(i["g"], i["x"])),
     # --- reductions ----------------------------------------------------------------------------
     "var": ({}, lambda i: [reduce(i["x"], [1], True, lambda v: var(v, 1)),
                            reduce(i["x"], None, False, lambda v: var(v, 0)),
@@ -404,6 +418,14 @@ CASES = {
     "linear_ln": ({}, lambda i: [layer_norm_last(
         ew(lambda a, b: a + b, matmul(i["x"], transpose2(i["w"])), i["b"]), i["lw"], i["lb"], 1e-5)]),
     "bmm": ({}, lambda i: [matmul(i["x"], i["y"])]),
+    # K-dim cross entropy (class dim 1), with class weights and ignore_index 1 (weighted mean).
+    "cross_entropy_nd": ({"t": ints(2, 0, 1, 1, 0, 2, 2, 1), "w": ("u", 0.5, 2.0)}, lambda i: (lambda lp, t, w: [
+        scalar("f32", -sum(lp.at([n, t.at([n, s]), s]) for n in range(2) for s in range(4)) / 8),
+        build("f32", [2, 4], lambda k: 0.0 if t.at(k) == 1 else -w.data[t.at(k)] * lp.at([k[0], t.at(k), k[1]])),
+        scalar("f32", -sum(w.data[t.at([n, s])] * lp.at([n, t.at([n, s]), s]) for n in range(2) for s in range(4)
+                           if t.at([n, s]) != 1) /
+               sum(w.data[t.at([n, s])] for n in range(2) for s in range(4) if t.at([n, s]) != 1))])(
+        log_softmax_dim(i["x"], 1), i["t"], i["w"])),
     "cross_entropy": ({"t": ints(2, 0, 3, 1)}, lambda i: [scalar("f32", -sum(
         log_softmax_dim(i["x"], 1).at([r, i["t"].data[r]]) for r in range(4)) / 4)]),
 }
