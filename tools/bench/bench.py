@@ -16,8 +16,8 @@ Systems (a step = forward, backward, SGD update lr 0.01, zero_grad):
   eager       torch eager (tools/export/models.py, the weights aotc trains)
   compile     torch.compile (Inductor, default mode), compiled in the case's process with a
               fresh TORCHINDUCTOR_CACHE_DIR (cold); compile time = first step - median step.
-              In repetition 1, at 1 thread, a second process reuses that cache dir (warm
-              cache; 1 warm-up step, a quarter of the timed steps).
+              In repetition 1, at 1 thread, for the small models, a second process reuses
+              that cache dir (warm cache; 1 warm-up step, 25 timed steps).
   aotc-cpp    the aotc object in a shared library driven by aotc::rt::DifferentiableFunction
               (tools/bench/step_driver.cpp, bench_step)
   aotc-py     the same library through python/aotc (aotc.load_module: autograd.Function)
@@ -27,7 +27,7 @@ Models: mlp (N=64, the committed example) and ln_gelu (N=32, D=64, H=128, commit
 larger row of each exported on the fly into BUILD/bench/ (not committed): mlp_large
 (N=2048) and ln_gelu_large (N=2048, D=512, H=2048).
 
-Iterations: small models 10 warm-up + 100 timed steps; large rows 2 warm-up + 6 timed
+Iterations: small models 10 warm-up + 100 timed steps; large rows 2 warm-up + 5 timed
 steps (a large step takes 0.1-3 s on this machine; 100 of them per case would not fit the
 12-minute budget). --quick: 2 + 5 and 1 + 2 (smoke test only, marked quick in the JSON).
 Order: for each repetition, for each model, for each thread count, the four systems one
@@ -147,7 +147,7 @@ class Bench:
         if a.quick:
             self.iters = {False: (2, 5), True: (1, 2)}
         else:
-            self.iters = {False: (10, 100), True: (2, 6)}
+            self.iters = {False: (10, 100), True: (2, 5)}
         self.models = models(self.work, not a.no_large)
         if a.models:
             self.models = [m for m in self.models if m["name"] in a.models.split(",")]
@@ -308,7 +308,8 @@ class Bench:
                     order = SYSTEMS if rep % 2 else SYSTEMS[::-1]
                     for s in order:
                         cache = self.step_case(rep, m, s, t)
-                        if s == "compile" and rep == 1 and t == 1 and not self.a.no_warm_cache:
+                        if (s == "compile" and rep == 1 and t == 1 and not m["large"]
+                                and not self.a.no_warm_cache):
                             self.step_case(rep, m, s, t, warm_dir=cache)
                         if cache:
                             shutil.rmtree(cache, ignore_errors=True)

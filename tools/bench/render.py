@@ -128,7 +128,7 @@ def render(d):
     w("")
     w("aotc: `aotc MODEL -o X.o` wall time (1 core), per run. torch.compile: first step − median "
       "step in a process with a fresh TORCHINDUCTOR_CACHE_DIR (cold), and in run 1 a second "
-      "process reusing that cache (warm, 1 thread). Seconds.")
+      "process reusing that cache (warm; 1 thread, small models). Seconds.")
     w("")
     w("| model | aotc | torch.compile cold T=1 | cold T=2 | warm T=1 |")
     w("|---|--:|--:|--:|--:|")
