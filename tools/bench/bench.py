@@ -313,6 +313,13 @@ class Bench:
                             self.step_case(rep, m, s, t, warm_dir=cache)
                         if cache:
                             shutil.rmtree(cache, ignore_errors=True)
+            self.save(t_start)  # after every repetition: a cut-short run keeps what it measured
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        log(f"wrote {self.a.out} ({self.out['meta']['total_s']} s)")
+        sh([sys.executable, os.path.join(HERE, "render.py"), self.a.out, self.a.md], capture=False)
+        log(f"wrote {self.a.md}")
+
+    def save(self, t_start):
         if os.path.exists(self.a.notes):
             with open(self.a.notes) as f:
                 self.out["notes"] = f.read()
@@ -321,10 +328,6 @@ class Bench:
         with open(self.a.out, "w") as f:
             json.dump(self.out, f, indent=1, sort_keys=True)
             f.write("\n")
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        log(f"wrote {self.a.out} ({self.out['meta']['total_s']} s)")
-        sh([sys.executable, os.path.join(HERE, "render.py"), self.a.out, self.a.md], capture=False)
-        log(f"wrote {self.a.md}")
 
 
 def main():
