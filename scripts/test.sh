@@ -13,7 +13,7 @@ done
 bash "$root/scripts/build.sh"
 build=${AOTC_BUILD_DIR:-$root/build}
 cd "$build"
-log=$build/Testing/test-sh.log
+log=$build/test-sh.log
 set +e
 ctest --output-on-failure -j "${AOTC_JOBS:-2}" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
