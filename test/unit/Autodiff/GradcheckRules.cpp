@@ -456,6 +456,38 @@ std::vector<Case> allCases() {
     };
     v.push_back(c);
   }
+  // native_layer_norm_backward: mean and rstd are non-differentiable inputs, but the rule
+  // (like PyTorch's layer_norm_double_backward) treats them as the statistics of `input`, so
+  // the checked function computes them from x with native_layer_norm.
+  for (auto [xs, ns, affine, mask] :
+       {std::tuple<Shape, Shape, bool, std::vector<bool>>{{4, 6}, {6}, true, {true, true, true}},
+        {{2, 3, 4}, {3, 4}, true, {true, true, true}},
+        {{5, 3}, {3}, false, {true, false, false}},
+        {{3, 4}, {4}, true, {true, false, true}}}) {
+    Case c;
+    c.target = "aten.native_layer_norm_backward.default";
+    c.label = "native_layer_norm_backward " + shapeStr(xs) + (affine ? " affine" : "") + " mask " +
+              argStr(Arg{mask});
+    c.build = [xs = xs, ns = ns, affine = affine, mask = mask] {
+      B b;
+      Node *g = b.input("g", f64(xs));
+      Node *x = b.input("x", f64(xs));
+      Arg w = std::monostate{}, bias = std::monostate{};
+      if (affine) {
+        w = b.input("w", f64(ns));
+        bias = b.input("b", f64(ns));
+      }
+      Node *ln = b.call("aten.native_layer_norm.default", {x, ns, std::monostate{}, std::monostate{}, 1e-5});
+      Node *bw = b.call("aten.native_layer_norm_backward.default",
+                        {g, x, ns, b.call("getitem", {ln, int64_t(1)}), b.call("getitem", {ln, int64_t(2)}), w,
+                         bias, mask});
+      std::vector<Node *> outs;
+      for (int64_t i = 0; i < 3; ++i)
+        if (mask[i]) outs.push_back(b.call("getitem", {bw, i}));
+      return b.done(outs);
+    };
+    v.push_back(c);
+  }
   return v;
 }
 
