@@ -89,6 +89,10 @@ struct OpDef {
   /// Marked non-differentiable (argmax, comparisons, factories): autodiff
   /// passes no gradient through it and needs no rule.
   bool nonDifferentiable = false;
+  /// Argument positions that may hold an I32 or U8 tensor (index arguments, and
+  /// _to_copy's input). Every other tensor argument and every result must use one of
+  /// aotc's compute dtypes (F32, F64, I64, Bool); inferTypes reports the node otherwise.
+  std::vector<int> indexArgs;
   std::string target() const { return schema.target(); }
 };
 

@@ -35,6 +35,10 @@ Program capture(const std::string &path, const CaptureOptions &opts,
 void functionalize(Program &p);
 /// Stage 3 (lib/Decompose): composites -> Core ATen, before autodiff.
 void decompose(Program &p);
+/// Part of decompose (lib/Decompose/WidenIndices.cpp): every i32/u8 graph input gets one
+/// `_to_copy(x, dtype=torch.int64)` that all calls read instead; types after it are
+/// re-inferred. Afterwards no call computes on or produces an i32/u8 tensor.
+void widenIndexInputs(Graph &g);
 
 struct JointOptions {
   std::vector<std::string> extraDerivatives; ///< --derivatives files, added after the built-in one.

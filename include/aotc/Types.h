@@ -13,20 +13,26 @@
 
 namespace aotc {
 
-enum class DType : uint8_t { F32, F64, I64, Bool };
+/// Element types. aotc computes on F32, F64, I64 and Bool. I32 and U8 are *index* dtypes:
+/// they are accepted only where an op declares index arguments (OpDef::indexArgs: gather,
+/// scatter_add, index_select, embedding; _to_copy reads them too), never as an op's result
+/// (docs/formats.md, "Dtypes").
+enum class DType : uint8_t { F32, F64, I64, Bool, I32, U8 };
 
 /// Size of one element in bytes (bool is 1 byte, as in PyTorch).
 int64_t itemSize(DType dt);
-/// FX abbreviation: "f32", "f64", "i64", "b8".
+/// FX abbreviation: "f32", "f64", "i64", "b8", "i32", "u8".
 const char *dtypeAbbr(DType dt);
-/// Python spelling: "torch.float32", "torch.float64", "torch.int64", "torch.bool".
+/// Python spelling: "torch.float32", "torch.float64", "torch.int64", "torch.bool", ...
 const char *dtypeTorchName(DType dt);
-/// safetensors spelling: "F32", "F64", "I64", "BOOL".
+/// safetensors spelling: "F32", "F64", "I64", "BOOL", "I32", "U8".
 const char *dtypeSafetensorsName(DType dt);
 /// Parses any of the three spellings above (and "float32"/"int64"/... without "torch.").
 std::optional<DType> parseDType(const std::string &s);
 bool isFloating(DType dt);
-bool isIntegral(DType dt); ///< i64 and bool.
+bool isIntegral(DType dt); ///< i64, i32, u8 and bool.
+/// I32 and U8: storage-only index dtypes (see DType).
+bool isNarrowInt(DType dt);
 
 /// PyTorch promotion categories: bool < integral < floating.
 int dtypeCategory(DType dt);

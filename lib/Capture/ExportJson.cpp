@@ -29,6 +29,8 @@ using json = nlohmann::json;
 /// ScalarType enum of schema.py -> aotc dtype.
 std::optional<DType> dtypeFromEnum(int64_t v) {
   switch (v) {
+  case 1: return DType::U8;
+  case 4: return DType::I32;
   case 5: return DType::I64;
   case 7: return DType::F32;
   case 8: return DType::F64;
@@ -156,7 +158,7 @@ TensorType Reader::metaType(const std::string &name) const {
   auto d = dtypeFromEnum(dt);
   if (!d)
     fail("tensor '" + name + "': unsupported dtype " + scalarTypeName(dt) + " (ScalarType " +
-         std::to_string(dt) + "; aotc supports float32, float64, int64, bool)");
+         std::to_string(dt) + "; aotc supports float32, float64, int64, bool; int32 and uint8 as index inputs)");
   TensorType t;
   t.dtype = *d;
   const json &sizes = field(m, "sizes", ctx);
@@ -317,7 +319,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     auto d = dtypeFromEnum(e);
     if (!d)
       failNode(jn, ctx + ": unsupported dtype " + scalarTypeName(e) + " (ScalarType " + std::to_string(e) +
-                       "; aotc supports float32, float64, int64, bool)");
+                       "; aotc supports float32, float64, int64, bool; int32 and uint8 as index inputs)");
     return DTypeLit{*d};
   }
   if (k == "as_memory_format") {

@@ -178,7 +178,8 @@ Weight Pt2Reader::loadWeight(const Node &ph) {
            "' is " + ty.str());
     if (m.contains("dtype") && m["dtype"].is_number_integer()) {
       int64_t d = m["dtype"].get<int64_t>();
-      static const std::map<int64_t, DType> dts = {{5, DType::I64}, {7, DType::F32}, {8, DType::F64}, {12, DType::Bool}};
+      static const std::map<int64_t, DType> dts = {{1, DType::U8},  {4, DType::I32}, {5, DType::I64},
+                                                   {7, DType::F32}, {8, DType::F64}, {12, DType::Bool}};
       auto dt = dts.find(d);
       if (dt == dts.end()) fail(what + ": unsupported dtype (ScalarType " + std::to_string(d) + ")");
       if (dt->second != ty.dtype)

@@ -25,6 +25,8 @@ static const char *cDType(DType d) {
   case DType::F64: return "float64 (double)";
   case DType::I64: return "int64 (int64_t)";
   case DType::Bool: return "bool (1 byte, 0/1)";
+  case DType::I32: return "int32 (int32_t)";
+  case DType::U8: return "uint8 (uint8_t)";
   }
   return "?";
 }

@@ -96,6 +96,8 @@ Type elemType(MLIRContext *ctx, DType d, bool memory) {
   case DType::F64: return Float64Type::get(ctx);
   case DType::I64: return IntegerType::get(ctx, 64);
   case DType::Bool: return IntegerType::get(ctx, memory ? 8 : 1);
+  case DType::I32: return IntegerType::get(ctx, 32);
+  case DType::U8: return IntegerType::get(ctx, 8);
   }
   return {};
 }
@@ -158,8 +160,20 @@ Value KernelBuilder::cast(Value v, DType from, DType to) {
     if (to == DType::F64) return b_.create<arith::ExtFOp>(loc_, ty, v);
     return b_.create<arith::TruncFOp>(loc_, ty, v);
   }
-  if (isFloating(from)) return b_.create<arith::FPToSIOp>(loc_, ty, v);
-  return b_.create<arith::SIToFPOp>(loc_, ty, v);
+  // Integer <-> integer/float. U8 is unsigned (zero-extended); I32/I64 are signed; a
+  // narrowing integer cast truncates (wraps), as a C cast and PyTorch do.
+  bool fromUnsigned = from == DType::U8, toUnsigned = to == DType::U8;
+  if (isFloating(from))
+    return toUnsigned ? b_.create<arith::FPToUIOp>(loc_, ty, v).getResult()
+                      : b_.create<arith::FPToSIOp>(loc_, ty, v).getResult();
+  if (isFloating(to))
+    return fromUnsigned ? b_.create<arith::UIToFPOp>(loc_, ty, v).getResult()
+                        : b_.create<arith::SIToFPOp>(loc_, ty, v).getResult();
+  unsigned fw = itemSize(from) * 8, tw = itemSize(to) * 8;
+  if (fw == tw) return v;
+  if (fw > tw) return b_.create<arith::TruncIOp>(loc_, ty, v);
+  return fromUnsigned ? b_.create<arith::ExtUIOp>(loc_, ty, v).getResult()
+                      : b_.create<arith::ExtSIOp>(loc_, ty, v).getResult();
 }
 
 Value KernelBuilder::address(const Access &a, Value &ok, Value &errCode, Value &errVal) {

@@ -162,7 +162,7 @@ struct EntryBuilder {
         g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
         shape = g;
       }
-      int dt = (int)t.type.dtype; // AOTC_F32=0, F64=1, I64=2, BOOL=3 as DType
+      int dt = (int)t.type.dtype; // aotc_dtype and DType share their numbering (F32=0 .. U8=5)
       elems.push_back(llvm::ConstantStruct::get(
           descTy, {str(t.name), b.getInt32(dt), b.getInt32(t.role), b.getInt32((int)t.type.shape.size()),
                    b.getInt32(t.requiresGrad ? 1 : 0), shape, b.getInt64(t.type.numel()),

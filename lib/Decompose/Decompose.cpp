@@ -347,6 +347,7 @@ std::vector<std::pair<std::string, std::string>> decomposeTable() {
 }
 
 void decompose(Program &p) {
+  widenIndexInputs(p.forward);
   rewrite::applyRules(p.forward, table(), "decompose");
   p.stage = "decompose";
 }

@@ -15,6 +15,7 @@
 #include "aotc/OpRegistry.h"
 #include "ops/Ops.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -328,6 +329,32 @@ const OpDef *OpRegistry::lookup(const std::string &target) const {
 
 
 /// Converts a user-supplied argument to the representation its schema type uses.
+/// op.infer(node) plus the dtype contract of DType: I32/U8 tensors only at op.indexArgs
+/// or through views (an index is often unsqueezed or expanded first), never computed.
+static std::vector<TensorType> checkedInfer(const OpDef &op, const Node &node) {
+  if (op.category == OpCategory::View) return op.infer(node);
+  auto narrowMsg = [](DType dt) {
+    return std::string(dtypeAbbr(dt)) + " tensors are index-only in aotc (it computes on f32, f64, "
+                                        "i64 and bool; see docs/formats.md, \"Dtypes\")";
+  };
+  for (size_t i = 0; i < node.args.size(); ++i) {
+    auto check = [&](const Node *a) {
+      if (!a || a->types.size() != 1 || !isNarrowInt(a->type().dtype)) return;
+      if (std::find(op.indexArgs.begin(), op.indexArgs.end(), (int)i) != op.indexArgs.end()) return;
+      std::string argName = i < op.schema.args.size() ? op.schema.args[i].name : std::to_string(i);
+      nodeError(node, "argument '" + argName + "' ('" + a->name + "') is " + a->type().str() + ": " +
+                          narrowMsg(a->type().dtype));
+    };
+    if (auto *p = std::get_if<Node *>(&node.args[i])) check(*p);
+    if (auto *l = std::get_if<std::vector<Node *>>(&node.args[i]))
+      for (const Node *a : *l) check(a);
+  }
+  std::vector<TensorType> types = op.infer(node);
+  for (const TensorType &t : types)
+    if (isNarrowInt(t.dtype)) nodeError(node, "produces " + t.str() + ": " + narrowMsg(t.dtype));
+  return types;
+}
+
 static Arg coerceArg(const Node &n, const OpDef &op, const SchemaArg &sa, Arg v) {
   auto bad = [&](const std::string &want) -> Arg {
     nodeError(n, "argument '" + sa.name + "' expects " + want + ", got " + argKindName(v));
@@ -469,7 +496,7 @@ Node *buildCall(Graph &g, const std::string &name, const std::string &target,
       }
       tmp.args.push_back(coerceArg(tmp, *op, sa[i], *slots[i]));
     }
-    types = op->infer(tmp);
+    types = checkedInfer(*op, tmp);
   }
   Node *n = insertBefore ? g.insertCallBefore(insertBefore, name, t, std::move(tmp.args), std::move(types))
                          : g.addCall(name, t, std::move(tmp.args), std::move(types));
@@ -491,7 +518,7 @@ std::vector<TensorType> inferTypes(const Node &node) {
   }
   const OpDef *op = node.op ? node.op : OpRegistry::get().lookup(node.target);
   if (!op) userError(node.loc, "unknown op '" + node.target + "'");
-  return op->infer(node);
+  return checkedInfer(*op, node);
 }
 
 } // namespace aotc

@@ -800,12 +800,13 @@ PyVal Parser::parseValue() {
           "torch.channels_last", "torch.channels_last_3d"};
       if (enums.count(d)) { v.kind = PyVal::Enum; v.s = d; return v; }
       static const std::set<std::string> otherDtypes = {
-          "torch.float16", "torch.half", "torch.bfloat16", "torch.int32", "torch.int", "torch.int16",
-          "torch.short", "torch.int8", "torch.uint8", "torch.complex64", "torch.complex128",
+          "torch.float16", "torch.half", "torch.bfloat16", "torch.int16",
+          "torch.short", "torch.int8", "torch.complex64", "torch.complex128",
           "torch.cfloat", "torch.cdouble", "torch.uint16", "torch.uint32", "torch.uint64",
           "torch.float8_e4m3fn", "torch.float8_e5m2"};
       if (otherDtypes.count(d))
-        userError(v.loc, "unsupported dtype '" + d + "' (aotc supports float32, float64, int64, bool)");
+        userError(v.loc, "unsupported dtype '" + d + "' (aotc supports float32, float64, int64, bool; "
+                                                      "int32 and uint8 as index inputs)");
       userError(v.loc, "unsupported value '" + d + "'");
     }
     if (isOp(peek(), ".") || isOp(peek(), "(") || isOp(peek(), "["))
@@ -903,13 +904,15 @@ TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
     userError(loc(0), what + ": malformed tensor type '" + s + "' (expected e.g. \"f32[4, 16]\")");
   }
   std::optional<DType> dt;
-  if (abbr == "f32" || abbr == "f64" || abbr == "i64" || abbr == "b8") dt = parseDType(abbr);
+  if (abbr == "f32" || abbr == "f64" || abbr == "i64" || abbr == "b8" || abbr == "i32" || abbr == "u8")
+    dt = parseDType(abbr);
   static const std::set<std::string> known = {"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz",
-                                              "c32",  "c64", "c128",     "i8",     "i16",        "i32",
-                                              "u8",   "u16", "u32",      "u64",    "b16",        "b1x8"};
+                                              "c32",  "c64", "c128",     "i8",     "i16",
+                                              "u16", "u32",      "u64",    "b16",        "b1x8"};
   if (!dt) {
     if (known.count(abbr))
-      userError(loc(0), what + ": unsupported dtype '" + abbr + "' (aotc supports f32, f64, i64, b8)");
+      userError(loc(0), what + ": unsupported dtype '" + abbr +
+                                "' (aotc supports f32, f64, i64, b8; i32 and u8 as index inputs)");
     userError(loc(0), what + ": unknown dtype '" + abbr + "' in tensor type '" + s + "'");
   }
   TensorType ty;

@@ -124,7 +124,7 @@ RefTensor randomTensor(const TensorType &t, std::mt19937_64 &rng, double lo, dou
   for (double &v : r.data) {
     if (t.dtype == DType::Bool)
       v = (rng() & 1) ? 1.0 : 0.0;
-    else if (t.dtype == DType::I64)
+    else if (isIntegral(t.dtype))
       v = std::floor(u(rng));
     else
       v = u(rng);

@@ -1,6 +1,6 @@
 //===- Types.cpp - Dtypes, shapes, promotion, broadcasting ------------------===//
 //
-// Promotion follows torch.promote_types restricted to {bool, i64, f32, f64}.
+// Promotion follows torch.promote_types restricted to {bool, u8, i32, i64, f32, f64}.
 //===----------------------------------------------------------------------===//
 #include "aotc/Types.h"
 
@@ -12,6 +12,8 @@ int64_t itemSize(DType dt) {
   case DType::F64: return 8;
   case DType::I64: return 8;
   case DType::Bool: return 1;
+  case DType::I32: return 4;
+  case DType::U8: return 1;
   }
   return 0;
 }
@@ -22,6 +24,8 @@ const char *dtypeAbbr(DType dt) {
   case DType::F64: return "f64";
   case DType::I64: return "i64";
   case DType::Bool: return "b8";
+  case DType::I32: return "i32";
+  case DType::U8: return "u8";
   }
   return "?";
 }
@@ -32,6 +36,8 @@ const char *dtypeTorchName(DType dt) {
   case DType::F64: return "torch.float64";
   case DType::I64: return "torch.int64";
   case DType::Bool: return "torch.bool";
+  case DType::I32: return "torch.int32";
+  case DType::U8: return "torch.uint8";
   }
   return "?";
 }
@@ -42,6 +48,8 @@ const char *dtypeSafetensorsName(DType dt) {
   case DType::F64: return "F64";
   case DType::I64: return "I64";
   case DType::Bool: return "BOOL";
+  case DType::I32: return "I32";
+  case DType::U8: return "U8";
   }
   return "?";
 }
@@ -54,24 +62,33 @@ std::optional<DType> parseDType(const std::string &in) {
   if (s == "f64" || s == "F64" || s == "float64" || s == "double") return DType::F64;
   if (s == "i64" || s == "I64" || s == "int64" || s == "long") return DType::I64;
   if (s == "b8" || s == "BOOL" || s == "bool") return DType::Bool;
+  if (s == "i32" || s == "I32" || s == "int32" || s == "int") return DType::I32;
+  if (s == "u8" || s == "U8" || s == "uint8") return DType::U8;
   return std::nullopt;
 }
 
 bool isFloating(DType dt) { return dt == DType::F32 || dt == DType::F64; }
-bool isIntegral(DType dt) { return dt == DType::I64 || dt == DType::Bool; }
+bool isIntegral(DType dt) { return !isFloating(dt); }
+bool isNarrowInt(DType dt) { return dt == DType::I32 || dt == DType::U8; }
 
 int dtypeCategory(DType dt) {
   if (dt == DType::Bool) return 0;
-  if (dt == DType::I64) return 1;
+  if (isIntegral(dt)) return 1;
   return 2;
 }
+
+namespace {
+/// Rank among the integral dtypes: bool < u8 < i32 < i64 (torch.promote_types on these
+/// gives the higher one).
+int intRank(DType dt) { return dt == DType::Bool ? 0 : dt == DType::U8 ? 1 : dt == DType::I32 ? 2 : 3; }
+} // namespace
 
 DType promoteTypes(DType a, DType b) {
   if (a == b) return a;
   if (isFloating(a) && isFloating(b)) return DType::F64;
   if (isFloating(a)) return a;
   if (isFloating(b)) return b;
-  return DType::I64; // bool + i64
+  return intRank(a) >= intRank(b) ? a : b;
 }
 
 int64_t numelOf(const Shape &s) {

@@ -29,7 +29,8 @@ ABI_VERSION = 1
 ALIGNMENT = 64
 
 # aotc_dtype code -> (name, itemsize, memoryview/struct format)
-_DTYPES = {0: ("f32", 4, "f"), 1: ("f64", 8, "d"), 2: ("i64", 8, "q"), 3: ("bool", 1, "?")}
+_DTYPES = {0: ("f32", 4, "f"), 1: ("f64", 8, "d"), 2: ("i64", 8, "q"), 3: ("bool", 1, "?"),
+           4: ("i32", 4, "i"), 5: ("u8", 1, "B")}
 DTYPE_ITEMSIZE = {name: size for (name, size, _) in _DTYPES.values()}
 _FORMAT = {name: fmt for (name, _, fmt) in _DTYPES.values()}
 FLOATING = ("f32", "f64")

@@ -27,6 +27,8 @@ bool parseDTypeName(const std::string &s, DType &out) {
   else if (s == "F64") out = DType::F64;
   else if (s == "I64") out = DType::I64;
   else if (s == "BOOL") out = DType::Bool;
+  else if (s == "I32") out = DType::I32;
+  else if (s == "U8") out = DType::U8;
   else return false;
   return true;
 }
@@ -118,7 +120,7 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
     Entry e{name, DType::F32, {}, 0, 0};
     if (!v["dtype"].is_string() || !parseDTypeName(v["dtype"].get<std::string>(), e.dtype))
       fail(what, "tensor '" + name + "': unsupported dtype " + v["dtype"].dump() +
-                     " (aotc supports F32, F64, I64, BOOL)");
+                     " (aotc supports F32, F64, I64, BOOL, I32, U8)");
     if (!v["shape"].is_array())
       fail(what, "tensor '" + name + "': shape must be an array");
     uint64_t numel = 1;

@@ -17,6 +17,8 @@ int64_t itemSize(DType dt) {
   case DType::F64: return 8;
   case DType::I64: return 8;
   case DType::Bool: return 1;
+  case DType::I32: return 4;
+  case DType::U8: return 1;
   }
   throw RuntimeError("aotc runtime: invalid dtype " + std::to_string((int)dt));
 }
@@ -27,6 +29,8 @@ const char *dtypeName(DType dt) {
   case DType::F64: return "f64";
   case DType::I64: return "i64";
   case DType::Bool: return "b8";
+  case DType::I32: return "i32";
+  case DType::U8: return "u8";
   }
   return "?";
 }
@@ -37,12 +41,14 @@ const char *safetensorsDTypeName(DType dt) {
   case DType::F64: return "F64";
   case DType::I64: return "I64";
   case DType::Bool: return "BOOL";
+  case DType::I32: return "I32";
+  case DType::U8: return "U8";
   }
   return "?";
 }
 
 DType dtypeFromAbi(int32_t abiDType) {
-  if (abiDType < AOTC_F32 || abiDType > AOTC_BOOL)
+  if (abiDType < AOTC_F32 || abiDType > AOTC_U8)
     throw RuntimeError("aotc runtime: unknown aotc_dtype value " + std::to_string(abiDType));
   return static_cast<DType>(abiDType);
 }
@@ -128,6 +134,8 @@ Tensor Tensor::full(DType dtype, std::vector<int64_t> shape, double value) {
     case DType::F64: t.data<double>()[i] = value; break;
     case DType::I64: t.data<int64_t>()[i] = (int64_t)value; break;
     case DType::Bool: t.data<uint8_t>()[i] = value != 0 ? 1 : 0; break;
+    case DType::I32: t.data<int32_t>()[i] = (int32_t)value; break;
+    case DType::U8: t.data<uint8_t>()[i] = (uint8_t)value; break;
     }
   }
   return t;
@@ -142,6 +150,8 @@ double Tensor::at(int64_t i) const {
   case DType::F64: return data<double>()[i];
   case DType::I64: return (double)data<int64_t>()[i];
   case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::I32: return (double)data<int32_t>()[i];
+  case DType::U8: return (double)data<uint8_t>()[i];
   }
   return 0;
 }

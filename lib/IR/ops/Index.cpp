@@ -3,7 +3,8 @@
 // Shape checks follow aten/src/ATen/native/ScatterGatherChecks.h
 // (gather_shape_check, scatter_shape_check) and TensorAdvancedIndexing.cpp
 // (index_select); embedding follows aten/src/ATen/native/Embedding.cpp.
-// Index tensors must be i64. Out-of-range index values are reported by the
+// Index tensors are i64 or i32 (as PyTorch; an empty gather/scatter index may have
+// any integer dtype, see scatter_gather_dtype_check). Out-of-range index values are reported by the
 // reference evaluator as node errors (the generated code returns an error code).
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
@@ -14,9 +15,10 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-void requireIndex(const Node &n, const TensorType &t, const char *what) {
-  if (t.dtype != DType::I64)
-    nodeError(n, std::string(what) + " expected an int64 index tensor, got " + dtypeTorchName(t.dtype));
+void requireIndex(const Node &n, const TensorType &t, const char *what, bool anyIntIfEmpty = false) {
+  if (t.dtype == DType::I64 || t.dtype == DType::I32) return;
+  if (anyIntIfEmpty && t.numel() == 0 && isIntegral(t.dtype) && t.dtype != DType::Bool) return;
+  nodeError(n, std::string(what) + " expected an int64 or int32 index tensor, got " + dtypeTorchName(t.dtype));
 }
 
 int64_t checkedIndex(const Node &n, double v, int64_t size, int64_t dim) {
@@ -36,9 +38,10 @@ int64_t sizeAt(const TensorType &t, int64_t d) { return t.rank() == 0 ? 1 : t.sh
 void registerIndexOps(OpRegistry &r) {
   {
     OpDef &d = r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", OpCategory::Index);
+    d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2);
-      requireIndex(n, ix, "gather()");
+      requireIndex(n, ix, "gather()", true);
       int64_t dim = wrapDimOrError(n, n.intArg(1), s.rank());
       if (ix.numel() != 0) {
         if (ensure1(ix) != ensure1(s))
@@ -69,9 +72,10 @@ void registerIndexOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", OpCategory::Index);
+    d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2), src = argType(n, 3);
-      requireIndex(n, ix, "scatter_add()");
+      requireIndex(n, ix, "scatter_add()", true);
       int64_t dim = wrapDimOrError(n, n.intArg(1), s.rank());
       if (src.dtype != s.dtype) nodeError(n, "scatter_add(): expected self and src to have the same dtype");
       if (ix.numel() != 0) {
@@ -105,6 +109,7 @@ void registerIndexOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", OpCategory::Index);
+    d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2);
       requireIndex(n, ix, "index_select()");
@@ -134,6 +139,7 @@ void registerIndexOps(OpRegistry &r) {
     OpDef &d = r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
                      "bool sparse=False) -> Tensor",
                      OpCategory::Index);
+    d.indexArgs = {1};
     d.infer = [](const Node &n) -> Types {
       TensorType w = argType(n, 0), ix = argType(n, 1);
       if (w.rank() != 2) nodeError(n, "embedding(): 'weight' must be 2-D, got " + w.str());

@@ -74,6 +74,8 @@ bool canCast(DType from, DType to);
 inline double castValue(DType dt, double v) {
   if (dt == DType::I64) return std::trunc(v);
   if (dt == DType::Bool) return v != 0.0 ? 1.0 : 0.0;
+  if (dt == DType::I32) return (double)(int32_t)(uint32_t)(int64_t)std::trunc(v); // wraps, as a C cast
+  if (dt == DType::U8) return (double)(uint8_t)(int64_t)std::trunc(v);
   return v;
 }
 

@@ -286,6 +286,7 @@ void registerPointwiseOps(OpRegistry &r) {
     OpDef &d = r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
                      "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Pointwise);
+    d.indexArgs = {0}; // reads i32/u8 (WidenIndices); it never produces them (checkedInfer)
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       if (auto dt = dtypeArg(n, 1)) t.dtype = *dt;

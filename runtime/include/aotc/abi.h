@@ -36,7 +36,16 @@ extern "C" {
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
-typedef enum aotc_dtype { AOTC_F32 = 0, AOTC_F64 = 1, AOTC_I64 = 2, AOTC_BOOL = 3 } aotc_dtype;
+/** Element types. AOTC_I32 and AOTC_U8 appear only on index inputs (gather, index_select,
+ *  embedding, scatter_add); results, saved tensors and gradients never use them. */
+typedef enum aotc_dtype {
+  AOTC_F32 = 0,
+  AOTC_F64 = 1,
+  AOTC_I64 = 2,
+  AOTC_BOOL = 3,
+  AOTC_I32 = 4,
+  AOTC_U8 = 5
+} aotc_dtype;
 
 typedef enum aotc_role {
   AOTC_ROLE_PARAMETER = 0,  /**< A module parameter; `name` is its FQN. */

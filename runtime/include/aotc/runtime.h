@@ -38,11 +38,18 @@ public:
 };
 
 /// Element types of the ABI, numerically equal to aotc_dtype.
-enum class DType : int32_t { F32 = AOTC_F32, F64 = AOTC_F64, I64 = AOTC_I64, Bool = AOTC_BOOL };
+enum class DType : int32_t {
+  F32 = AOTC_F32,
+  F64 = AOTC_F64,
+  I64 = AOTC_I64,
+  Bool = AOTC_BOOL,
+  I32 = AOTC_I32,
+  U8 = AOTC_U8
+};
 
-/// Bytes per element: 4, 8, 8, 1 (bool is one byte, as in PyTorch).
+/// Bytes per element: 4, 8, 8, 1, 4, 1 (bool is one byte, as in PyTorch).
 int64_t itemSize(DType dt);
-/// FX spelling "f32", "f64", "i64", "b8" (used in messages).
+/// FX spelling "f32", "f64", "i64", "b8", "i32", "u8" (used in messages).
 const char *dtypeName(DType dt);
 /// safetensors spelling "F32", "F64", "I64", "BOOL".
 const char *safetensorsDTypeName(DType dt);

@@ -47,6 +47,8 @@ inline Buf toBuf(const RefTensor &t) {
     case DType::F64: ((double *)b.get())[i] = v; break;
     case DType::I64: ((int64_t *)b.get())[i] = (int64_t)v; break;
     case DType::Bool: ((uint8_t *)b.get())[i] = v != 0.0; break;
+    case DType::I32: ((int32_t *)b.get())[i] = (int32_t)v; break;
+    case DType::U8: ((uint8_t *)b.get())[i] = (uint8_t)v; break;
     }
   }
   return b;
@@ -60,6 +62,8 @@ inline RefTensor fromBuf(const Buf &b, const TensorType &t) {
     case DType::F64: r.data[i] = ((const double *)b.get())[i]; break;
     case DType::I64: r.data[i] = (double)((const int64_t *)b.get())[i]; break;
     case DType::Bool: r.data[i] = ((const uint8_t *)b.get())[i]; break;
+    case DType::I32: r.data[i] = ((const int32_t *)b.get())[i]; break;
+    case DType::U8: r.data[i] = ((const uint8_t *)b.get())[i]; break;
     }
   }
   return r;

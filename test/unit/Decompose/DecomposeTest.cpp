@@ -215,3 +215,43 @@ TEST_CASE("decompose keeps the loc and stack trace of the replaced node", "[deco
     CHECK(n->stackTrace == "File \"m.py\", line 12, in forward");
   }
 }
+
+TEST_CASE("decompose widens i32/u8 index inputs to one i64 cast each; values kept", "[decompose][dtype]") {
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({5, 3}));
+  Node *idx = input(g, "idx", {DType::I32, {4}});
+  Node *tok = input(g, "tok", {DType::I32, {2, 2}});
+  // Through views, as exported models do: idx.unsqueeze(1).expand(4, 3).
+  Node *e = op(g, "aten.expand.default", {op(g, "aten.unsqueeze.default", {idx, int64_t(1)}), std::vector<int64_t>{4, 3}});
+  Node *ga = op(g, "aten.gather.default", {x, int64_t(0), e});
+  Node *is = op(g, "aten.index_select.default", {x, int64_t(0), idx});
+  Node *em = op(g, "aten.embedding.default", {x, tok});
+  g.setOutputs({ga, is, em});
+  CHECK(e->type().dtype == DType::I32); // views carry the index dtype before decompose
+  Program q = decomposed(p, {{"idx", {0, 5}}, {"tok", {0, 3}}});
+  int casts = 0;
+  for (auto &n : q.forward.nodes()) {
+    if (n->isPlaceholder()) continue;
+    if (n->isCall()) {
+      INFO(n->name);
+      CHECK(!isNarrowInt(n->type().dtype));
+    }
+    if (n->target == "aten._to_copy.default") ++casts;
+  }
+  CHECK(casts == 2); // one per narrow input, shared by all its users
+  CHECK(q.forward.find("idx")->type().dtype == DType::I32);
+  CHECK(q.forward.find("tok")->type().dtype == DType::I32);
+}
+
+TEST_CASE("i32/u8 tensors are index-only: computing on them is a node error", "[decompose][dtype]") {
+  Graph g;
+  Node *idx = input(g, "idx", {DType::I32, {4}});
+  CHECK_THROWS_WITH(op(g, "aten.add.Tensor", {idx, idx}),
+                    Catch::Contains("argument 'self' ('idx') is i32[4]: i32 tensors are index-only"));
+  Node *x = input(g, "x", f32({4}));
+  CHECK_THROWS_WITH(op(g, "aten._to_copy.default", {x}, {{"dtype", DTypeLit{DType::U8}}}),
+                    Catch::Contains("produces u8[4]"));
+  CHECK_THROWS_WITH(op(g, "aten.index_select.default", {x, int64_t(0), op(g, "aten.gt.Scalar", {x, 0.0})}),
+                    Catch::Contains("expected an int64 or int32 index tensor, got torch.bool"));
+}
