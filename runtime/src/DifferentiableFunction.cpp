@@ -172,6 +172,33 @@ std::vector<Tensor> DifferentiableFunction::backward(Context &ctx,
   return grads;
 }
 
+namespace {
+
+// p[k] = fma(g[k], alpha, p[k]): exact (one rounding) on every machine. Built for the FMA
+// instruction set too and picked at run time, because without it std::fma is a libm call
+// per element (it was ~40 % of the MLP's training step); both paths give the same bits.
+template <typename T> void axpyFmaGeneric(T *p, const T *g, T alpha, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    p[k] = std::fma(g[k], alpha, p[k]);
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+template <typename T> __attribute__((target("fma,avx2"))) void axpyFmaHw(T *__restrict p, const T *__restrict g, T alpha, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    p[k] = std::fma(g[k], alpha, p[k]);
+}
+#endif
+
+template <typename T> void axpyFma(T *p, const T *g, T alpha, int64_t n) {
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+  static const bool hw = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  if (hw) return axpyFmaHw(p, g, alpha, n);
+#endif
+  axpyFmaGeneric(p, g, alpha, n);
+}
+
+} // namespace
+
 void sgdStep(const std::vector<Tensor *> &params, const std::vector<const Tensor *> &grads,
              double lr) {
   if (params.size() != grads.size())
@@ -190,14 +217,11 @@ void sgdStep(const std::vector<Tensor *> &params, const std::vector<const Tensor
       const float *gd = g->data<float>();
       // torch.optim.SGD on CPU (foreach=False): param.add_(grad, alpha=-lr); ATen's
       // vectorized add kernel computes fmadd(grad, alpha, param) in float.
-      const float alpha = (float)-lr;
-      for (int64_t k = 0; k < p->numel(); ++k)
-        pd[k] = std::fma(gd[k], alpha, pd[k]);
+      axpyFma(pd, gd, (float)-lr, p->numel());
     } else if (p->dtype() == DType::F64) {
       double *pd = p->data<double>();
       const double *gd = g->data<double>();
-      for (int64_t k = 0; k < p->numel(); ++k)
-        pd[k] = std::fma(gd[k], -lr, pd[k]);
+      axpyFma(pd, gd, -lr, p->numel());
     } else {
       throw RuntimeError("sgdStep: parameter " + std::to_string(i) + " is " + p->typeString() +
                          ", not floating");
