@@ -23,8 +23,33 @@
 
 namespace aotc {
 
+/// The CUDA target's options (--target=cuda; docs/cuda.md).
+struct CudaOptions {
+  /// --cuda-arch, ascending ("sm_80", "sm_90"): PTX is generated once for the first (lowest).
+  std::vector<std::string> archs = {"sm_80", "sm_90"};
+  std::string toolkit = "/usr/local/cuda"; ///< --cuda-toolkit: libdevice, ptxas, fatbinary.
+};
+
+/// How the CUDA target runs one Loop kernel; a function of the kernel's shapes only
+/// (never of the device's SM count). block = threads per block, grid = blocks (x only).
+enum class GpuMapping {
+  Elementwise,  ///< One map phase without accumulation: one thread per (outer, inner) element.
+  WarpPerRow,   ///< Has reduce phases: one warp per outer iteration, shuffle-xor butterfly.
+  ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
+};
+const char *gpuMappingName(GpuMapping m);
+struct GpuLaunch {
+  GpuMapping mapping = GpuMapping::Elementwise;
+  int64_t grid = 1, block = 256;
+};
+/// The mapping and launch geometry of a Loop kernel (lib/Codegen/GpuLaunch.cpp).
+GpuLaunch gpuLaunch(const Kernel &k);
+
 struct CodegenOptions {
   std::string name;            ///< C identifier for the entry points; empty: Program::name.
+  std::string target = "cpu";  ///< "cpu" or "cuda".
+  CudaOptions cuda;            ///< target "cuda" only.
+  bool emitPtx = false;        ///< target "cuda": fill Artifact::ptxText.
   std::string cpu = "x86-64-v2"; ///< LLVM CPU name.
   bool emitKernels = false;    ///< Fill Artifact::kernelsText.
   bool emitMLIR = false;       ///< Fill Artifact::mlirText (before lowering to LLVM dialect).
@@ -37,6 +62,7 @@ struct Artifact {
   std::vector<uint8_t> object; ///< ELF relocatable object (empty unless emitObject).
   std::string header;          ///< The C header text.
   std::string kernelsText, mlirText, llvmText;
+  std::string ptxText; ///< target "cuda": the PTX of all kernels, from its `.version` line.
   int64_t savedBytes = 0;      ///< Size of the saved area, bytes.
   int64_t scratchBytes = 0;    ///< Size of the scratch arena, bytes.
   int numKernels = 0;          ///< Forward + backward kernels.

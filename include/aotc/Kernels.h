@@ -246,7 +246,10 @@ void planScratch(KernelGraph &kg);
 
 /// `--emit=kernels` text: one line per kernel, e.g.
 ///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256]
-std::string printKernels(const KernelProgram &kp);
-std::string printKernelGraph(const KernelGraph &kg, const std::string &title);
+/// With target "cuda", kernels with a loop part end in
+///   cuda=<mapping> grid=<blocks> block=<threads>   (gpuLaunch, include/aotc/Codegen.h).
+std::string printKernels(const KernelProgram &kp, const std::string &target = "cpu");
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title,
+                             const std::string &target = "cpu");
 
 } // namespace aotc

@@ -37,6 +37,12 @@ std::string gemmSymbol(const std::string &prog, bool backward, const std::string
 std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::LLVMContext &ctx,
                                                 std::string *mlirText);
 
+/// CUDA target (GpuGen.cpp): every Loop kernel of both graphs as a gpu.func (symbol
+/// kernelSymbol(), the same arguments as the CPU kernel function, launched as gpuLaunch()
+/// says), lowered through NVVM to PTX for o.archs.front(). Returns the PTX text (no NUL).
+/// `mlirText` (optional) receives the gpu.module before lowering.
+std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::string *mlirText);
+
 /// Buffer ids a kernel function takes, in argument order.
 std::vector<int> kernelArgs(const Kernel &k);
 

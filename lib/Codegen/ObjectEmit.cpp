@@ -210,6 +210,15 @@ struct EntryBuilder {
 } // namespace
 
 void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &out) {
+  if (opts.target == "cuda") {
+    std::string ptx = cg::buildGpuPtx(kp, opts.cuda, opts.emitMLIR ? &out.mlirText : nullptr);
+    size_t v = ptx.find(".version");
+    out.ptxText = v == std::string::npos ? ptx : ptx.substr(v);
+    if (opts.emitObject)
+      userError("--target=cuda: the object (host entry points, fatbin, cuBLAS calls) is not "
+                "implemented yet; --emit=kernels, --emit=mlir and --emit=ptx work (docs/cuda.md)");
+    return;
+  }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext ctx;

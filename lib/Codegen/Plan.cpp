@@ -6,6 +6,7 @@
 // graphs and builds the program-wide error table.
 //===----------------------------------------------------------------------===//
 #include "aotc/Kernels.h"
+#include "aotc/Codegen.h"
 
 #include "aotc/Diagnostics.h"
 
@@ -198,7 +199,7 @@ static std::string joinNames(const KernelGraph &kg, const std::vector<int> &ids)
   return s + "]";
 }
 
-std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const std::string &target) {
   std::ostringstream os;
   os << "# " << title << ": " << kg.kernels.size() << " kernels, scratch " << kg.scratchBytes
      << " bytes\n";
@@ -248,6 +249,10 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
     }
     if (k.parallelDims > 0) os << " parallel=" << k.parallelDims;
     if (k.mayFail()) os << " checked";
+    if (target == "cuda" && !k.phases.empty()) {
+      GpuLaunch l = gpuLaunch(k);
+      os << " cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
+    }
     os << "\n";
   }
   // The intermediates that live in the scratch arena (everything else is an ABI buffer).
@@ -261,11 +266,11 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title) {
   return os.str();
 }
 
-std::string printKernels(const KernelProgram &kp) {
+std::string printKernels(const KernelProgram &kp, const std::string &target) {
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
-  s += printKernelGraph(kp.forward, "forward");
-  if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward");
+  s += printKernelGraph(kp.forward, "forward", target);
+  if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target);
   return s;
 }
 

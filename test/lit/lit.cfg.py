@@ -13,3 +13,10 @@ llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_t
 config.substitutions.append(("%aotc", os.path.join(config.aotc_bin_dir, "tools", "aotc", "aotc")))
 config.substitutions.append(("%srcroot", config.aotc_src_root))
 config.substitutions.append(("%python", config.python_executable))
+
+# The CUDA target needs the toolkit's libdevice to build PTX and ptxas to check it
+# (docs/cuda.md); tests that need them say `REQUIRES: cuda-toolkit`.
+cuda = os.environ.get("AOTC_CUDA_TOOLKIT", "/usr/local/cuda")
+config.substitutions.append(("%cuda", cuda))
+if all(os.path.exists(os.path.join(cuda, f)) for f in ("bin/ptxas", "nvvm/libdevice/libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")

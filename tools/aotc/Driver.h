@@ -31,7 +31,9 @@ struct CompileOptions {
   std::string startFrom;                  ///< --start-from=<stage>; empty: capture IN.
   PartitionerKind partitioner = PartitionerKind::MinCut;
   std::string name;                       ///< --name; empty: defaultProgramName(input).
-  std::string target = "cpu";             ///< --target (only "cpu").
+  std::string target = "cpu";             ///< --target: "cpu" or "cuda".
+  std::vector<std::string> cudaArchs = {"sm_80", "sm_90"}; ///< --cuda-arch (sorted, unique).
+  std::string cudaToolkit = "/usr/local/cuda";             ///< --cuda-toolkit.
   std::vector<std::string> requiresGrad;  ///< --requires-grad
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)

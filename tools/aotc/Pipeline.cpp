@@ -27,13 +27,14 @@ namespace aotc::driver {
 
 const std::vector<std::string> kStages = {"capture", "functionalize", "decompose",
                                           "joint",   "lower",         "partition",
-                                          "kernels", "mlir",          "llvm"};
+                                          "kernels", "mlir",          "llvm",
+                                          "ptx"};
 const std::vector<std::string> kTextStages = {"capture", "functionalize", "decompose",
                                               "joint",   "lower",         "partition"};
 
 namespace {
 
-/// Position of a stage in pipeline order (capture = 0 .. llvm = 8).
+/// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9).
 int stageIndex(const std::string &s) {
   auto it = std::find(kStages.begin(), kStages.end(), s);
   AOTC_ASSERT(it != kStages.end(), "unknown stage '" + s + "'");
@@ -69,8 +70,12 @@ void applyGradFlags(Program &p, const CompileOptions &o) {
 
 CompileResult runPipeline(const CompileOptions &o) {
   CompileResult r;
-  if (o.target != "cpu")
-    userError("unsupported --target '" + o.target + "' (supported: cpu)");
+  if (o.target != "cpu" && o.target != "cuda")
+    userError("unsupported --target '" + o.target + "' (supported: cpu, cuda)");
+  if (o.emit == "ptx" && o.target != "cuda")
+    userError("--emit=ptx needs --target=cuda");
+  if (o.emit == "llvm" && o.target == "cuda")
+    userError("--emit=llvm is the CPU target's; with --target=cuda use --emit=mlir or --emit=ptx");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
   // --emit=dot draws the joint graph with the split partition would make.
   const bool dot = o.emit == "dot";
@@ -156,17 +161,22 @@ CompileResult runPipeline(const CompileOptions &o) {
   CodegenOptions cg;
   cg.name = p.name;
   KernelProgram kp = planProgram(p, cg.fusion);
-  if (stopsAfter("kernels", printKernels(kp)))
+  cg.target = o.target;
+  cg.cuda.archs = o.cudaArchs;
+  cg.cuda.toolkit = o.cudaToolkit;
+  if (stopsAfter("kernels", printKernels(kp, o.target)))
     return r;
 
   // 7-8. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
   //      lowered to the LLVM dialect, translated to LLVM IR, optimized, emitted.
   cg.emitMLIR = stop == stageIndex("mlir");
   cg.emitLLVM = stop == stageIndex("llvm");
+  cg.emitPtx = stop == stageIndex("ptx");
   cg.emitObject = stop < 0;
   Artifact art;
   emitObject(kp, cg, art);
-  if (stopsAfter("mlir", art.mlirText) || stopsAfter("llvm", art.llvmText))
+  if (stopsAfter("mlir", art.mlirText) || stopsAfter("llvm", art.llvmText) ||
+      stopsAfter("ptx", art.ptxText))
     return r;
   r.object = std::move(art.object);
   r.header = emitHeader(kp);

@@ -12,6 +12,7 @@
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -46,9 +47,32 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
       ->check(CLI::IsMember({"default", "min-cut"}))
       ->default_str("min-cut");
   app.add_option("--name", o.name, "C identifier of the entry points (default: input stem)");
-  app.add_option("--target", o.target, "Code generation target")
-      ->check(CLI::IsMember({"cpu"}))
+  app.add_option("--target", o.target, "Code generation target (cuda: docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_str("cpu");
+  app.add_option_function<std::vector<std::string>>(
+         "--cuda-arch",
+         [&o](const std::vector<std::string> &v) {
+           o.cudaArchs = v;
+           // Ascending by number (sm_80 < sm_90 < sm_100); PTX is built for the lowest.
+           auto num = [](const std::string &a) { return std::stoi(a.substr(3)); };
+           std::sort(o.cudaArchs.begin(), o.cudaArchs.end(),
+                     [&](const std::string &a, const std::string &b) { return num(a) < num(b); });
+           o.cudaArchs.erase(std::unique(o.cudaArchs.begin(), o.cudaArchs.end()), o.cudaArchs.end());
+         },
+         "--target=cuda: GPU architectures (cubins; PTX for the lowest)")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string &s) -> std::string {
+            if (s.size() < 5 || s.rfind("sm_", 0) != 0 ||
+                s.find_first_not_of("0123456789", 3) != std::string::npos || std::stoi(s.substr(3)) < 50)
+              return "expected sm_<NN> (sm_50 or newer), got '" + s + "'";
+            return "";
+          },
+          "sm_NN"))
+      ->default_str("sm_80,sm_90");
+  app.add_option("--cuda-toolkit", o.cudaToolkit, "--target=cuda: CUDA toolkit (libdevice, ptxas, fatbinary)")
+      ->default_str("/usr/local/cuda");
   app.add_option("--requires-grad", o.requiresGrad,
                  "Inputs (FQN or placeholder name) that get a gradient")
       ->delimiter(',');

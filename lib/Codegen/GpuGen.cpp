@@ -1,0 +1,413 @@
+//===- GpuGen.cpp - Kernels.h loop kernels -> gpu.func -> NVVM -> PTX ---------===//
+//
+// The CUDA target's kernels (issue 4; docs/cuda.md). Every Loop kernel (and the
+// init phases of a Gemm kernel) becomes a `gpu.func` in one `gpu.module` per
+// program, built directly with block and thread ids (no scf.parallel mapping:
+// MLIR 19's convert-parallel-loops-to-gpu leaves loops with reductions on the
+// host). The scalar code is the CPU target's (ScalarEmit.h). Mappings, chosen
+// from the kernel's shape only (gpuMapping):
+//   * elementwise: one map phase, no accumulating store: one thread per
+//     (outer, inner) element, 256 threads per block;
+//   * warp per row: kernels with reduce phases: one 32-lane warp per outer
+//     iteration, 8 warps per block. A reduce phase folds lanes' strided
+//     partials (lane l takes inner elements l, l+32, ... in order) and combines
+//     them with a fixed gpu.shuffle xor butterfly (16, 8, 4, 2, 1), so every
+//     lane holds the result and the order depends on the shapes only
+//     (bit-identical run to run; not the CPU's sequential order). After-fold
+//     stores run on lane 0; phases are separated by a warp barrier.
+//   * thread per row: everything else (scatter_add's accumulating stores, multi-
+//     phase map kernels): one thread runs the whole outer iteration as the CPU
+//     does, so each output element is written by one thread in index order and
+//     no atomics are needed.
+// Lowering: scf -> cf, nvvm-attach-target (the lowest --cuda-arch), convert-gpu-
+// to-nvvm (bare-pointer calling convention, 64-bit index; libdevice for math),
+// gpu-module-to-binary to PTX ("isa"). The PTX comes back with a trailing NUL,
+// which is stripped.
+//===----------------------------------------------------------------------===//
+#include "CodegenInternal.h"
+#include "ScalarEmit.h"
+
+#include "aotc/Diagnostics.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace aotc::cg {
+
+namespace {
+
+int64_t prod(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+class GpuKernelBuilder : public ScalarEmitter {
+public:
+  GpuKernelBuilder(OpBuilder &b, const KernelGraph &kg, const Kernel &k) : ScalarEmitter(b, kg, k) {}
+
+  void build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch);
+
+private:
+  Value cI32(int32_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
+  /// Appends the row-major coordinates of linear index `lin` in `dims` to `out`.
+  void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
+  /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
+  void ifThen(Value cond, const std::function<void()> &body);
+  void emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane);
+  /// Folds (b, bIdx) into (a, aIdx) for reduction r: the per-lane fold when `tree` is false
+  /// (b comes later in index order), the butterfly combine when true (ties go to the
+  /// smaller index, as torch.argmax's first occurrence).
+  void combine(const Reduction &r, Value &a, Value &aIdx, Value b, Value bIdx, bool tree);
+};
+
+void GpuKernelBuilder::unravel(Value lin, const Shape &dims, std::vector<Value> &out) {
+  std::vector<int64_t> strides = contiguousStrides(dims);
+  Value rest = lin;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (d + 1 == dims.size()) {
+      out.push_back(rest);
+      break;
+    }
+    out.push_back(b_.create<arith::DivUIOp>(loc_, rest, cIdx(strides[d])));
+    rest = b_.create<arith::RemUIOp>(loc_, rest, cIdx(strides[d]));
+  }
+}
+
+void GpuKernelBuilder::ifThen(Value cond, const std::function<void()> &body) {
+  auto ifOp = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+void GpuKernelBuilder::combine(const Reduction &r, Value &a, Value &aIdx, Value b, Value bIdx, bool tree) {
+  bool fl = isFloating(r.accType);
+  switch (r.kind) {
+  case ReduceKind::Sum:
+    a = fl ? b_.create<arith::AddFOp>(loc_, a, b).getResult() : b_.create<arith::AddIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::Max:
+    a = fl ? b_.create<arith::MaximumFOp>(loc_, a, b).getResult() : b_.create<arith::MaxSIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::Min:
+    a = fl ? b_.create<arith::MinimumFOp>(loc_, a, b).getResult() : b_.create<arith::MinSIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::ArgMax: {
+    Value take, same;
+    if (fl) {
+      Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, b, a);
+      Value bNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, b, b);
+      Value aNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, a, a);
+      Value aNum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
+      take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, bNan, aNum));
+      same = b_.create<arith::OrIOp>(loc_, b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, a, b),
+                                     b_.create<arith::AndIOp>(loc_, aNan, bNan));
+    } else {
+      take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, b, a);
+      same = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b);
+    }
+    if (tree) {
+      Value earlier = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, bIdx, aIdx);
+      take = b_.create<arith::OrIOp>(loc_, take, b_.create<arith::AndIOp>(loc_, same, earlier));
+    }
+    a = b_.create<arith::SelectOp>(loc_, take, b, a);
+    aIdx = b_.create<arith::SelectOp>(loc_, take, bIdx, aIdx);
+    return;
+  }
+  }
+}
+
+void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane) {
+  ph_ = &p;
+  const int64_t n = prod(p.inner);
+  Value lane0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, lane, cIdx(0));
+  auto innerVars = [&](Value j) {
+    vars_ = outerVars;
+    unravel(j, p.inner, vars_);
+    memo_.clear();
+  };
+  if (p.reductions.empty()) {
+    if (n == 1) {
+      ifThen(lane0, [&] {
+        innerVars(cIdx(0));
+        for (auto &s : p.stores) store(s);
+      });
+    } else {
+      b_.create<scf::ForOp>(loc_, lane, cIdx(n), cIdx(32), ValueRange{},
+                            [&](OpBuilder &b, Location, Value j, ValueRange) {
+                              OpBuilder::InsertionGuard g(b_);
+                              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+                              innerVars(j);
+                              for (auto &s : p.stores) store(s);
+                              b_.create<scf::YieldOp>(loc_);
+                            });
+    }
+    memo_.clear();
+    return;
+  }
+  // Per-lane strided fold, in index order.
+  SmallVector<Value> init;
+  for (auto &r : p.reductions) {
+    init.push_back(reduceInit(r));
+    if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
+  }
+  auto loop = b_.create<scf::ForOp>(
+      loc_, lane, cIdx(n), cIdx(32), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+        innerVars(j);
+        SmallVector<Value> next;
+        size_t ai = 0;
+        for (auto &r : p.reductions) {
+          Value a = acc[ai++], idx;
+          if (r.kind == ReduceKind::ArgMax) idx = acc[ai++];
+          Value v = inst(r.value);
+          Value jIdx = r.kind == ReduceKind::ArgMax ? b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), j).getResult()
+                                                    : Value();
+          combine(r, a, idx, v, jIdx, /*tree=*/false);
+          next.push_back(a);
+          if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
+        }
+        b_.create<scf::YieldOp>(loc_, next);
+      });
+  memo_.clear();
+  SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
+  // Butterfly across the warp: after it every lane holds the same value.
+  Value width = cI32(32);
+  for (int off : {16, 8, 4, 2, 1}) {
+    Value o = cI32(off);
+    size_t ai = 0;
+    for (auto &r : p.reductions) {
+      Value &a = acc[ai++];
+      Value dummy;
+      Value *idx = &dummy;
+      if (r.kind == ReduceKind::ArgMax) idx = &acc[ai++];
+      Value b = b_.create<gpu::ShuffleOp>(loc_, a, o, width, gpu::ShuffleMode::XOR).getShuffleResult();
+      Value bIdx = r.kind == ReduceKind::ArgMax
+                       ? b_.create<gpu::ShuffleOp>(loc_, *idx, o, width, gpu::ShuffleMode::XOR).getShuffleResult()
+                       : Value();
+      combine(r, a, *idx, b, bIdx, /*tree=*/true);
+    }
+  }
+  size_t ai = 0;
+  for (auto &r : p.reductions) {
+    if ((int)regs_.size() <= r.reg) regs_.resize(r.reg + 1);
+    Value v = acc[ai++];
+    if (r.kind == ReduceKind::ArgMax) v = acc[ai++];
+    DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
+    regs_[r.reg] = cast(v, from, k_.regTypes[r.reg]);
+  }
+  if (!p.stores.empty())
+    ifThen(lane0, [&] {
+      vars_ = outerVars;
+      for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
+      memo_.clear();
+      for (auto &s : p.stores) store(s);
+    });
+  memo_.clear();
+}
+
+void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch) {
+  std::vector<int> args = kernelArgs(k_);
+  SmallVector<Type> types;
+  for (int id : args) {
+    const Buffer &bf = kg_.buffers[id];
+    types.push_back(
+        MemRefType::get({std::max<int64_t>(bf.type.numel(), 1)}, elemType(ctx_, bf.type.dtype, true)));
+  }
+  bool fail = k_.mayFail();
+  if (fail) types.push_back(MemRefType::get({2}, b_.getI64Type()));
+  b_.setInsertionPoint(mod.getBody()->getTerminator());
+  auto fn = b_.create<gpu::GPUFuncOp>(loc_, sym, b_.getFunctionType(types, {}));
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
+  Block *entry = &fn.getBody().front();
+  b_.setInsertionPointToStart(entry);
+  for (size_t i = 0; i < args.size(); ++i) bufArg_[args[i]] = entry->getArgument(i);
+  if (fail) status_ = entry->getArgument(args.size());
+  regs_.assign(k_.regTypes.size(), Value());
+  Value tid = b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x);
+  Value bid = b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x);
+  const int64_t outer = prod(k_.outer);
+  switch (launch.mapping) {
+  case GpuMapping::Elementwise: {
+    const Phase &p = k_.phases[0];
+    Value gid = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(launch.block)), tid);
+    Value inRange = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, gid, cIdx(outer * prod(p.inner)));
+    ifThen(inRange, [&] {
+      ph_ = &p;
+      vars_.clear();
+      Shape all = k_.outer;
+      all.insert(all.end(), p.inner.begin(), p.inner.end());
+      unravel(gid, all, vars_);
+      memo_.clear();
+      for (auto &s : p.stores) store(s);
+    });
+    break;
+  }
+  case GpuMapping::ThreadPerRow: {
+    Value gid = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(launch.block)), tid);
+    Value inRange = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, gid, cIdx(outer));
+    ifThen(inRange, [&] {
+      std::vector<Value> ov;
+      unravel(gid, k_.outer, ov);
+      emitSequentialBody(ov);
+    });
+    break;
+  }
+  case GpuMapping::WarpPerRow: {
+    Value warp = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
+    Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
+    Value row = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(launch.block / 32)), warp);
+    Value inRange = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, row, cIdx(outer));
+    ifThen(inRange, [&] { // uniform per warp: the whole warp has one row
+      std::vector<Value> ov;
+      unravel(row, k_.outer, ov);
+      for (size_t i = 0; i < k_.phases.size(); ++i) {
+        if (i > 0) b_.create<NVVM::SyncWarpOp>(loc_, cI32(-1)); // earlier phases' stores are visible
+        emitWarpPhase(k_.phases[i], ov, lane);
+      }
+    });
+    break;
+  }
+  }
+  b_.setInsertionPointToEnd(entry);
+  b_.create<gpu::ReturnOp>(loc_);
+}
+
+/// Lowers the gpu.module to PTX for `chip` (gpu-module-to-binary, format isa).
+std::string lowerToPtx(ModuleOp mod, const std::string &chip, const std::string &toolkit) {
+  MLIRContext *ctx = mod.getContext();
+  PassManager pm(ctx);
+  pm.addPass(createConvertSCFToCFPass());
+  GpuNVVMAttachTargetOptions at;
+  at.chip = chip;
+  at.features = "+ptx80";
+  at.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(at));
+  ConvertGpuOpsToNVVMOpsOptions nv;
+  nv.useBarePtrCallConv = true;
+  nv.indexBitwidth = 64;
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nv));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions bin;
+  bin.toolkitPath = toolkit;
+  bin.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(bin));
+  std::string diag;
+  {
+    llvm::raw_string_ostream os(diag);
+    ScopedDiagnosticHandler h(ctx, [&](Diagnostic &d) {
+      os << d << "\n";
+      return success();
+    });
+    if (failed(pm.run(mod))) internalError("codegen (cuda): lowering to PTX failed:\n" + diag);
+  }
+  std::string ptx;
+  mod.walk([&](gpu::BinaryOp b) {
+    for (Attribute a : b.getObjects())
+      if (auto o = dyn_cast<gpu::ObjectAttr>(a)) ptx += o.getObject().getValue().str();
+  });
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  if (ptx.empty()) internalError("codegen (cuda): gpu-module-to-binary produced no PTX");
+  return ptx;
+}
+
+} // namespace
+
+std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::string *mlirText) {
+  // libdevice (math functions) comes from the toolkit; say which flag points there.
+  std::string libdevice = o.toolkit + "/nvvm/libdevice/libdevice.10.bc";
+  if (!llvm::sys::fs::exists(libdevice))
+    userError("--cuda-toolkit: no CUDA toolkit at '" + o.toolkit + "' (" + libdevice + " is missing)");
+  DialectRegistry registry;
+  registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
+                  scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect, gpu::GPUDialect,
+                  NVVM::NVVMDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  OpBuilder b(&ctx);
+  Location loc = UnknownLoc::get(&ctx);
+  ModuleOp mod = ModuleOp::create(loc, StringRef(kp.name));
+  mod->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+  b.setInsertionPointToEnd(mod.getBody());
+  auto gmod = b.create<gpu::GPUModuleOp>(loc, kp.name + "_kernels");
+  auto addGraph = [&](const KernelGraph &kg, bool bwd) {
+    for (auto &k : kg.kernels) {
+      if (k.phases.empty()) continue;
+      GpuKernelBuilder kb(b, kg, k);
+      kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), gpuLaunch(k));
+    }
+  };
+  addGraph(kp.forward, false);
+  if (kp.hasBackward) addGraph(kp.backward, true);
+  if (failed(verify(mod))) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    mod.print(os);
+    mod.erase();
+    internalError("codegen (cuda): generated MLIR does not verify:\n" + s);
+  }
+  {
+    PassManager pm(&ctx);
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(mod))) internalError("codegen (cuda): canonicalization failed");
+  }
+  if (mlirText) {
+    llvm::raw_string_ostream os(*mlirText);
+    mod.print(os);
+  }
+  std::string ptx = lowerToPtx(mod, o.archs.front(), o.toolkit);
+  mod.erase();
+  return ptx;
+}
+
+} // namespace aotc::cg

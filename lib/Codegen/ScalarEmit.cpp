@@ -1,0 +1,376 @@
+//===- ScalarEmit.cpp - Kernels.h scalar code -> MLIR (all targets) ----------===//
+//
+// See ScalarEmit.h. Moved out of MLIRGen.cpp so the CPU and CUDA kernel
+// builders emit the same scalar code.
+//===----------------------------------------------------------------------===//
+#include "ScalarEmit.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace aotc::cg {
+
+Type elemType(MLIRContext *ctx, DType d, bool memory) {
+  switch (d) {
+  case DType::F32: return Float32Type::get(ctx);
+  case DType::F64: return Float64Type::get(ctx);
+  case DType::I64: return IntegerType::get(ctx, 64);
+  case DType::Bool: return IntegerType::get(ctx, memory ? 8 : 1);
+  case DType::I32: return IntegerType::get(ctx, 32);
+  case DType::U8: return IntegerType::get(ctx, 8);
+  }
+  return {};
+}
+
+Value ScalarEmitter::constOf(DType t, double f, int64_t i) {
+  Type ty = elemType(ctx_, t, false);
+  if (isFloating(t)) return b_.create<arith::ConstantOp>(loc_, ty, b_.getFloatAttr(ty, f));
+  return b_.create<arith::ConstantOp>(loc_, ty, b_.getIntegerAttr(ty, t == DType::Bool ? (i != 0) : i));
+}
+
+Value ScalarEmitter::reduceInit(const Reduction &r) {
+  double f = 0.0;
+  int64_t i = 0;
+  if (r.kind == ReduceKind::Max || r.kind == ReduceKind::ArgMax) {
+    f = -std::numeric_limits<double>::infinity();
+    i = std::numeric_limits<int64_t>::min();
+  } else if (r.kind == ReduceKind::Min) {
+    f = std::numeric_limits<double>::infinity();
+    i = std::numeric_limits<int64_t>::max();
+  }
+  return constOf(r.accType, f, i);
+}
+
+Value ScalarEmitter::cast(Value v, DType from, DType to) {
+  if (from == to) return v;
+  Type ty = elemType(ctx_, to, false);
+  if (to == DType::Bool) {
+    if (isFloating(from)) {
+      Value z = zeroOf(from);
+      return b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNE, v, z);
+    }
+    return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, v, zeroOf(from));
+  }
+  if (from == DType::Bool) {
+    if (isFloating(to)) return b_.create<arith::UIToFPOp>(loc_, ty, v);
+    return b_.create<arith::ExtUIOp>(loc_, ty, v);
+  }
+  if (isFloating(from) && isFloating(to)) {
+    if (to == DType::F64) return b_.create<arith::ExtFOp>(loc_, ty, v);
+    return b_.create<arith::TruncFOp>(loc_, ty, v);
+  }
+  // Integer <-> integer/float. U8 is unsigned (zero-extended); I32/I64 are signed; a
+  // narrowing integer cast truncates (wraps), as a C cast and PyTorch do.
+  bool fromUnsigned = from == DType::U8, toUnsigned = to == DType::U8;
+  if (isFloating(from))
+    return toUnsigned ? b_.create<arith::FPToUIOp>(loc_, ty, v).getResult()
+                      : b_.create<arith::FPToSIOp>(loc_, ty, v).getResult();
+  if (isFloating(to))
+    return fromUnsigned ? b_.create<arith::UIToFPOp>(loc_, ty, v).getResult()
+                        : b_.create<arith::SIToFPOp>(loc_, ty, v).getResult();
+  unsigned fw = itemSize(from) * 8, tw = itemSize(to) * 8;
+  if (fw == tw) return v;
+  if (fw > tw) return b_.create<arith::TruncIOp>(loc_, ty, v);
+  return fromUnsigned ? b_.create<arith::ExtUIOp>(loc_, ty, v).getResult()
+                      : b_.create<arith::ExtSIOp>(loc_, ty, v).getResult();
+}
+
+Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &errVal) {
+  Value addr;
+  auto add = [&](Value t) { addr = addr ? b_.create<arith::AddIOp>(loc_, addr, t).getResult() : t; };
+  if (a.offset != 0) add(cIdx(a.offset));
+  for (size_t k = 0; k < a.coef.size(); ++k) {
+    if (a.coef[k] == 0) continue;
+    add(a.coef[k] == 1 ? vars_[k] : b_.create<arith::MulIOp>(loc_, vars_[k], cIdx(a.coef[k])).getResult());
+  }
+  ok = nullptr;
+  // Dyn terms, checked; the first failing one is reported.
+  for (auto it = a.dyn.rbegin(); it != a.dyn.rend(); ++it) {
+    const DynIndex &d = *it;
+    Value v = inst(d.value);
+    if (d.error < 0) { // unchecked: in range by construction
+      Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
+      if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
+      continue;
+    }
+    Value ge = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0));
+    Value lt = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(d.bound));
+    Value good = b_.create<arith::AndIOp>(loc_, ge, lt);
+    Value code = cI64(d.error + 1);
+    errCode = errCode ? b_.create<arith::SelectOp>(loc_, good, errCode, code).getResult() : code;
+    errVal = errVal ? b_.create<arith::SelectOp>(loc_, good, errVal, v).getResult() : v;
+    ok = ok ? b_.create<arith::AndIOp>(loc_, ok, good).getResult() : good;
+    Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
+    if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
+  }
+  return addr ? addr : cIdx(0);
+}
+
+Value ScalarEmitter::load(const Access &a, DType t) {
+  Value ok, code, val;
+  Value addr = address(a, ok, code, val);
+  Value buf = bufArg_.at(a.buffer);
+  DType bt = kg_.buffers[a.buffer].type.dtype;
+  auto doLoad = [&](OpBuilder &b, Location l) -> Value {
+    Value x = b.create<memref::LoadOp>(l, buf, ValueRange{addr});
+    if (bt == DType::Bool) x = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, x,
+                                                       b.create<arith::ConstantIntOp>(l, 0, 8));
+    return x;
+  };
+  Value r;
+  if (!ok) {
+    r = doLoad(b_, loc_);
+  } else {
+    Type ty = elemType(ctx_, bt, false);
+    auto ifOp = b_.create<scf::IfOp>(
+        loc_, ok,
+        [&](OpBuilder &b, Location l) { b.create<scf::YieldOp>(l, doLoad(b, l)); },
+        [&](OpBuilder &b, Location l) {
+          b.create<memref::StoreOp>(l, code, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 0)});
+          b.create<memref::StoreOp>(l, val, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 1)});
+          Value z = isFloating(bt) ? b.create<arith::ConstantOp>(l, ty, b.getFloatAttr(ty, 0.0)).getResult()
+                                   : b.create<arith::ConstantOp>(l, ty, b.getIntegerAttr(ty, 0)).getResult();
+          b.create<scf::YieldOp>(l, z);
+        });
+    r = ifOp.getResult(0);
+  }
+  return cast(r, bt, t);
+}
+
+void ScalarEmitter::store(const Store &s) {
+  const Access &a = ph_->accesses[s.access];
+  Value v = inst(s.value);
+  DType bt = kg_.buffers[a.buffer].type.dtype;
+  DType vt = ph_->insts[s.value].type;
+  v = cast(v, vt, bt);
+  Value ok, code, val;
+  Value addr = address(a, ok, code, val);
+  Value buf = bufArg_.at(a.buffer);
+  auto doStore = [&](OpBuilder &b, Location l) {
+    Value x = v;
+    if (s.accumulate) {
+      Value old = b.create<memref::LoadOp>(l, buf, ValueRange{addr});
+      if (isFloating(bt)) x = b.create<arith::AddFOp>(l, old, x);
+      else if (bt == DType::Bool) x = b.create<arith::OrIOp>(l, old, b.create<arith::ExtUIOp>(l, old.getType(), x));
+      else x = b.create<arith::AddIOp>(l, old, x);
+    } else if (bt == DType::Bool) {
+      x = b.create<arith::ExtUIOp>(l, IntegerType::get(ctx_, 8), x);
+    }
+    b.create<memref::StoreOp>(l, x, buf, ValueRange{addr});
+  };
+  if (!ok) {
+    doStore(b_, loc_);
+    return;
+  }
+  b_.create<scf::IfOp>(
+      loc_, ok,
+      [&](OpBuilder &b, Location l) {
+        doStore(b, l);
+        b.create<scf::YieldOp>(l);
+      },
+      [&](OpBuilder &b, Location l) {
+        b.create<memref::StoreOp>(l, code, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 0)});
+        b.create<memref::StoreOp>(l, val, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 1)});
+        b.create<scf::YieldOp>(l);
+      });
+}
+
+Value ScalarEmitter::inst(int id) {
+  auto it = memo_.find(id);
+  if (it != memo_.end()) return it->second;
+  const Inst &in = ph_->insts[id];
+  DType t = in.type;
+  bool fl = isFloating(t);
+  auto A = [&]() { return inst(in.a); };
+  auto B = [&]() { return inst(in.b); };
+  Value r;
+  switch (in.op) {
+  case ScalarOp::Const: r = constOf(t, in.fconst, in.iconst); break;
+  case ScalarOp::Load: r = load(ph_->accesses[in.access], t); break;
+  case ScalarOp::Reg: r = regs_.at(in.reg); break;
+  case ScalarOp::Cast: r = cast(A(), ph_->insts[in.a].type, t); break;
+  case ScalarOp::Neg:
+    r = fl ? b_.create<arith::NegFOp>(loc_, A()).getResult()
+           : b_.create<arith::SubIOp>(loc_, zeroOf(t), A()).getResult();
+    break;
+  case ScalarOp::Abs:
+    r = fl ? b_.create<math::AbsFOp>(loc_, A()).getResult() : b_.create<math::AbsIOp>(loc_, A()).getResult();
+    break;
+  case ScalarOp::Exp: r = b_.create<math::ExpOp>(loc_, A()); break;
+  case ScalarOp::Log: r = b_.create<math::LogOp>(loc_, A()); break;
+  case ScalarOp::Tanh: r = b_.create<math::TanhOp>(loc_, A()); break;
+  case ScalarOp::Sqrt: r = b_.create<math::SqrtOp>(loc_, A()); break;
+  case ScalarOp::Erf: r = b_.create<math::ErfOp>(loc_, A()); break;
+  case ScalarOp::Sin: r = b_.create<math::SinOp>(loc_, A()); break;
+  case ScalarOp::Cos: r = b_.create<math::CosOp>(loc_, A()); break;
+  case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;
+  case ScalarOp::Expm1: r = b_.create<math::ExpM1Op>(loc_, A()); break;
+  case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
+  case ScalarOp::Add:
+    r = fl ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult() : b_.create<arith::AddIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Sub:
+    r = fl ? b_.create<arith::SubFOp>(loc_, A(), B()).getResult() : b_.create<arith::SubIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Mul:
+    r = fl ? b_.create<arith::MulFOp>(loc_, A(), B()).getResult() : b_.create<arith::MulIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Div:
+    r = fl ? b_.create<arith::DivFOp>(loc_, A(), B()).getResult() : b_.create<arith::DivSIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Pow: r = b_.create<math::PowFOp>(loc_, A(), B()); break;
+  case ScalarOp::Max:
+    r = fl ? b_.create<arith::MaximumFOp>(loc_, A(), B()).getResult()
+           : b_.create<arith::MaxSIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Min:
+    r = fl ? b_.create<arith::MinimumFOp>(loc_, A(), B()).getResult()
+           : b_.create<arith::MinSIOp>(loc_, A(), B()).getResult();
+    break;
+  case ScalarOp::Eq: case ScalarOp::Ne: case ScalarOp::Lt:
+  case ScalarOp::Le: case ScalarOp::Gt: case ScalarOp::Ge: {
+    DType ot = ph_->insts[in.a].type;
+    int k = (int)in.op - (int)ScalarOp::Eq;
+    if (isFloating(ot)) {
+      static const arith::CmpFPredicate fp[] = {arith::CmpFPredicate::OEQ, arith::CmpFPredicate::UNE,
+                                                arith::CmpFPredicate::OLT, arith::CmpFPredicate::OLE,
+                                                arith::CmpFPredicate::OGT, arith::CmpFPredicate::OGE};
+      r = b_.create<arith::CmpFOp>(loc_, fp[k], A(), B());
+    } else {
+      static const arith::CmpIPredicate ip[] = {arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+                                                arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+                                                arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge};
+      r = b_.create<arith::CmpIOp>(loc_, ip[k], A(), B());
+    }
+    break;
+  }
+  case ScalarOp::And: r = b_.create<arith::AndIOp>(loc_, A(), B()); break;
+  case ScalarOp::Or: r = b_.create<arith::OrIOp>(loc_, A(), B()); break;
+  case ScalarOp::Select: r = b_.create<arith::SelectOp>(loc_, A(), B(), inst(in.c)); break;
+  case ScalarOp::Index: { // the address value itself; checks belong to the real loads
+    Value ok, code, val;
+    Value addr = address(ph_->accesses[in.access], ok, code, val);
+    r = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), addr);
+    break;
+  }
+  }
+  memo_[id] = r;
+  return r;
+}
+
+void ScalarEmitter::emitSequentialPhase(const Phase &p) {
+  ph_ = &p;
+  size_t no = k_.outer.size();
+  std::vector<Value> outerVars(vars_.begin(), vars_.begin() + no);
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : p.inner) {
+    lbs.push_back(cIdx(0));
+    ubs.push_back(cIdx(d));
+    steps.push_back(cIdx(1));
+  }
+  if (p.reductions.empty()) {
+    scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      vars_ = outerVars;
+      vars_.insert(vars_.end(), ivs.begin(), ivs.end());
+      memo_.clear();
+      for (auto &s : p.stores) store(s);
+    });
+    memo_.clear();
+    return;
+  }
+  // Reduce phase: accumulators as iter_args (ArgMax: value, index).
+  SmallVector<Value> init;
+  for (auto &r : p.reductions) {
+    init.push_back(reduceInit(r));
+    if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
+  }
+  std::vector<int64_t> innerStrides = contiguousStrides(p.inner);
+  auto nest = scf::buildLoopNest(
+      b_, loc_, lbs, ubs, steps, init,
+      [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange acc) -> scf::ValueVector {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+        vars_ = outerVars;
+        vars_.insert(vars_.end(), ivs.begin(), ivs.end());
+        memo_.clear();
+        scf::ValueVector next;
+        size_t ai = 0;
+        for (auto &r : p.reductions) {
+          Value v = inst(r.value);
+          Value a = acc[ai++];
+          bool fl = isFloating(r.accType);
+          switch (r.kind) {
+          case ReduceKind::Sum:
+            next.push_back(fl ? b_.create<arith::AddFOp>(loc_, a, v).getResult()
+                              : b_.create<arith::AddIOp>(loc_, a, v).getResult());
+            break;
+          case ReduceKind::Max:
+            next.push_back(fl ? b_.create<arith::MaximumFOp>(loc_, a, v).getResult()
+                              : b_.create<arith::MaxSIOp>(loc_, a, v).getResult());
+            break;
+          case ReduceKind::Min:
+            next.push_back(fl ? b_.create<arith::MinimumFOp>(loc_, a, v).getResult()
+                              : b_.create<arith::MinSIOp>(loc_, a, v).getResult());
+            break;
+          case ReduceKind::ArgMax: {
+            Value idx = acc[ai++];
+            Value take;
+            if (fl) {
+              Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, v, a);
+              Value vnan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, v, v);
+              Value anum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
+              take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, vnan, anum));
+            } else {
+              take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, v, a);
+            }
+            Value lin = cIdx(0);
+            for (size_t k = 0; k < ivs.size(); ++k)
+              lin = b_.create<arith::AddIOp>(loc_, lin,
+                                             b_.create<arith::MulIOp>(loc_, ivs[k], cIdx(innerStrides[k])));
+            Value lin64 = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), lin);
+            next.push_back(b_.create<arith::SelectOp>(loc_, take, v, a));
+            next.push_back(b_.create<arith::SelectOp>(loc_, take, lin64, idx));
+            break;
+          }
+          }
+        }
+        return next;
+      });
+  SmallVector<Value> results = nest.results;
+  if (p.inner.empty()) {
+    // buildLoopNest without loops returns the body's values directly.
+  }
+  size_t ai = 0;
+  for (auto &r : p.reductions) {
+    if ((int)regs_.size() <= r.reg) regs_.resize(r.reg + 1);
+    Value v = results[ai++];
+    if (r.kind == ReduceKind::ArgMax) v = results[ai++];
+    DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
+    regs_[r.reg] = cast(v, from, k_.regTypes[r.reg]);
+  }
+  // After-fold stores: inner vars are zero.
+  vars_ = outerVars;
+  for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
+  memo_.clear();
+  for (auto &s : p.stores) store(s);
+  memo_.clear();
+}
+
+void ScalarEmitter::emitSequentialBody(ValueRange outerIvs) {
+  vars_.assign(outerIvs.begin(), outerIvs.end());
+  regs_.assign(k_.regTypes.size(), Value());
+  std::vector<Value> outer = vars_;
+  for (auto &p : k_.phases) {
+    vars_ = outer;
+    emitSequentialPhase(p);
+  }
+}
+
+} // namespace aotc::cg

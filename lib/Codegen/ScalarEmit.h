@@ -1,0 +1,67 @@
+//===- ScalarEmit.h - Kernels.h scalar code -> MLIR arith/math/memref -*- C++ -*-===//
+//
+// Internal to lib/Codegen (includes MLIR headers). The part of a kernel that is
+// the same on every target: constants, casts, element addresses (with the
+// bounds checks of data-dependent indices), loads, stores and the scalar
+// instructions of one phase. A target's kernel builder derives from it, sets
+// `vars_` (outer then inner loop variables, index-typed), `regs_` and `ph_`,
+// and owns the loop structure: scf.parallel/scf.for on the CPU (MLIRGen.cpp),
+// thread/block ids and warp shuffles on CUDA (GpuGen.cpp).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+
+#include <map>
+#include <vector>
+
+namespace aotc::cg {
+
+/// MLIR element type of a dtype; Bool is i1 in registers and i8 in memory, U8 is i8.
+mlir::Type elemType(mlir::MLIRContext *ctx, DType d, bool memory);
+
+class ScalarEmitter {
+public:
+  ScalarEmitter(mlir::OpBuilder &b, const KernelGraph &kg, const Kernel &k)
+      : b_(b), ctx_(b.getContext()), kg_(kg), k_(k) {}
+
+protected:
+  mlir::OpBuilder &b_;
+  mlir::MLIRContext *ctx_;
+  const KernelGraph &kg_;
+  const Kernel &k_;
+  mlir::Location loc_ = mlir::UnknownLoc::get(ctx_);
+  std::map<int, mlir::Value> bufArg_; ///< Buffer id -> memref argument.
+  mlir::Value status_;                ///< memref<2xi64> {code, value}, when k_.mayFail().
+  std::vector<mlir::Value> regs_;     ///< Reduction results, by Reduction::reg.
+
+  // Per-scope state while emitting one phase body.
+  const Phase *ph_ = nullptr;
+  std::vector<mlir::Value> vars_; ///< Outer ivs then inner ivs (index).
+  std::map<int, mlir::Value> memo_;
+
+  mlir::Value cIdx(int64_t v) { return b_.create<mlir::arith::ConstantIndexOp>(loc_, v); }
+  mlir::Value cI64(int64_t v) { return b_.create<mlir::arith::ConstantIntOp>(loc_, v, 64); }
+  mlir::Value constOf(DType t, double f, int64_t i);
+  mlir::Value zeroOf(DType t) { return constOf(t, 0.0, 0); }
+  /// Identity of a reduction's accumulator (0, -inf/INT64_MIN, +inf/INT64_MAX).
+  mlir::Value reduceInit(const Reduction &r);
+
+  mlir::Value cast(mlir::Value v, DType from, DType to);
+  mlir::Value inst(int id);
+  mlir::Value address(const Access &a, mlir::Value &ok, mlir::Value &errCode, mlir::Value &errVal);
+  mlir::Value load(const Access &a, DType t);
+  void store(const Store &s);
+
+  /// One phase for the outer iteration in vars_[0, outer.size()), as Kernels.h defines
+  /// it: an scf.for nest over the inner domain in row-major order (reduce phases carry
+  /// their accumulators as iter_args and set regs_, then run their stores once).
+  void emitSequentialPhase(const Phase &p);
+  /// All phases of k_ for one outer iteration (outerIvs: index values).
+  void emitSequentialBody(mlir::ValueRange outerIvs);
+};
+
+} // namespace aotc::cg

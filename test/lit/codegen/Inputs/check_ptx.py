@@ -1,0 +1,91 @@
+"""Checks aotc's CUDA kernels (docs/cuda.md) from `--emit=kernels` and `--emit=ptx` text.
+
+usage: check_ptx.py KERNELS.txt PROGRAM.ptx --name NAME [--ptxas PATH --arch sm_80 --arch sm_90]
+
+Every kernel line with `cuda=<mapping> grid=G block=B` must have a PTX `.entry`
+(<name>_fwd_kN / <name>_bwd_kN) and vice versa; every warp-per-row (reducing) kernel
+must contain `shfl.sync.bfly`; no `atom.` / `red.` instruction anywhere; a kernel whose
+domain has more than 4096 elements must launch more than one block; with --ptxas, the
+PTX must assemble for every --arch with 0 spill bytes. Prints one summary line; exit 1
+on the first violation (stdlib only).
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+
+def fail(msg):
+    print(f"check_ptx: FAIL: {msg}")
+    sys.exit(1)
+
+
+def kernels(path, name):
+    out, section = {}, None
+    for line in open(path):
+        m = re.match(r"# (forward|backward): ", line)
+        if m:
+            section = "fwd" if m.group(1) == "forward" else "bwd"
+            continue
+        m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* cuda=(\S+) grid=(\d+) block=(\d+)$",
+                     line.rstrip("\n"))
+        if m:
+            dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+            numel = 1
+            for d in dims:
+                numel *= d
+            out[f"{name}_{section}_{m.group(1)}"] = {
+                "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel}
+    return out
+
+
+def entries(ptx):
+    """.entry name -> body text (up to the next .entry)."""
+    parts = re.split(r"^\.visible \.entry (\w+)\(", ptx, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernels")
+    ap.add_argument("ptx")
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--ptxas")
+    ap.add_argument("--arch", action="append", default=[])
+    a = ap.parse_args()
+    ks = kernels(a.kernels, a.name)
+    ptx = open(a.ptx).read()
+    if not ptx.startswith(".version"):
+        fail("PTX does not start with its .version line")
+    if "\0" in ptx:
+        fail("PTX contains a NUL byte")
+    es = entries(ptx)
+    if set(ks) != set(es):
+        fail(f"kernels {sorted(ks)} != PTX entries {sorted(es)}")
+    bad = re.findall(r"^\s*(atom|red)\.\S+", ptx, flags=re.M)
+    if bad:
+        fail(f"atomic instructions: {sorted(set(bad))}")
+    warps = 0
+    for sym, k in ks.items():
+        if k["mapping"] == "warp-per-row":
+            warps += 1
+            if "shfl.sync.bfly" not in es[sym]:
+                fail(f"{sym}: a reduction kernel without shfl.sync.bfly")
+        if k["numel"] > 4096 and k["grid"] <= 1:
+            fail(f"{sym}: {k['numel']} elements in a single block")
+    spills = 0
+    for arch in a.arch:
+        r = subprocess.run([a.ptxas, f"-arch={arch}", "-O3", "-v", a.ptx, "-o", "/dev/null"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"ptxas -arch={arch}: {r.stderr.strip()}")
+        for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr):
+            spills += int(m.group(1)) + int(m.group(2))
+        if spills:
+            fail(f"ptxas -arch={arch}: {spills} spill bytes")
+    print(f"check_ptx: ok kernels={len(ks)} warp_per_row={warps} archs={','.join(a.arch) or 'none'} "
+          f"spill_bytes={spills}")
+
+
+if __name__ == "__main__":
+    main()
