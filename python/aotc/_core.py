@@ -263,6 +263,13 @@ class TensorDesc:
 
 # ---- threads ---------------------------------------------------------------------------
 
+# libomp's threads spin for KMP_BLOCKTIME (default 200 ms) after every parallel region. In a
+# Python process torch's own OpenMP pool runs between aotc's entry points (optimizer, autograd),
+# and the two spinning pools then share the same cores: the MLP's training step at 2 threads
+# took 7.9 ms instead of 1.5 ms. So aotc's threads sleep at once unless the user chose
+# otherwise; libomp reads the variable when it initializes, which happens after this import.
+os.environ.setdefault("KMP_BLOCKTIME", "0")
+
 _LIBS_LOCK = threading.Lock()
 _LOADED_LIBS = []   # CDLL handles of loaded programs (their libomp/OpenBLAS are used)
 _RUNTIME_LIBS = {}  # 'omp' / 'openblas' -> CDLL or None

@@ -82,7 +82,10 @@ def render(d):
       f"own process, pinned (`{meta['pinning']['1']}` for 1 thread, `{meta['pinning']['2']}` for 2) "
       "with OMP_NUM_THREADS = MKL_NUM_THREADS = OPENBLAS_NUM_THREADS = T, "
       "`torch.set_num_threads(T)`, `set_num_interop_threads(1)` (logged per case in the JSON; "
-      "aotc pins OpenBLAS to 1 thread and splits GEMMs over its OpenMP threads). Iterations: "
+      "aotc pins OpenBLAS to 1 thread and splits GEMMs over its OpenMP threads"
+      + (f"; the aotc cases also run with {', '.join(f'{k}={v}' for k, v in meta['aotc_env'].items())}"
+         f" (docs/runtime.md: libomp's threads bound to cores)" if meta.get("aotc_env") else "")
+      + "). Iterations: "
       f"small models {meta['iters']['small'][0]} warm-up + {meta['iters']['small'][1]} timed "
       f"steps, large rows {meta['iters']['large'][0]} + {meta['iters']['large'][1]}. "
       f"The whole table ran {len(reps)} times, systems interleaved.")
