@@ -263,114 +263,127 @@ Value ScalarEmitter::inst(int id) {
   return r;
 }
 
-void ScalarEmitter::emitSequentialPhase(const Phase &p) {
+void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
+                                   std::vector<std::vector<Value>> &laneRegs) {
   ph_ = &p;
-  size_t no = k_.outer.size();
-  std::vector<Value> outerVars(vars_.begin(), vars_.begin() + no);
+  const size_t lanes = laneOuter.size();
   SmallVector<Value> lbs, ubs, steps;
   for (int64_t d : p.inner) {
     lbs.push_back(cIdx(0));
     ubs.push_back(cIdx(d));
     steps.push_back(cIdx(1));
   }
+  // Sets the scope of lane t at inner position ivs.
+  auto enter = [&](size_t t, ValueRange ivs) {
+    vars_ = laneOuter[t];
+    vars_.insert(vars_.end(), ivs.begin(), ivs.end());
+    regs_ = laneRegs[t];
+    memo_.clear();
+  };
   if (p.reductions.empty()) {
     scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
       OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-      vars_ = outerVars;
-      vars_.insert(vars_.end(), ivs.begin(), ivs.end());
-      memo_.clear();
-      for (auto &s : p.stores) store(s);
+      for (size_t t = 0; t < lanes; ++t) {
+        enter(t, ivs);
+        for (auto &s : p.stores) store(s);
+      }
     });
     memo_.clear();
     return;
   }
-  // Reduce phase: accumulators as iter_args (ArgMax: value, index).
+  // Reduce phase: each lane's accumulators as iter_args (ArgMax: value, index), folded in
+  // inner row-major order per lane, so every lane's result is the one-lane result.
   SmallVector<Value> init;
-  for (auto &r : p.reductions) {
-    init.push_back(reduceInit(r));
-    if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
-  }
+  for (size_t t = 0; t < lanes; ++t)
+    for (auto &r : p.reductions) {
+      init.push_back(reduceInit(r));
+      if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
+    }
   std::vector<int64_t> innerStrides = contiguousStrides(p.inner);
   auto nest = scf::buildLoopNest(
       b_, loc_, lbs, ubs, steps, init,
       [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange acc) -> scf::ValueVector {
         OpBuilder::InsertionGuard g(b_);
         b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-        vars_ = outerVars;
-        vars_.insert(vars_.end(), ivs.begin(), ivs.end());
-        memo_.clear();
         scf::ValueVector next;
         size_t ai = 0;
-        for (auto &r : p.reductions) {
-          Value v = inst(r.value);
-          Value a = acc[ai++];
-          bool fl = isFloating(r.accType);
-          switch (r.kind) {
-          case ReduceKind::Sum:
-            next.push_back(fl ? b_.create<arith::AddFOp>(loc_, a, v).getResult()
-                              : b_.create<arith::AddIOp>(loc_, a, v).getResult());
-            break;
-          case ReduceKind::Max:
-            next.push_back(fl ? b_.create<arith::MaximumFOp>(loc_, a, v).getResult()
-                              : b_.create<arith::MaxSIOp>(loc_, a, v).getResult());
-            break;
-          case ReduceKind::Min:
-            next.push_back(fl ? b_.create<arith::MinimumFOp>(loc_, a, v).getResult()
-                              : b_.create<arith::MinSIOp>(loc_, a, v).getResult());
-            break;
-          case ReduceKind::ArgMax: {
-            Value idx = acc[ai++];
-            Value take;
-            if (fl) {
-              Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, v, a);
-              Value vnan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, v, v);
-              Value anum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
-              take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, vnan, anum));
-            } else {
-              take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, v, a);
+        Value lin64;
+        for (size_t t = 0; t < lanes; ++t) {
+          enter(t, ivs);
+          for (auto &r : p.reductions) {
+            Value v = inst(r.value);
+            Value a = acc[ai++];
+            bool fl = isFloating(r.accType);
+            switch (r.kind) {
+            case ReduceKind::Sum:
+              next.push_back(fl ? b_.create<arith::AddFOp>(loc_, a, v).getResult()
+                                : b_.create<arith::AddIOp>(loc_, a, v).getResult());
+              break;
+            case ReduceKind::Max:
+              next.push_back(fl ? b_.create<arith::MaximumFOp>(loc_, a, v).getResult()
+                                : b_.create<arith::MaxSIOp>(loc_, a, v).getResult());
+              break;
+            case ReduceKind::Min:
+              next.push_back(fl ? b_.create<arith::MinimumFOp>(loc_, a, v).getResult()
+                                : b_.create<arith::MinSIOp>(loc_, a, v).getResult());
+              break;
+            case ReduceKind::ArgMax: {
+              Value idx = acc[ai++];
+              Value take;
+              if (fl) {
+                Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, v, a);
+                Value vnan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, v, v);
+                Value anum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
+                take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, vnan, anum));
+              } else {
+                take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, v, a);
+              }
+              if (!lin64) {
+                Value lin = cIdx(0);
+                for (size_t k = 0; k < ivs.size(); ++k)
+                  lin = b_.create<arith::AddIOp>(loc_, lin,
+                                                 b_.create<arith::MulIOp>(loc_, ivs[k], cIdx(innerStrides[k])));
+                lin64 = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), lin);
+              }
+              next.push_back(b_.create<arith::SelectOp>(loc_, take, v, a));
+              next.push_back(b_.create<arith::SelectOp>(loc_, take, lin64, idx));
+              break;
             }
-            Value lin = cIdx(0);
-            for (size_t k = 0; k < ivs.size(); ++k)
-              lin = b_.create<arith::AddIOp>(loc_, lin,
-                                             b_.create<arith::MulIOp>(loc_, ivs[k], cIdx(innerStrides[k])));
-            Value lin64 = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), lin);
-            next.push_back(b_.create<arith::SelectOp>(loc_, take, v, a));
-            next.push_back(b_.create<arith::SelectOp>(loc_, take, lin64, idx));
-            break;
-          }
+            }
           }
         }
         return next;
       });
   SmallVector<Value> results = nest.results;
-  if (p.inner.empty()) {
-    // buildLoopNest without loops returns the body's values directly.
-  }
   size_t ai = 0;
-  for (auto &r : p.reductions) {
-    if ((int)regs_.size() <= r.reg) regs_.resize(r.reg + 1);
-    Value v = results[ai++];
-    if (r.kind == ReduceKind::ArgMax) v = results[ai++];
-    DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
-    regs_[r.reg] = cast(v, from, k_.regTypes[r.reg]);
+  for (size_t t = 0; t < lanes; ++t) {
+    std::vector<Value> &regs = laneRegs[t];
+    for (auto &r : p.reductions) {
+      if ((int)regs.size() <= r.reg) regs.resize(r.reg + 1);
+      Value v = results[ai++];
+      if (r.kind == ReduceKind::ArgMax) v = results[ai++];
+      DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
+      regs[r.reg] = cast(v, from, k_.regTypes[r.reg]);
+    }
   }
   // After-fold stores: inner vars are zero.
-  vars_ = outerVars;
-  for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
-  memo_.clear();
-  for (auto &s : p.stores) store(s);
+  SmallVector<Value> zeros;
+  for (size_t k = 0; k < p.inner.size(); ++k) zeros.push_back(cIdx(0));
+  for (size_t t = 0; t < lanes; ++t) {
+    enter(t, zeros);
+    for (auto &s : p.stores) store(s);
+  }
   memo_.clear();
 }
 
+void ScalarEmitter::emitLanesBody(const std::vector<std::vector<Value>> &laneOuter) {
+  std::vector<std::vector<Value>> laneRegs(laneOuter.size(), std::vector<Value>(k_.regTypes.size()));
+  for (auto &p : k_.phases) emitPhaseLanes(p, laneOuter, laneRegs);
+}
+
 void ScalarEmitter::emitSequentialBody(ValueRange outerIvs) {
-  vars_.assign(outerIvs.begin(), outerIvs.end());
-  regs_.assign(k_.regTypes.size(), Value());
-  std::vector<Value> outer = vars_;
-  for (auto &p : k_.phases) {
-    vars_ = outer;
-    emitSequentialPhase(p);
-  }
+  emitLanesBody({std::vector<Value>(outerIvs.begin(), outerIvs.end())});
 }
 
 } // namespace aotc::cg

@@ -56,10 +56,16 @@ protected:
   mlir::Value load(const Access &a, DType t);
   void store(const Store &s);
 
-  /// One phase for the outer iteration in vars_[0, outer.size()), as Kernels.h defines
-  /// it: an scf.for nest over the inner domain in row-major order (reduce phases carry
-  /// their accumulators as iter_args and set regs_, then run their stores once).
-  void emitSequentialPhase(const Phase &p);
+  /// One phase for the outer iterations `laneOuter` (each: outer loop variables, index
+  /// values) at once, as Kernels.h defines it per iteration: an scf.for nest over the
+  /// inner domain in row-major order whose body runs every lane (unroll-and-jam of the
+  /// outer loop); reduce phases carry each lane's accumulators as iter_args, set that
+  /// lane's registers (laneRegs[t]) and then run their stores once per lane. Lanes are
+  /// independent outer iterations, so each gets exactly the one-lane result.
+  void emitPhaseLanes(const Phase &p, const std::vector<std::vector<mlir::Value>> &laneOuter,
+                      std::vector<std::vector<mlir::Value>> &laneRegs);
+  /// All phases of k_ for the outer iterations `laneOuter`.
+  void emitLanesBody(const std::vector<std::vector<mlir::Value>> &laneOuter);
   /// All phases of k_ for one outer iteration (outerIvs: index values).
   void emitSequentialBody(mlir::ValueRange outerIvs);
 };
