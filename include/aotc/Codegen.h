@@ -41,9 +41,12 @@ const char *gpuMappingName(GpuMapping m);
 struct GpuLaunch {
   GpuMapping mapping = GpuMapping::Elementwise;
   int64_t grid = 1, block = 256;
+  /// Elementwise only: elements per thread along the innermost dim (4: the accesses that are
+  /// contiguous there are 16-byte vector loads/stores of 4-byte elements), else 1.
+  int64_t vectorWidth = 1;
 };
-/// The mapping and launch geometry of a Loop kernel (lib/Codegen/GpuLaunch.cpp).
-GpuLaunch gpuLaunch(const Kernel &k);
+/// The mapping and launch geometry of Loop kernel k of kg (lib/Codegen/GpuLaunch.cpp).
+GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k);
 
 struct CodegenOptions {
   std::string name;            ///< C identifier for the entry points; empty: Program::name.

@@ -48,6 +48,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -64,6 +65,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace mlir;
 
@@ -90,6 +92,9 @@ private:
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
   void ifThen(Value cond, const std::function<void()> &body);
   void emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane);
+  /// The elementwise phase p for `width` consecutive elements of the innermost dim from
+  /// `base`: accesses contiguous in that dim become one aligned vector load/store each.
+  void emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width);
   /// Folds (b, bIdx) into (a, aIdx) for reduction r: the per-lane fold when `tree` is false
   /// (b comes later in index order), the butterfly combine when true (ties go to the
   /// smaller index, as torch.argmax's first occurrence).
@@ -243,6 +248,58 @@ void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &o
   memo_.clear();
 }
 
+void GpuKernelBuilder::emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width) {
+  const size_t last = base.size() - 1;
+  std::set<int> loaded;
+  for (auto &in : p.insts)
+    if (in.op == ScalarOp::Load) loaded.insert(in.access);
+  std::set<int> stored;
+  for (auto &st : p.stores) stored.insert(st.access);
+  auto contiguous = [&](const Access &a) { return a.buffer >= 0 && a.coef[last] == 1; };
+  // Every vector access starts at lane 0's address, which is 16-byte aligned (gpuLaunch
+  // checked offsets and strides; the ABI aligns every buffer to 256 bytes).
+  vars_ = base;
+  memo_.clear();
+  std::set<int> aligned;
+  auto vecType = [&](const Access &a) {
+    return VectorType::get({width}, elemType(ctx_, kg_.buffers[a.buffer].type.dtype, true));
+  };
+  auto addrOf = [&](const Access &a) {
+    Value ok, code, val;
+    Value buf = bufArg_.at(a.buffer);
+    if (aligned.insert(a.buffer).second) b_.create<memref::AssumeAlignmentOp>(loc_, buf, 16);
+    return address(a, ok, code, val);
+  };
+  laneVectors_.clear();
+  laneStores_.clear();
+  for (int i : loaded) {
+    const Access &a = p.accesses[i];
+    if (contiguous(a))
+      laneVectors_[i] = b_.create<vector::LoadOp>(loc_, vecType(a), bufArg_.at(a.buffer), ValueRange{addrOf(a)});
+  }
+  for (int i : stored)
+    if (contiguous(p.accesses[i])) laneStores_[i] = {};
+  for (int64_t t = 0; t < width; ++t) {
+    lane_ = t;
+    vars_ = base;
+    if (t) vars_[last] = b_.create<arith::AddIOp>(loc_, base[last], cIdx(t));
+    memo_.clear();
+    for (auto &st : p.stores) store(st);
+  }
+  vars_ = base;
+  memo_.clear();
+  for (auto &[i, vals] : laneStores_) {
+    const Access &a = p.accesses[i];
+    VectorType vt = vecType(a);
+    Value v = b_.create<arith::ConstantOp>(loc_, vt, b_.getZeroAttr(vt));
+    for (int64_t t = 0; t < width; ++t) v = b_.create<vector::InsertOp>(loc_, vals[t], v, ArrayRef<int64_t>{t});
+    b_.create<vector::StoreOp>(loc_, v, bufArg_.at(a.buffer), ValueRange{addrOf(a)});
+  }
+  laneVectors_.clear();
+  laneStores_.clear();
+  lane_ = 0;
+}
+
 void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch) {
   std::vector<int> args = kernelArgs(k_);
   SmallVector<Type> types;
@@ -268,16 +325,23 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   switch (launch.mapping) {
   case GpuMapping::Elementwise: {
     const Phase &p = k_.phases[0];
+    const int64_t width = launch.vectorWidth;
     Value gid = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(launch.block)), tid);
-    Value inRange = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, gid, cIdx(outer * prod(p.inner)));
+    Value inRange =
+        b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, gid, cIdx(outer * prod(p.inner) / width));
     ifThen(inRange, [&] {
       ph_ = &p;
-      vars_.clear();
       Shape all = k_.outer;
       all.insert(all.end(), p.inner.begin(), p.inner.end());
-      unravel(gid, all, vars_);
-      memo_.clear();
-      for (auto &s : p.stores) store(s);
+      std::vector<Value> base;
+      unravel(width == 1 ? gid : b_.create<arith::MulIOp>(loc_, gid, cIdx(width)).getResult(), all, base);
+      if (width == 1) {
+        vars_ = base;
+        memo_.clear();
+        for (auto &s : p.stores) store(s);
+        return;
+      }
+      emitVectorLanes(p, base, width);
     });
     break;
   }
@@ -359,7 +423,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   DialectRegistry registry;
   registry.insert<func::FuncDialect, arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
                   scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect, gpu::GPUDialect,
-                  NVVM::NVVMDialect>();
+                  NVVM::NVVMDialect, vector::VectorDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
@@ -383,7 +447,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
     for (auto &k : kg.kernels) {
       if (k.phases.empty()) continue;
       GpuKernelBuilder kb(b, kg, k);
-      kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), gpuLaunch(k));
+      kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), gpuLaunch(kg, k));
     }
   };
   addGraph(kp.forward, false);

@@ -26,9 +26,33 @@ int64_t prod(const Shape &s) {
   return n;
 }
 
+/// 4 when every access of the elementwise phase either does not move along the innermost
+/// dim (coefficient 0: one value for all four lanes) or is contiguous there (coefficient 1) with
+/// a 16-byte aligned start for every thread (offset and all other coefficients multiples of 4)
+/// and 4-byte elements (f32, i32); at least one contiguous access; no data-dependent terms; the domain's
+/// innermost extent a multiple of 4. Else 1.
+int64_t vectorWidth(const KernelGraph &kg, const Kernel &k, const Phase &p) {
+  constexpr int64_t kWidth = 4;
+  Shape all = k.outer;
+  all.insert(all.end(), p.inner.begin(), p.inner.end());
+  if (all.empty() || all.back() % kWidth != 0) return 1;
+  const size_t last = all.size() - 1;
+  bool any = false;
+  for (auto &a : p.accesses) {
+    if (a.buffer < 0) continue;
+    if (!a.dyn.empty() || a.coef.size() != all.size()) return 1;
+    if (a.coef[last] == 0) continue;
+    if (a.coef[last] != 1 || a.offset % kWidth != 0 || itemSize(kg.buffers[a.buffer].type.dtype) != 4) return 1;
+    for (size_t d = 0; d < last; ++d)
+      if (a.coef[d] % kWidth != 0) return 1;
+    any = true;
+  }
+  return any ? kWidth : 1;
+}
+
 } // namespace
 
-GpuLaunch gpuLaunch(const Kernel &k) {
+GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
   GpuLaunch l;
   bool reduces = false, accumulates = false;
   for (auto &p : k.phases) {
@@ -43,8 +67,9 @@ GpuLaunch gpuLaunch(const Kernel &k) {
   } else if (k.phases.size() == 1 && !accumulates) {
     l.mapping = GpuMapping::Elementwise;
     int64_t total = outer * prod(k.phases[0].inner);
+    l.vectorWidth = vectorWidth(kg, k, k.phases[0]);
     l.block = 256;
-    l.grid = std::max<int64_t>(1, (total + 255) / 256);
+    l.grid = std::max<int64_t>(1, (total / l.vectorWidth + 255) / 256);
   } else {
     l.mapping = GpuMapping::ThreadPerRow;
     l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);

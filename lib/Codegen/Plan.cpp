@@ -253,8 +253,9 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
     if (k.parallelDims > 0) os << " parallel=" << k.parallelDims;
     if (k.mayFail()) os << " checked";
     if (target == "cuda" && !k.phases.empty()) {
-      GpuLaunch l = gpuLaunch(k);
+      GpuLaunch l = gpuLaunch(kg, k);
       os << " cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
+      if (l.vectorWidth > 1) os << " vec=" << l.vectorWidth;
     }
     os << "\n";
   }

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -112,6 +113,13 @@ Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &
 }
 
 Value ScalarEmitter::load(const Access &a, DType t) {
+  if (!laneVectors_.empty()) {
+    auto it = laneVectors_.find((int)(&a - ph_->accesses.data()));
+    if (it != laneVectors_.end()) {
+      Value x = b_.create<vector::ExtractOp>(loc_, it->second, ArrayRef<int64_t>{lane_});
+      return cast(x, kg_.buffers[a.buffer].type.dtype, t);
+    }
+  }
   Value ok, code, val;
   Value addr = address(a, ok, code, val);
   Value buf = bufArg_.at(a.buffer);
@@ -148,6 +156,10 @@ void ScalarEmitter::store(const Store &s) {
   DType bt = kg_.buffers[a.buffer].type.dtype;
   DType vt = ph_->insts[s.value].type;
   v = cast(v, vt, bt);
+  if (auto it = laneStores_.find(s.access); it != laneStores_.end()) {
+    it->second.push_back(v); // written as one vector after the last lane
+    return;
+  }
   Value ok, code, val;
   Value addr = address(a, ok, code, val);
   Value buf = bufArg_.at(a.buffer);

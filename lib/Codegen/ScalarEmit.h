@@ -38,6 +38,13 @@ protected:
   mlir::Value status_;                ///< memref<2xi64> {code, value}, when k_.mayFail().
   std::vector<mlir::Value> regs_;     ///< Reduction results, by Reduction::reg.
 
+  // Vector lanes (the CUDA target's 16-byte accesses): while non-empty, a load of access
+  // index i in laneVectors_ is element lane_ of that vector, and a store to an access in
+  // laneStores_ appends its value there (the caller writes the vector after the last lane).
+  std::map<int, mlir::Value> laneVectors_;
+  std::map<int, std::vector<mlir::Value>> laneStores_;
+  int64_t lane_ = 0;
+
   // Per-scope state while emitting one phase body.
   const Phase *ph_ = nullptr;
   std::vector<mlir::Value> vars_; ///< Outer ivs then inner ivs (index).

@@ -121,10 +121,12 @@ def sh(cmd, env=None, capture=True):
     return r.stdout
 
 
-# Settings the aotc cases run with (docs/runtime.md): libomp binds its threads to the pinned
-# cores, else a spinning worker and the main thread can share one core for a whole run
-# (LN-GELU, 2 threads: 0.68 ms instead of 0.20 ms per step in 3 of 6 runs). torch keeps its
-# defaults: the same setting made eager slower (MLP, 2 threads: 1.17 vs 0.93 ms).
+# Settings the aotc C++ cases run with (docs/runtime.md): libomp binds its threads to the
+# pinned cores, else a spinning worker and the main thread can share one core for a whole run
+# (LN-GELU, 2 threads: 0.68 ms instead of 0.20 ms per step in 3 of 6 runs). Not for processes
+# with torch: it made eager slower (MLP, 2 threads: 1.17 vs 0.93 ms) and aotc through the
+# Python module twice as slow (LN-GELU large, 2 threads: 1167 vs 604 ms; torch's OpenMP
+# runtime binds too).
 AOTC_ENV = {"OMP_PROC_BIND": "true"}
 
 
@@ -235,7 +237,7 @@ class Bench:
         warmup, iters = self.iters[m["large"]]
         out = self.tmpfile(f"{m['name']}-{system}-t{threads}")
         extra = {}
-        if system.startswith("aotc"):
+        if system == "aotc-cpp":
             extra.update(AOTC_ENV)
         if system == "aotc-cpp":
             cmd = [os.path.join(self.tools, "bench_step"), "step", m["library"], m["name"],

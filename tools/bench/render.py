@@ -83,7 +83,7 @@ def render(d):
       "with OMP_NUM_THREADS = MKL_NUM_THREADS = OPENBLAS_NUM_THREADS = T, "
       "`torch.set_num_threads(T)`, `set_num_interop_threads(1)` (logged per case in the JSON; "
       "aotc pins OpenBLAS to 1 thread and splits GEMMs over its OpenMP threads"
-      + (f"; the aotc cases also run with {', '.join(f'{k}={v}' for k, v in meta['aotc_env'].items())}"
+      + (f"; the aotc C++ cases also run with {', '.join(f'{k}={v}' for k, v in meta['aotc_env'].items())}"
          f" (docs/runtime.md: libomp's threads bound to cores)" if meta.get("aotc_env") else "")
       + "). Iterations: "
       f"small models {meta['iters']['small'][0]} warm-up + {meta['iters']['small'][1]} timed "

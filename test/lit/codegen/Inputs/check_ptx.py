@@ -4,7 +4,7 @@ usage: check_ptx.py KERNELS.txt PROGRAM.ptx --name NAME [--ptxas PATH --arch sm_
 
 Every kernel line with `cuda=<mapping> grid=G block=B` must have a PTX `.entry`
 (<name>_fwd_kN / <name>_bwd_kN) and vice versa; every warp-per-row (reducing) kernel
-must contain `shfl.sync.bfly`; no `atom.` / `red.` instruction anywhere; a kernel whose
+must contain `shfl.sync.bfly`; every `vec=4` kernel a 16-byte `ld/st.global.v4`; no `atom.` / `red.` instruction anywhere; a kernel whose
 domain has more than 4096 elements must launch more than one block; with --ptxas, the
 PTX must assemble for every --arch with 0 spill bytes. Prints one summary line; exit 1
 on the first violation (stdlib only).
@@ -27,15 +27,16 @@ def kernels(path, name):
         if m:
             section = "fwd" if m.group(1) == "forward" else "bwd"
             continue
-        m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* cuda=(\S+) grid=(\d+) block=(\d+)$",
-                     line.rstrip("\n"))
+        m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* cuda=(\S+) grid=(\d+) block=(\d+)"
+                     r"(?: vec=(\d+))?$", line.rstrip("\n"))
         if m:
             dims = [int(d) for d in m.group(2).split(",") if d.strip()]
             numel = 1
             for d in dims:
                 numel *= d
             out[f"{name}_{section}_{m.group(1)}"] = {
-                "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel}
+                "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel,
+                "vec": int(m.group(6) or 1)}
     return out
 
 
@@ -65,8 +66,12 @@ def main():
     bad = re.findall(r"^\s*(atom|red)\.\S+", ptx, flags=re.M)
     if bad:
         fail(f"atomic instructions: {sorted(set(bad))}")
-    warps = 0
+    warps = vec = 0
     for sym, k in ks.items():
+        if k["vec"] == 4:
+            vec += 1
+            if not re.search(r"\b(ld|st)\.global\.v4\.(f32|b32|u32|s32)", es[sym]):
+                fail(f"{sym}: vec=4 but no 16-byte ld/st.global.v4")
         if k["mapping"] == "warp-per-row":
             warps += 1
             if "shfl.sync.bfly" not in es[sym]:
@@ -83,7 +88,7 @@ def main():
             spills += int(m.group(1)) + int(m.group(2))
         if spills:
             fail(f"ptxas -arch={arch}: {spills} spill bytes")
-    print(f"check_ptx: ok kernels={len(ks)} warp_per_row={warps} archs={','.join(a.arch) or 'none'} "
+    print(f"check_ptx: ok kernels={len(ks)} warp_per_row={warps} vec4={vec} archs={','.join(a.arch) or 'none'} "
           f"spill_bytes={spills}")
 
 
