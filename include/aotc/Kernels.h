@@ -244,6 +244,13 @@ std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
 /// their offsets (after the status slot when a kernel may fail).
 void planScratch(KernelGraph &kg);
 
+/// A Loop kernel without accumulating stores with a reduce phase that walks its inner
+/// domain with a stride while neighbouring outer iterations read neighbouring elements
+/// (coefficient 1 on the innermost outer variable): a column sum such as a bias gradient.
+/// Targets then process neighbouring outer iterations together (CPU: 8 per loop body; CUDA:
+/// one thread each, so a warp's loads are contiguous). Defined in Plan.cpp.
+bool isColumnReduction(const Kernel &k);
+
 /// `--emit=kernels` text: one line per kernel, e.g.
 ///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256]
 /// With target "cuda", kernels with a loop part end in

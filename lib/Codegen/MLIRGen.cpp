@@ -101,20 +101,8 @@ namespace {
 /// in its own order, so results are bit-identical to 1 lane.
 int64_t outerLanes(const Kernel &k) {
   constexpr int64_t kLanes = 8;
-  if (k.kind != Kernel::Kind::Loop || k.outer.empty() || k.outer.back() % kLanes != 0) return 1;
-  const size_t last = k.outer.size() - 1;
-  bool strided = false;
-  for (auto &p : k.phases) {
-    for (auto &s : p.stores)
-      if (s.accumulate) return 1;
-    if (p.reductions.empty() || p.inner.empty()) continue;
-    const size_t innerLast = k.outer.size() + p.inner.size() - 1;
-    for (auto &a : p.accesses)
-      if (a.buffer >= 0 && a.coef.size() > innerLast && a.coef[last] == 1 && a.coef[innerLast] != 1 &&
-          a.coef[innerLast] != 0)
-        strided = true;
-  }
-  return strided ? kLanes : 1;
+  if (k.outer.empty() || k.outer.back() % kLanes != 0 || !isColumnReduction(k)) return 1;
+  return kLanes;
 }
 
 class KernelBuilder : public ScalarEmitter {

@@ -270,6 +270,23 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   return os.str();
 }
 
+bool isColumnReduction(const Kernel &k) {
+  if (k.kind != Kernel::Kind::Loop || k.outer.empty()) return false;
+  const size_t last = k.outer.size() - 1;
+  bool strided = false;
+  for (auto &p : k.phases) {
+    for (auto &s : p.stores)
+      if (s.accumulate) return false;
+    if (p.reductions.empty() || p.inner.empty()) continue;
+    const size_t innerLast = k.outer.size() + p.inner.size() - 1;
+    for (auto &a : p.accesses)
+      if (a.buffer >= 0 && a.coef.size() > innerLast && a.coef[last] == 1 && a.coef[innerLast] != 1 &&
+          a.coef[innerLast] != 0)
+        strided = true;
+  }
+  return strided;
+}
+
 std::string printKernels(const KernelProgram &kp, const std::string &target) {
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
