@@ -95,10 +95,6 @@ private:
   /// The elementwise phase p for `width` consecutive elements of the innermost dim from
   /// `base`: accesses contiguous in that dim become one aligned vector load/store each.
   void emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width);
-  /// Folds (b, bIdx) into (a, aIdx) for reduction r: the per-lane fold when `tree` is false
-  /// (b comes later in index order), the butterfly combine when true (ties go to the
-  /// smaller index, as torch.argmax's first occurrence).
-  void combine(const Reduction &r, Value &a, Value &aIdx, Value b, Value bIdx, bool tree);
 };
 
 void GpuKernelBuilder::unravel(Value lin, const Shape &dims, std::vector<Value> &out) {
@@ -119,43 +115,6 @@ void GpuKernelBuilder::ifThen(Value cond, const std::function<void()> &body) {
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   body();
-}
-
-void GpuKernelBuilder::combine(const Reduction &r, Value &a, Value &aIdx, Value b, Value bIdx, bool tree) {
-  bool fl = isFloating(r.accType);
-  switch (r.kind) {
-  case ReduceKind::Sum:
-    a = fl ? b_.create<arith::AddFOp>(loc_, a, b).getResult() : b_.create<arith::AddIOp>(loc_, a, b).getResult();
-    return;
-  case ReduceKind::Max:
-    a = fl ? b_.create<arith::MaximumFOp>(loc_, a, b).getResult() : b_.create<arith::MaxSIOp>(loc_, a, b).getResult();
-    return;
-  case ReduceKind::Min:
-    a = fl ? b_.create<arith::MinimumFOp>(loc_, a, b).getResult() : b_.create<arith::MinSIOp>(loc_, a, b).getResult();
-    return;
-  case ReduceKind::ArgMax: {
-    Value take, same;
-    if (fl) {
-      Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, b, a);
-      Value bNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, b, b);
-      Value aNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, a, a);
-      Value aNum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
-      take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, bNan, aNum));
-      same = b_.create<arith::OrIOp>(loc_, b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, a, b),
-                                     b_.create<arith::AndIOp>(loc_, aNan, bNan));
-    } else {
-      take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, b, a);
-      same = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b);
-    }
-    if (tree) {
-      Value earlier = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, bIdx, aIdx);
-      take = b_.create<arith::OrIOp>(loc_, take, b_.create<arith::AndIOp>(loc_, same, earlier));
-    }
-    a = b_.create<arith::SelectOp>(loc_, take, b, a);
-    aIdx = b_.create<arith::SelectOp>(loc_, take, bIdx, aIdx);
-    return;
-  }
-  }
 }
 
 void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane) {
@@ -231,13 +190,7 @@ void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &o
     }
   }
   size_t ai = 0;
-  for (auto &r : p.reductions) {
-    if ((int)regs_.size() <= r.reg) regs_.resize(r.reg + 1);
-    Value v = acc[ai++];
-    if (r.kind == ReduceKind::ArgMax) v = acc[ai++];
-    DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
-    regs_[r.reg] = cast(v, from, k_.regTypes[r.reg]);
-  }
+  setRegs(p, acc, ai, regs_);
   if (!p.stores.empty())
     ifThen(lane0, [&] {
       vars_ = outerVars;
@@ -452,23 +405,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   };
   addGraph(kp.forward, false);
   if (kp.hasBackward) addGraph(kp.backward, true);
-  if (failed(verify(mod))) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    mod.print(os);
-    mod.erase();
-    internalError("codegen (cuda): generated MLIR does not verify:\n" + s);
-  }
-  {
-    PassManager pm(&ctx);
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    if (failed(pm.run(mod))) internalError("codegen (cuda): canonicalization failed");
-  }
-  if (mlirText) {
-    llvm::raw_string_ostream os(*mlirText);
-    mod.print(os);
-  }
+  verifyAndTidy(mod, "codegen (cuda)", mlirText);
   std::string ptx = lowerToPtx(mod, o.archs.front(), o.toolkit);
   mod.erase();
   return ptx;

@@ -327,24 +327,7 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
   };
   addGraph(kp.forward, false);
   if (kp.hasBackward) addGraph(kp.backward, true);
-  if (failed(verify(mod))) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    mod.print(os);
-    mod.erase();
-    internalError("codegen: generated MLIR does not verify:\n" + s);
-  }
-  {
-    // Tidy the IR (constants, common subexpressions) before printing/lowering.
-    PassManager pm(&ctx);
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    if (failed(pm.run(mod))) internalError("codegen: canonicalization failed");
-  }
-  if (mlirText) {
-    llvm::raw_string_ostream os(*mlirText);
-    mod.print(os);
-  }
+  verifyAndTidy(mod, "codegen", mlirText);
   if (failed(lowerToLLVMDialect(mod))) {
     mod.erase();
     internalError("codegen: lowering MLIR to the LLVM dialect failed");

@@ -5,10 +5,18 @@
 //===----------------------------------------------------------------------===//
 #include "ScalarEmit.h"
 
+#include "aotc/Diagnostics.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <limits>
 
@@ -275,6 +283,59 @@ Value ScalarEmitter::inst(int id) {
   return r;
 }
 
+void ScalarEmitter::combine(const Reduction &r, Value &a, Value &aIdx, Value b, Value bIdx, bool tree) {
+  bool fl = isFloating(r.accType);
+  switch (r.kind) {
+  case ReduceKind::Sum:
+    a = fl ? b_.create<arith::AddFOp>(loc_, a, b).getResult() : b_.create<arith::AddIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::Max:
+    a = fl ? b_.create<arith::MaximumFOp>(loc_, a, b).getResult() : b_.create<arith::MaxSIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::Min:
+    a = fl ? b_.create<arith::MinimumFOp>(loc_, a, b).getResult() : b_.create<arith::MinSIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::ArgMax: {
+    // b wins when greater, or NaN over a number (NaN is maximal, as torch.argmax).
+    Value take;
+    if (fl) {
+      Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, b, a);
+      Value bNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, b, b);
+      Value aNum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
+      take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, bNan, aNum));
+    } else {
+      take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, b, a);
+    }
+    if (tree) { // ...or equal (both NaN counts as equal) with the smaller index
+      Value same;
+      if (fl) {
+        Value aNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, a, a);
+        Value bNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, b, b);
+        same = b_.create<arith::OrIOp>(loc_, b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, a, b),
+                                       b_.create<arith::AndIOp>(loc_, aNan, bNan));
+      } else {
+        same = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b);
+      }
+      Value earlier = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, bIdx, aIdx);
+      take = b_.create<arith::OrIOp>(loc_, take, b_.create<arith::AndIOp>(loc_, same, earlier));
+    }
+    a = b_.create<arith::SelectOp>(loc_, take, b, a);
+    aIdx = b_.create<arith::SelectOp>(loc_, take, bIdx, aIdx);
+    return;
+  }
+  }
+}
+
+void ScalarEmitter::setRegs(const Phase &p, ValueRange accs, size_t &ai, std::vector<Value> &regs) {
+  for (auto &r : p.reductions) {
+    if ((int)regs.size() <= r.reg) regs.resize(r.reg + 1);
+    Value v = accs[ai++];
+    if (r.kind == ReduceKind::ArgMax) v = accs[ai++];
+    DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
+    regs[r.reg] = cast(v, from, k_.regTypes[r.reg]);
+  }
+}
+
 void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
                                    std::vector<std::vector<Value>> &laneRegs) {
   ph_ = &p;
@@ -325,32 +386,9 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
           enter(t, ivs);
           for (auto &r : p.reductions) {
             Value v = inst(r.value);
-            Value a = acc[ai++];
-            bool fl = isFloating(r.accType);
-            switch (r.kind) {
-            case ReduceKind::Sum:
-              next.push_back(fl ? b_.create<arith::AddFOp>(loc_, a, v).getResult()
-                                : b_.create<arith::AddIOp>(loc_, a, v).getResult());
-              break;
-            case ReduceKind::Max:
-              next.push_back(fl ? b_.create<arith::MaximumFOp>(loc_, a, v).getResult()
-                                : b_.create<arith::MaxSIOp>(loc_, a, v).getResult());
-              break;
-            case ReduceKind::Min:
-              next.push_back(fl ? b_.create<arith::MinimumFOp>(loc_, a, v).getResult()
-                                : b_.create<arith::MinSIOp>(loc_, a, v).getResult());
-              break;
-            case ReduceKind::ArgMax: {
-              Value idx = acc[ai++];
-              Value take;
-              if (fl) {
-                Value gt = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, v, a);
-                Value vnan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, v, v);
-                Value anum = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::ORD, a, a);
-                take = b_.create<arith::OrIOp>(loc_, gt, b_.create<arith::AndIOp>(loc_, vnan, anum));
-              } else {
-                take = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, v, a);
-              }
+            Value a = acc[ai++], idx;
+            if (r.kind == ReduceKind::ArgMax) {
+              idx = acc[ai++];
               if (!lin64) {
                 Value lin = cIdx(0);
                 for (size_t k = 0; k < ivs.size(); ++k)
@@ -358,27 +396,17 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
                                                  b_.create<arith::MulIOp>(loc_, ivs[k], cIdx(innerStrides[k])));
                 lin64 = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), lin);
               }
-              next.push_back(b_.create<arith::SelectOp>(loc_, take, v, a));
-              next.push_back(b_.create<arith::SelectOp>(loc_, take, lin64, idx));
-              break;
             }
-            }
+            combine(r, a, idx, v, lin64, /*tree=*/false);
+            next.push_back(a);
+            if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
           }
         }
         return next;
       });
   SmallVector<Value> results = nest.results;
   size_t ai = 0;
-  for (size_t t = 0; t < lanes; ++t) {
-    std::vector<Value> &regs = laneRegs[t];
-    for (auto &r : p.reductions) {
-      if ((int)regs.size() <= r.reg) regs.resize(r.reg + 1);
-      Value v = results[ai++];
-      if (r.kind == ReduceKind::ArgMax) v = results[ai++];
-      DType from = r.kind == ReduceKind::ArgMax ? DType::I64 : r.accType;
-      regs[r.reg] = cast(v, from, k_.regTypes[r.reg]);
-    }
-  }
+  for (size_t t = 0; t < lanes; ++t) setRegs(p, results, ai, laneRegs[t]);
   // After-fold stores: inner vars are zero.
   SmallVector<Value> zeros;
   for (size_t k = 0; k < p.inner.size(); ++k) zeros.push_back(cIdx(0));
@@ -396,6 +424,25 @@ void ScalarEmitter::emitLanesBody(const std::vector<std::vector<Value>> &laneOut
 
 void ScalarEmitter::emitSequentialBody(ValueRange outerIvs) {
   emitLanesBody({std::vector<Value>(outerIvs.begin(), outerIvs.end())});
+}
+
+void verifyAndTidy(ModuleOp mod, const std::string &what, std::string *mlirText) {
+  if (failed(verify(mod))) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    mod.print(os);
+    mod.erase();
+    internalError(what + ": generated MLIR does not verify:\n" + s);
+  }
+  // Tidy the IR (constants, common subexpressions) before printing/lowering.
+  PassManager pm(mod.getContext());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(mod))) internalError(what + ": canonicalization failed");
+  if (mlirText) {
+    llvm::raw_string_ostream os(*mlirText);
+    mod.print(os);
+  }
 }
 
 } // namespace aotc::cg

@@ -14,11 +14,17 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <string>
 #include <vector>
 
 namespace aotc::cg {
+
+/// Verifies a generated module (internal error with its text when it does not), runs
+/// canonicalize + CSE, and prints it into `mlirText` when non-null. `what` prefixes errors.
+void verifyAndTidy(mlir::ModuleOp mod, const std::string &what, std::string *mlirText);
 
 /// MLIR element type of a dtype; Bool is i1 in registers and i8 in memory, U8 is i8.
 mlir::Type elemType(mlir::MLIRContext *ctx, DType d, bool memory);
@@ -61,8 +67,16 @@ protected:
   mlir::Value inst(int id);
   mlir::Value address(const Access &a, mlir::Value &ok, mlir::Value &errCode, mlir::Value &errVal);
   mlir::Value load(const Access &a, DType t);
+  /// Folds (b, bIdx) into (a, aIdx) for reduction r (aIdx/bIdx: ArgMax's i64 positions):
+  /// the in-order fold when `tree` is false (b comes later), a tree combine when true
+  /// (ArgMax ties then go to the smaller index: torch.argmax's first occurrence).
+  void combine(const Reduction &r, mlir::Value &a, mlir::Value &aIdx, mlir::Value b, mlir::Value bIdx,
+               bool tree);
   void store(const Store &s);
 
+  /// Sets the registers of reduce phase p from its final accumulators accs[ai..] (ArgMax:
+  /// value then index; the index becomes the register), advancing ai.
+  void setRegs(const Phase &p, mlir::ValueRange accs, size_t &ai, std::vector<mlir::Value> &regs);
   /// One phase for the outer iterations `laneOuter` (each: outer loop variables, index
   /// values) at once, as Kernels.h defines it per iteration: an scf.for nest over the
   /// inner domain in row-major order whose body runs every lane (unroll-and-jam of the
