@@ -53,6 +53,7 @@ struct CodegenOptions {
   std::string target = "cpu";  ///< "cpu" or "cuda".
   CudaOptions cuda;            ///< target "cuda" only.
   bool emitPtx = false;        ///< target "cuda": fill Artifact::ptxText.
+  bool emitFatbin = false;     ///< target "cuda": fill Artifact::fatbin (runs ptxas + fatbinary).
   std::string cpu = "x86-64-v2"; ///< LLVM CPU name.
   bool emitKernels = false;    ///< Fill Artifact::kernelsText.
   bool emitMLIR = false;       ///< Fill Artifact::mlirText (before lowering to LLVM dialect).
@@ -66,6 +67,8 @@ struct Artifact {
   std::string header;          ///< The C header text.
   std::string kernelsText, mlirText, llvmText;
   std::string ptxText; ///< target "cuda": the PTX of all kernels, from its `.version` line.
+  std::vector<uint8_t> fatbin; ///< target "cuda": cubins for every --cuda-arch + the PTX.
+  std::string toolVersions;    ///< target "cuda": ptxas and fatbinary version lines.
   int64_t savedBytes = 0;      ///< Size of the saved area, bytes.
   int64_t scratchBytes = 0;    ///< Size of the scratch arena, bytes.
   int numKernels = 0;          ///< Forward + backward kernels.

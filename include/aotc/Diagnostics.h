@@ -51,6 +51,8 @@ private:
 [[noreturn]] void nodeError(const Node &node, const std::string &msg);
 /// Throws an internal error "internal error: <msg>" (exit code 2).
 [[noreturn]] void internalError(const std::string &msg);
+/// Prints "warning: <msg>" to stderr and continues (compilation still succeeds).
+void warning(const std::string &msg);
 
 /// Formats the node diagnostic without throwing (used for warnings and runtime messages).
 std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);

@@ -163,8 +163,9 @@ struct GemmDesc {
 /// entry; the last block may be smaller. Each block is one single-threaded BLAS
 /// call; the count × batch blocks may run in parallel when `parallel` is set.
 /// The larger of m and n is split (the operand re-read by every block is then
-/// the smaller one) into a power-of-two count (at most 64) of blocks of a
-/// multiple of 32, with at least 2^22 multiply-adds per block.
+/// the smaller one) into at most 64 blocks (a power of two is asked for; rounding
+/// the block size up to a multiple of 32 may leave fewer) of at least 128 rows or
+/// columns and 2^22 multiply-adds each.
 struct GemmBlocks {
   bool rows = true;
   int64_t size = 0, count = 1;
@@ -247,8 +248,8 @@ void planScratch(KernelGraph &kg);
 /// A Loop kernel without accumulating stores with a reduce phase that walks its inner
 /// domain with a stride while neighbouring outer iterations read neighbouring elements
 /// (coefficient 1 on the innermost outer variable): a column sum such as a bias gradient.
-/// Targets then process neighbouring outer iterations together (CPU: 8 per loop body; CUDA:
-/// one thread each, so a warp's loads are contiguous). Defined in Plan.cpp.
+/// The CPU target then runs 8 neighbouring outer iterations per loop body (MLIRGen.cpp
+/// outerLanes); the CUDA target does not use it yet (docs/cuda.md). Defined in Plan.cpp.
 bool isColumnReduction(const Kernel &k);
 
 /// `--emit=kernels` text: one line per kernel, e.g.

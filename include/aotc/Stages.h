@@ -35,9 +35,9 @@ Program capture(const std::string &path, const CaptureOptions &opts,
 void functionalize(Program &p);
 /// Stage 3 (lib/Decompose): composites -> Core ATen, before autodiff.
 void decompose(Program &p);
-/// Part of decompose (lib/Decompose/WidenIndices.cpp): every i32/u8 graph input gets one
-/// `_to_copy(x, dtype=torch.int64)` that all calls read instead; types after it are
-/// re-inferred. Afterwards no call computes on or produces an i32/u8 tensor.
+/// Part of decompose (lib/Decompose/WidenIndices.cpp): every i32/u8 value read by an index
+/// argument gets one `_to_copy(v, dtype=torch.int64)` that those arguments read instead; views
+/// and outputs keep their dtype. Idempotent. Afterwards no index argument is narrow.
 void widenIndexInputs(Graph &g);
 
 struct JointOptions {

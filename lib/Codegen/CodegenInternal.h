@@ -43,6 +43,21 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
 /// `mlirText` (optional) receives the gpu.module before lowering.
 std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::string *mlirText);
 
+/// ptxas's resource report for one arch (`-v`), and the spill bytes summed over kernels.
+struct PtxasReport {
+  std::string arch, log;
+  int64_t spillBytes = 0;
+};
+/// The fatbin of one program (CudaFatbin.cpp): a cubin per o.archs entry (`ptxas -O3 -v`)
+/// plus the PTX for o.archs.front(), packed by `fatbinary`; the tools' version lines.
+struct CudaBinary {
+  std::vector<uint8_t> fatbin;
+  std::string ptxasVersion, fatbinaryVersion;
+  std::vector<PtxasReport> reports;
+};
+/// Errors: a missing tool is a user error naming --cuda-toolkit; a tool failure is internal.
+CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o);
+
 /// Buffer ids a kernel function takes, in argument order.
 std::vector<int> kernelArgs(const Kernel &k);
 

@@ -214,9 +214,18 @@ void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &o
     std::string ptx = cg::buildGpuPtx(kp, opts.cuda, opts.emitMLIR ? &out.mlirText : nullptr);
     size_t v = ptx.find(".version");
     out.ptxText = v == std::string::npos ? ptx : ptx.substr(v);
+    if (opts.emitFatbin || opts.emitObject) {
+      cg::CudaBinary bin = cg::buildFatbin(out.ptxText, opts.cuda);
+      for (auto &r : bin.reports)
+        if (r.spillBytes > 0)
+          warning("ptxas -arch=" + r.arch + ": " + std::to_string(r.spillBytes) + " spill bytes in the kernels");
+      out.fatbin = std::move(bin.fatbin);
+      out.toolVersions = "ptxas: " + bin.ptxasVersion + "\nfatbinary: " + bin.fatbinaryVersion;
+    }
     if (opts.emitObject)
-      userError("--target=cuda: the object (host entry points, fatbin, cuBLAS calls) is not "
-                "implemented yet; --emit=kernels, --emit=mlir and --emit=ptx work (docs/cuda.md)");
+      userError("--target=cuda: the object (host entry points around the fatbin, cuBLAS calls) is "
+                "not implemented yet; --emit=kernels, --emit=mlir, --emit=ptx and --emit=fatbin work "
+                "(docs/cuda.md)");
     return;
   }
   llvm::InitializeNativeTarget();

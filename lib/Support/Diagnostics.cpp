@@ -2,6 +2,8 @@
 #include "aotc/Diagnostics.h"
 #include "aotc/Graph.h"
 
+#include <iostream>
+
 namespace aotc {
 
 std::string SourceLoc::str() const {
@@ -37,5 +39,7 @@ void nodeError(const Node &node, const std::string &msg) {
 void internalError(const std::string &msg) {
   throw Error(Error::Kind::Internal, "internal error: " + msg);
 }
+
+void warning(const std::string &msg) { std::cerr << "warning: " << msg << "\n"; }
 
 } // namespace aotc

@@ -221,7 +221,7 @@ class Tensor:
         return f"aotc.Tensor({self.dtype}{list(self.shape)})"
 
 
-_NUMPY_DTYPE = {"f32": "<f4", "f64": "<f8", "i64": "<i8", "bool": "?"}
+_NUMPY_DTYPE = {"f32": "<f4", "f64": "<f8", "i64": "<i8", "bool": "?", "i32": "<i4", "u8": "u1"}
 
 
 # ---- descriptors -----------------------------------------------------------------------
@@ -607,4 +607,5 @@ def _numpy_dtype_name(arr):
         return "bool"
     if dt.byteorder == ">" or (dt.byteorder == "=" and struct.pack("=i", 1)[0] == 0):
         return f"big-endian {dt.name}"
-    return {"float32": "f32", "float64": "f64", "int64": "i64"}.get(dt.name, dt.name)
+    return {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32",
+            "uint8": "u8"}.get(dt.name, dt.name)

@@ -32,7 +32,7 @@ from ._build import build_library
 from ._core import ALIGNMENT, FLOATING, InputError, Program
 
 _TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64,
-                "bool": torch.bool}
+                "bool": torch.bool, "i32": torch.int32, "u8": torch.uint8}
 _DTYPE_NAME = {v: k for k, v in _TORCH_DTYPE.items()}
 
 

@@ -28,13 +28,13 @@ namespace aotc::driver {
 const std::vector<std::string> kStages = {"capture", "functionalize", "decompose",
                                           "joint",   "lower",         "partition",
                                           "kernels", "mlir",          "llvm",
-                                          "ptx"};
+                                          "ptx",     "fatbin"};
 const std::vector<std::string> kTextStages = {"capture", "functionalize", "decompose",
                                               "joint",   "lower",         "partition"};
 
 namespace {
 
-/// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9).
+/// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9, fatbin = 10).
 int stageIndex(const std::string &s) {
   auto it = std::find(kStages.begin(), kStages.end(), s);
   AOTC_ASSERT(it != kStages.end(), "unknown stage '" + s + "'");
@@ -72,8 +72,8 @@ CompileResult runPipeline(const CompileOptions &o) {
   CompileResult r;
   if (o.target != "cpu" && o.target != "cuda")
     userError("unsupported --target '" + o.target + "' (supported: cpu, cuda)");
-  if (o.emit == "ptx" && o.target != "cuda")
-    userError("--emit=ptx needs --target=cuda");
+  if ((o.emit == "ptx" || o.emit == "fatbin") && o.target != "cuda")
+    userError("--emit=" + o.emit + " needs --target=cuda");
   if (o.emit == "llvm" && o.target == "cuda")
     userError("--emit=llvm is the CPU target's; with --target=cuda use --emit=mlir or --emit=ptx");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
@@ -127,6 +127,8 @@ CompileResult runPipeline(const CompileOptions &o) {
   // 3. decompose: composites (linear, cross_entropy, ...) -> Core ATen.
   if (runs("decompose"))
     decompose(p);
+  else if (stageIndex(p.stage) < stageIndex("partition"))
+    widenIndexInputs(p.forward); // a hand-written later-stage text may still read i32 indices
   if (stopsAfter("decompose", printProgram(p)))
     return r;
 
@@ -172,11 +174,13 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.emitMLIR = stop == stageIndex("mlir");
   cg.emitLLVM = stop == stageIndex("llvm");
   cg.emitPtx = stop == stageIndex("ptx");
+  cg.emitFatbin = stop == stageIndex("fatbin");
   cg.emitObject = stop < 0;
   Artifact art;
   emitObject(kp, cg, art);
   if (stopsAfter("mlir", art.mlirText) || stopsAfter("llvm", art.llvmText) ||
-      stopsAfter("ptx", art.ptxText))
+      stopsAfter("ptx", art.ptxText) ||
+      stopsAfter("fatbin", std::string(art.fatbin.begin(), art.fatbin.end())))
     return r;
   r.object = std::move(art.object);
   r.header = emitHeader(kp);

@@ -113,6 +113,8 @@ int compileCommand(const CompileOptions &o, const std::string &output) {
   if (r.stopped) {
     if (o.emit == "dot" && output.size() > 4 && output.substr(output.size() - 4) == ".svg")
       return renderSvg(r.emitted, output, inputs);
+    if (o.emit == "fatbin" && (output.empty() || output == "-"))
+      userError("--emit=fatbin writes binary data: give -o FILE");
     if (output.empty() || output == "-")
       std::cout << r.emitted << std::flush;
     else

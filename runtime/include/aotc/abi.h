@@ -36,8 +36,9 @@ extern "C" {
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
-/** Element types. AOTC_I32 and AOTC_U8 appear only on index inputs (gather, index_select,
- *  embedding, scatter_add); results, saved tensors and gradients never use them. */
+/** Element types. AOTC_I32 and AOTC_U8 are index dtypes: graph inputs read by gather,
+ *  index_select, embedding or scatter_add (and outputs that are views of such an input);
+ *  no computed result, saved tensor or gradient uses them. */
 typedef enum aotc_dtype {
   AOTC_F32 = 0,
   AOTC_F64 = 1,

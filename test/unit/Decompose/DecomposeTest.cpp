@@ -216,7 +216,7 @@ TEST_CASE("decompose keeps the loc and stack trace of the replaced node", "[deco
   }
 }
 
-TEST_CASE("decompose widens i32/u8 index inputs to one i64 cast each; values kept", "[decompose][dtype]") {
+TEST_CASE("decompose widens i32 index arguments to i64 casts; views and outputs keep i32", "[decompose][dtype]") {
   Program p;
   Graph &g = p.forward;
   Node *x = input(g, "x", f32({5, 3}));
@@ -227,21 +227,31 @@ TEST_CASE("decompose widens i32/u8 index inputs to one i64 cast each; values kep
   Node *ga = op(g, "aten.gather.default", {x, int64_t(0), e});
   Node *is = op(g, "aten.index_select.default", {x, int64_t(0), idx});
   Node *em = op(g, "aten.embedding.default", {x, tok});
-  g.setOutputs({ga, is, em});
-  CHECK(e->type().dtype == DType::I32); // views carry the index dtype before decompose
+  Node *view = op(g, "aten.unsqueeze.default", {idx, int64_t(0)}); // an output that is a view of idx
+  g.setOutputs({ga, is, em, view});
+  CHECK(e->type().dtype == DType::I32); // views carry the index dtype
   Program q = decomposed(p, {{"idx", {0, 5}}, {"tok", {0, 3}}});
-  int casts = 0;
+  auto casts = [](const Graph &h) {
+    int n = 0;
+    for (auto &node : h.nodes()) n += node->target == "aten._to_copy.default";
+    return n;
+  };
+  CHECK(casts(q.forward) == 3); // the expand view, idx itself, tok: one each
+  int indexArgs = 0;
   for (auto &n : q.forward.nodes()) {
-    if (n->isPlaceholder()) continue;
-    if (n->isCall()) {
+    const OpDef *d = n->isCall() ? OpRegistry::get().lookup(n->target) : nullptr;
+    if (!d || n->target == "aten._to_copy.default") continue;
+    for (int i : d->indexArgs) {
       INFO(n->name);
-      CHECK(!isNarrowInt(n->type().dtype));
+      CHECK(std::get<Node *>(n->args[i])->type().dtype == DType::I64);
+      ++indexArgs;
     }
-    if (n->target == "aten._to_copy.default") ++casts;
   }
-  CHECK(casts == 2); // one per narrow input, shared by all its users
+  CHECK(indexArgs == 3);
+  CHECK(q.forward.outputs().back()->type().dtype == DType::I32); // as in PyTorch
   CHECK(q.forward.find("idx")->type().dtype == DType::I32);
-  CHECK(q.forward.find("tok")->type().dtype == DType::I32);
+  widenIndexInputs(q.forward); // idempotent
+  CHECK(casts(q.forward) == 3);
 }
 
 TEST_CASE("i32/u8 tensors are index-only: computing on them is a node error", "[decompose][dtype]") {
