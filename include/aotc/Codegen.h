@@ -35,6 +35,8 @@ struct CudaOptions {
 enum class GpuMapping {
   Elementwise,  ///< One map phase without accumulation: one thread per (outer, inner) element.
   WarpPerRow,   ///< Has reduce phases: one warp per outer iteration, shuffle-xor butterfly.
+  BlockPerRow,  ///< Reduce phases over >= 8192 elements: one 256-thread block per outer
+                ///< iteration; warp butterflies, then the 8 partials through workgroup memory.
   ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
 };
 const char *gpuMappingName(GpuMapping m);

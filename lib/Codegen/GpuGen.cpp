@@ -91,7 +91,11 @@ private:
   void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
   void ifThen(Value cond, const std::function<void()> &body);
-  void emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane);
+  /// Phase p of one row, run by a group of `threads` threads: a warp (threads 32, me = lane,
+  /// shared null) or a block of 8 warps (threads 256, me = thread id; `shared` holds one
+  /// workgroup memref<8 x acc type> per accumulator of p, for the warps' partials).
+  void emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me, int64_t threads,
+                      Value lane, Value warp, const std::vector<Value> *shared);
   /// The elementwise phase p for `width` consecutive elements of the innermost dim from
   /// `base`: accesses contiguous in that dim become one aligned vector load/store each.
   void emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width);
@@ -117,10 +121,11 @@ void GpuKernelBuilder::ifThen(Value cond, const std::function<void()> &body) {
   body();
 }
 
-void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &outerVars, Value lane) {
+void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me,
+                                      int64_t threads, Value lane, Value warp, const std::vector<Value> *shared) {
   ph_ = &p;
   const int64_t n = prod(p.inner);
-  Value lane0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, lane, cIdx(0));
+  Value first = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, me, cIdx(0));
   auto innerVars = [&](Value j) {
     vars_ = outerVars;
     unravel(j, p.inner, vars_);
@@ -128,12 +133,12 @@ void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &o
   };
   if (p.reductions.empty()) {
     if (n == 1) {
-      ifThen(lane0, [&] {
+      ifThen(first, [&] {
         innerVars(cIdx(0));
         for (auto &s : p.stores) store(s);
       });
     } else {
-      b_.create<scf::ForOp>(loc_, lane, cIdx(n), cIdx(32), ValueRange{},
+      b_.create<scf::ForOp>(loc_, me, cIdx(n), cIdx(threads), ValueRange{},
                             [&](OpBuilder &b, Location, Value j, ValueRange) {
                               OpBuilder::InsertionGuard g(b_);
                               b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -145,14 +150,14 @@ void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &o
     memo_.clear();
     return;
   }
-  // Per-lane strided fold, in index order.
+  // Per-thread strided fold, in index order.
   SmallVector<Value> init;
   for (auto &r : p.reductions) {
     init.push_back(reduceInit(r));
     if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
   }
   auto loop = b_.create<scf::ForOp>(
-      loc_, lane, cIdx(n), cIdx(32), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
+      loc_, me, cIdx(n), cIdx(threads), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
         OpBuilder::InsertionGuard g(b_);
         b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
         innerVars(j);
@@ -189,10 +194,38 @@ void GpuKernelBuilder::emitWarpPhase(const Phase &p, const std::vector<Value> &o
       combine(r, a, *idx, b, bIdx, /*tree=*/true);
     }
   }
+  if (shared) {
+    // Block: lane 0 of every warp publishes its warp's result; after the barrier every thread
+    // combines the 8 partials in warp order (the same bits in every thread).
+    Value lane0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, lane, cIdx(0));
+    ifThen(lane0, [&] {
+      for (size_t k = 0; k < acc.size(); ++k)
+        b_.create<memref::StoreOp>(loc_, acc[k], (*shared)[k], ValueRange{warp});
+    });
+    b_.create<gpu::BarrierOp>(loc_);
+    std::vector<Value> part(acc.size());
+    for (size_t k = 0; k < acc.size(); ++k)
+      acc[k] = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(0)});
+    for (int64_t w = 1; w < threads / 32; ++w) {
+      size_t ai = 0;
+      for (auto &r : p.reductions) {
+        size_t k = ai;
+        Value b = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(w)});
+        Value dummy, bIdx;
+        Value *idx = &dummy;
+        ++ai;
+        if (r.kind == ReduceKind::ArgMax) {
+          bIdx = b_.create<memref::LoadOp>(loc_, (*shared)[ai], ValueRange{cIdx(w)});
+          idx = &acc[ai++];
+        }
+        combine(r, acc[k], *idx, b, bIdx, /*tree=*/true);
+      }
+    }
+  }
   size_t ai = 0;
   setRegs(p, acc, ai, regs_);
   if (!p.stores.empty())
-    ifThen(lane0, [&] {
+    ifThen(first, [&] {
       vars_ = outerVars;
       for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
       memo_.clear();
@@ -318,9 +351,35 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
       unravel(row, k_.outer, ov);
       for (size_t i = 0; i < k_.phases.size(); ++i) {
         if (i > 0) b_.create<NVVM::SyncWarpOp>(loc_, cI32(-1)); // earlier phases' stores are visible
-        emitWarpPhase(k_.phases[i], ov, lane);
+        emitGroupPhase(k_.phases[i], ov, lane, 32, lane, Value(), nullptr);
       }
     });
+    break;
+  }
+  case GpuMapping::BlockPerRow: {
+    // One block per row (grid = rows, so no guard: every thread reaches every barrier).
+    Value warp = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
+    Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
+    std::vector<Value> ov;
+    unravel(bid, k_.outer, ov);
+    for (size_t i = 0; i < k_.phases.size(); ++i) {
+      const Phase &p = k_.phases[i];
+      if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
+      std::vector<Value> shared;
+      if (!p.reductions.empty()) {
+        auto wg = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
+        auto slot = [&](DType t) {
+          return fn.addWorkgroupAttribution(
+              MemRefType::get({launch.block / 32}, elemType(ctx_, t, true), MemRefLayoutAttrInterface{}, wg),
+              loc_);
+        };
+        for (auto &r : p.reductions) {
+          shared.push_back(slot(r.accType));
+          if (r.kind == ReduceKind::ArgMax) shared.push_back(slot(DType::I64));
+        }
+      }
+      emitGroupPhase(p, ov, tid, launch.block, lane, warp, p.reductions.empty() ? nullptr : &shared);
+    }
     break;
   }
   }

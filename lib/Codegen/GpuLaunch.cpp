@@ -13,6 +13,7 @@ const char *gpuMappingName(GpuMapping m) {
   switch (m) {
   case GpuMapping::Elementwise: return "elementwise";
   case GpuMapping::WarpPerRow: return "warp-per-row";
+  case GpuMapping::BlockPerRow: return "block-per-row";
   case GpuMapping::ThreadPerRow: return "thread-per-row";
   }
   return "?";
@@ -60,7 +61,15 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
     for (auto &s : p.stores) accumulates |= s.accumulate;
   }
   int64_t outer = prod(k.outer);
-  if (reduces) {
+  int64_t longest = 0;
+  for (auto &p : k.phases)
+    if (!p.reductions.empty()) longest = std::max(longest, prod(p.inner));
+  if (reduces && longest >= 8192) {
+    // A long row (the MSE loss: a whole tensor): a warp alone would be serial for too long.
+    l.mapping = GpuMapping::BlockPerRow;
+    l.block = 256;
+    l.grid = std::max<int64_t>(1, outer);
+  } else if (reduces) {
     l.mapping = GpuMapping::WarpPerRow;
     l.block = 256;
     l.grid = std::max<int64_t>(1, (outer + 7) / 8);
