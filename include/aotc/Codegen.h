@@ -38,6 +38,9 @@ enum class GpuMapping {
   BlockPerRow,  ///< Reduce phases over >= 8192 elements: one 256-thread block per outer
                 ///< iteration; warp butterflies, then the 8 partials through workgroup memory.
   ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
+  ColumnBlock,  ///< Column reductions (isColumnReduction): a 256-thread block takes 32
+                ///< neighbouring columns, 8 row groups fold coalesced, then an 8-lane
+                ///< shuffle butterfly per column over workgroup memory.
 };
 const char *gpuMappingName(GpuMapping m);
 struct GpuLaunch {

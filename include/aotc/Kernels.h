@@ -249,7 +249,8 @@ void planScratch(KernelGraph &kg);
 /// domain with a stride while neighbouring outer iterations read neighbouring elements
 /// (coefficient 1 on the innermost outer variable): a column sum such as a bias gradient.
 /// The CPU target then runs 8 neighbouring outer iterations per loop body (MLIRGen.cpp
-/// outerLanes); the CUDA target does not use it yet (docs/cuda.md). Defined in Plan.cpp.
+/// outerLanes); the CUDA target puts neighbouring columns on neighbouring lanes
+/// (GpuMapping::ColumnBlock, docs/cuda.md). Defined in Plan.cpp.
 bool isColumnReduction(const Kernel &k);
 
 /// `--emit=kernels` text: one line per kernel, e.g.

@@ -96,6 +96,10 @@ private:
   /// workgroup memref<8 x acc type> per accumulator of p, for the warps' partials).
   void emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me, int64_t threads,
                       Value lane, Value warp, const std::vector<Value> *shared);
+  /// Column-block mapping: phase p for column `col` (valid when `valid`), row group `group`
+  /// of 8; `wg` makes a fresh workgroup buffer of n elements of a dtype.
+  void emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid, Value group,
+                       Value lane, Value tid, const std::function<Value(DType, int64_t)> &wg);
   /// The elementwise phase p for `width` consecutive elements of the innermost dim from
   /// `base`: accesses contiguous in that dim become one aligned vector load/store each.
   void emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width);
@@ -234,6 +238,116 @@ void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &
   memo_.clear();
 }
 
+void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid,
+                                       Value group, Value lane, Value tid,
+                                       const std::function<Value(DType, int64_t)> &wg) {
+  constexpr int64_t kGroups = 8, kCols = 32;
+  ph_ = &p;
+  const int64_t n = prod(p.inner);
+  auto innerVars = [&](Value j) {
+    vars_ = outerVars;
+    unravel(j, p.inner, vars_);
+    memo_.clear();
+  };
+  Value group0 = b_.create<arith::AndIOp>(
+      loc_, valid, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, group, cIdx(0)));
+  if (p.reductions.empty()) {
+    ifThen(valid, [&] {
+      b_.create<scf::ForOp>(loc_, group, cIdx(n), cIdx(kGroups), ValueRange{},
+                            [&](OpBuilder &b, Location, Value j, ValueRange) {
+                              OpBuilder::InsertionGuard g(b_);
+                              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+                              innerVars(j);
+                              for (auto &s : p.stores) store(s);
+                              b_.create<scf::YieldOp>(loc_);
+                            });
+    });
+    memo_.clear();
+    return;
+  }
+  // 1. Each thread folds rows group, group+8, ... of its column, in order (identity when the
+  //    column is past the end: the thread still takes part in barriers and shuffles).
+  SmallVector<Value> init;
+  std::vector<DType> accTypes;
+  for (auto &r : p.reductions) {
+    init.push_back(reduceInit(r));
+    accTypes.push_back(r.accType);
+    if (r.kind == ReduceKind::ArgMax) {
+      init.push_back(cI64(0));
+      accTypes.push_back(DType::I64);
+    }
+  }
+  Value start = b_.create<arith::SelectOp>(loc_, valid, group, cIdx(n)); // invalid: no iterations
+  auto loop = b_.create<scf::ForOp>(
+      loc_, start, cIdx(n), cIdx(kGroups), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+        innerVars(j);
+        SmallVector<Value> next;
+        size_t ai = 0;
+        for (auto &r : p.reductions) {
+          Value a = acc[ai++], idx;
+          if (r.kind == ReduceKind::ArgMax) idx = acc[ai++];
+          Value v = inst(r.value);
+          Value jIdx = r.kind == ReduceKind::ArgMax
+                           ? b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), j).getResult()
+                           : Value();
+          combine(r, a, idx, v, jIdx, /*tree=*/false);
+          next.push_back(a);
+          if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
+        }
+        b_.create<scf::YieldOp>(loc_, next);
+      });
+  memo_.clear();
+  SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
+  // 2. Partials to workgroup memory [group][column]; after the barrier thread t combines the 8
+  //    partials of column t/8 (part t%8) with an xor butterfly over 8 lanes (fixed order).
+  std::vector<Value> parts, totals;
+  for (DType t : accTypes) {
+    parts.push_back(wg(t, kGroups * kCols));
+    totals.push_back(wg(t, kCols));
+  }
+  Value slot = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, group, cIdx(kCols)), lane);
+  for (size_t k = 0; k < acc.size(); ++k) b_.create<memref::StoreOp>(loc_, acc[k], parts[k], ValueRange{slot});
+  b_.create<gpu::BarrierOp>(loc_);
+  Value col = b_.create<arith::DivUIOp>(loc_, tid, cIdx(kGroups));
+  Value part = b_.create<arith::RemUIOp>(loc_, tid, cIdx(kGroups));
+  Value mine = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, part, cIdx(kCols)), col);
+  for (size_t k = 0; k < acc.size(); ++k) acc[k] = b_.create<memref::LoadOp>(loc_, parts[k], ValueRange{mine});
+  Value width = cI32(kGroups);
+  for (int off : {4, 2, 1}) {
+    Value o = cI32(off);
+    size_t ai = 0;
+    for (auto &r : p.reductions) {
+      Value &a = acc[ai++];
+      Value dummy;
+      Value *idx = &dummy;
+      if (r.kind == ReduceKind::ArgMax) idx = &acc[ai++];
+      Value b = b_.create<gpu::ShuffleOp>(loc_, a, o, width, gpu::ShuffleMode::XOR).getShuffleResult();
+      Value bIdx = r.kind == ReduceKind::ArgMax
+                       ? b_.create<gpu::ShuffleOp>(loc_, *idx, o, width, gpu::ShuffleMode::XOR).getShuffleResult()
+                       : Value();
+      combine(r, a, *idx, b, bIdx, /*tree=*/true);
+    }
+  }
+  // 3. Back to the column's own threads: part 0 publishes, all read their column's total.
+  ifThen(b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, part, cIdx(0)), [&] {
+    for (size_t k = 0; k < acc.size(); ++k) b_.create<memref::StoreOp>(loc_, acc[k], totals[k], ValueRange{col});
+  });
+  b_.create<gpu::BarrierOp>(loc_);
+  for (size_t k = 0; k < acc.size(); ++k) acc[k] = b_.create<memref::LoadOp>(loc_, totals[k], ValueRange{lane});
+  size_t ai = 0;
+  setRegs(p, acc, ai, regs_);
+  if (!p.stores.empty())
+    ifThen(group0, [&] {
+      vars_ = outerVars;
+      for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
+      memo_.clear();
+      for (auto &s : p.stores) store(s);
+    });
+  memo_.clear();
+}
+
 void GpuKernelBuilder::emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width) {
   const size_t last = base.size() - 1;
   std::set<int> loaded;
@@ -356,6 +470,26 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
     });
     break;
   }
+  case GpuMapping::ColumnBlock: {
+    Value group = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
+    Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
+    Value colIdx = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(32)), lane);
+    Value valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, colIdx, cIdx(outer));
+    // Past-the-end lanes address column 0 (never loaded or stored: `valid` guards them).
+    Value safeCol = b_.create<arith::SelectOp>(loc_, valid, colIdx, cIdx(0));
+    std::vector<Value> ov;
+    unravel(safeCol, k_.outer, ov);
+    auto wgBuf = [&](DType t, int64_t n) -> Value {
+      auto space = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
+      return fn.addWorkgroupAttribution(
+          MemRefType::get({n}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, space), loc_);
+    };
+    for (size_t i = 0; i < k_.phases.size(); ++i) {
+      if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
+      emitColumnPhase(k_.phases[i], ov, valid, group, lane, tid, wgBuf);
+    }
+    break;
+  }
   case GpuMapping::BlockPerRow: {
     // One block per row (grid = rows, so no guard: every thread reaches every barrier).
     Value warp = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
@@ -370,7 +504,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
         auto wg = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
         auto slot = [&](DType t) {
           return fn.addWorkgroupAttribution(
-              MemRefType::get({launch.block / 32}, elemType(ctx_, t, true), MemRefLayoutAttrInterface{}, wg),
+              MemRefType::get({launch.block / 32}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, wg),
               loc_);
         };
         for (auto &r : p.reductions) {

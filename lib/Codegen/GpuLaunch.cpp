@@ -14,6 +14,7 @@ const char *gpuMappingName(GpuMapping m) {
   case GpuMapping::Elementwise: return "elementwise";
   case GpuMapping::WarpPerRow: return "warp-per-row";
   case GpuMapping::BlockPerRow: return "block-per-row";
+  case GpuMapping::ColumnBlock: return "column-block";
   case GpuMapping::ThreadPerRow: return "thread-per-row";
   }
   return "?";
@@ -64,7 +65,12 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
   int64_t longest = 0;
   for (auto &p : k.phases)
     if (!p.reductions.empty()) longest = std::max(longest, prod(p.inner));
-  if (reduces && longest >= 8192) {
+  if (reduces && isColumnReduction(k)) {
+    // Neighbouring columns on neighbouring lanes: a warp's loads are one contiguous run.
+    l.mapping = GpuMapping::ColumnBlock;
+    l.block = 256;
+    l.grid = std::max<int64_t>(1, (outer + 31) / 32);
+  } else if (reduces && longest >= 8192) {
     // A long row (the MSE loss: a whole tensor): a warp alone would be serial for too long.
     l.mapping = GpuMapping::BlockPerRow;
     l.block = 256;

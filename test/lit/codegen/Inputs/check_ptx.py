@@ -3,8 +3,8 @@
 usage: check_ptx.py KERNELS.txt PROGRAM.ptx --name NAME [--ptxas PATH --arch sm_80 --arch sm_90]
 
 Every kernel line with `cuda=<mapping> grid=G block=B` must have a PTX `.entry`
-(<name>_fwd_kN / <name>_bwd_kN) and vice versa; every reducing kernel (warp- or
-block-per-row) must contain `shfl.sync.bfly`, a block-per-row one also a barrier; every `vec=4` kernel a 16-byte `ld/st.global.v4`; no `atom.` / `red.` instruction anywhere; a kernel whose
+(<name>_fwd_kN / <name>_bwd_kN) and vice versa; every reducing kernel (warp-per-row,
+block-per-row, column-block) must contain `shfl.sync.bfly`, the block ones also a barrier; every `vec=4` kernel a 16-byte `ld/st.global.v4`; no `atom.` / `red.` instruction anywhere; a kernel whose
 domain has more than 4096 elements must launch more than one block; with --ptxas, the
 PTX must assemble for every --arch with 0 spill bytes. Prints one summary line; exit 1
 on the first violation (stdlib only).
@@ -72,11 +72,11 @@ def main():
             vec += 1
             if not re.search(r"\b(ld|st)\.global\.v4\.(f32|b32|u32|s32)", es[sym]):
                 fail(f"{sym}: vec=4 but no 16-byte ld/st.global.v4")
-        if k["mapping"] in ("warp-per-row", "block-per-row"):
+        if k["mapping"] in ("warp-per-row", "block-per-row", "column-block"):
             warps += 1
             if "shfl.sync.bfly" not in es[sym]:
                 fail(f"{sym}: a reduction kernel without shfl.sync.bfly")
-        if k["mapping"] == "block-per-row" and not re.search(r"\bbar\.sync\b|\bbarrier\.sync\b", es[sym]):
+        if k["mapping"] in ("block-per-row", "column-block") and not re.search(r"\bbar\.sync\b|\bbarrier\.sync\b", es[sym]):
             fail(f"{sym}: a block reduction without a barrier")
         if k["numel"] > 4096 and k["grid"] <= 1:
             fail(f"{sym}: {k['numel']} elements in a single block")
