@@ -91,6 +91,16 @@ private:
   void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
   void ifThen(Value cond, const std::function<void()> &body);
+  /// Runs p's stores for inner positions start, start+step, ... < prod(p.inner) (a map phase).
+  void stridedStores(const Phase &p, const std::vector<Value> &outerVars, Value start, int64_t step);
+  /// Folds p's reductions over inner positions start, start+step, ... in order; returns the
+  /// accumulators (ArgMax: value, index) — the identities when start >= prod(p.inner).
+  SmallVector<Value> stridedFold(const Phase &p, const std::vector<Value> &outerVars, Value start,
+                                 int64_t step);
+  /// xor-shuffle butterfly over `width` lanes (offsets width/2 .. 1) combining acc in place.
+  void butterfly(const Phase &p, SmallVector<Value> &acc, int width);
+  /// p's after-fold stores (inner variables 0) when `cond` holds.
+  void foldStores(const Phase &p, const std::vector<Value> &outerVars, Value cond);
   /// Phase p of one row, run by a group of `threads` threads: a warp (threads 32, me = lane,
   /// shared null) or a block of 8 warps (threads 256, me = thread id; `shared` holds one
   /// workgroup memref<8 x acc type> per accumulator of p, for the warps' partials).
@@ -125,164 +135,37 @@ void GpuKernelBuilder::ifThen(Value cond, const std::function<void()> &body) {
   body();
 }
 
-void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me,
-                                      int64_t threads, Value lane, Value warp, const std::vector<Value> *shared) {
+void GpuKernelBuilder::stridedStores(const Phase &p, const std::vector<Value> &outerVars, Value start,
+                                     int64_t step) {
   ph_ = &p;
-  const int64_t n = prod(p.inner);
-  Value first = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, me, cIdx(0));
-  auto innerVars = [&](Value j) {
-    vars_ = outerVars;
-    unravel(j, p.inner, vars_);
-    memo_.clear();
-  };
-  if (p.reductions.empty()) {
-    if (n == 1) {
-      ifThen(first, [&] {
-        innerVars(cIdx(0));
-        for (auto &s : p.stores) store(s);
-      });
-    } else {
-      b_.create<scf::ForOp>(loc_, me, cIdx(n), cIdx(threads), ValueRange{},
-                            [&](OpBuilder &b, Location, Value j, ValueRange) {
-                              OpBuilder::InsertionGuard g(b_);
-                              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-                              innerVars(j);
-                              for (auto &s : p.stores) store(s);
-                              b_.create<scf::YieldOp>(loc_);
-                            });
-    }
-    memo_.clear();
-    return;
-  }
-  // Per-thread strided fold, in index order.
+  b_.create<scf::ForOp>(loc_, start, cIdx(prod(p.inner)), cIdx(step), ValueRange{},
+                        [&](OpBuilder &b, Location, Value j, ValueRange) {
+                          OpBuilder::InsertionGuard g(b_);
+                          b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+                          vars_ = outerVars;
+                          unravel(j, p.inner, vars_);
+                          memo_.clear();
+                          for (auto &s : p.stores) store(s);
+                          b_.create<scf::YieldOp>(loc_);
+                        });
+  memo_.clear();
+}
+
+SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vector<Value> &outerVars, Value start,
+                                                 int64_t step) {
+  ph_ = &p;
   SmallVector<Value> init;
   for (auto &r : p.reductions) {
     init.push_back(reduceInit(r));
     if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
   }
   auto loop = b_.create<scf::ForOp>(
-      loc_, me, cIdx(n), cIdx(threads), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
+      loc_, start, cIdx(prod(p.inner)), cIdx(step), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
         OpBuilder::InsertionGuard g(b_);
         b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-        innerVars(j);
-        SmallVector<Value> next;
-        size_t ai = 0;
-        for (auto &r : p.reductions) {
-          Value a = acc[ai++], idx;
-          if (r.kind == ReduceKind::ArgMax) idx = acc[ai++];
-          Value v = inst(r.value);
-          Value jIdx = r.kind == ReduceKind::ArgMax ? b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), j).getResult()
-                                                    : Value();
-          combine(r, a, idx, v, jIdx, /*tree=*/false);
-          next.push_back(a);
-          if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
-        }
-        b_.create<scf::YieldOp>(loc_, next);
-      });
-  memo_.clear();
-  SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
-  // Butterfly across the warp: after it every lane holds the same value.
-  Value width = cI32(32);
-  for (int off : {16, 8, 4, 2, 1}) {
-    Value o = cI32(off);
-    size_t ai = 0;
-    for (auto &r : p.reductions) {
-      Value &a = acc[ai++];
-      Value dummy;
-      Value *idx = &dummy;
-      if (r.kind == ReduceKind::ArgMax) idx = &acc[ai++];
-      Value b = b_.create<gpu::ShuffleOp>(loc_, a, o, width, gpu::ShuffleMode::XOR).getShuffleResult();
-      Value bIdx = r.kind == ReduceKind::ArgMax
-                       ? b_.create<gpu::ShuffleOp>(loc_, *idx, o, width, gpu::ShuffleMode::XOR).getShuffleResult()
-                       : Value();
-      combine(r, a, *idx, b, bIdx, /*tree=*/true);
-    }
-  }
-  if (shared) {
-    // Block: lane 0 of every warp publishes its warp's result; after the barrier every thread
-    // combines the 8 partials in warp order (the same bits in every thread).
-    Value lane0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, lane, cIdx(0));
-    ifThen(lane0, [&] {
-      for (size_t k = 0; k < acc.size(); ++k)
-        b_.create<memref::StoreOp>(loc_, acc[k], (*shared)[k], ValueRange{warp});
-    });
-    b_.create<gpu::BarrierOp>(loc_);
-    std::vector<Value> part(acc.size());
-    for (size_t k = 0; k < acc.size(); ++k)
-      acc[k] = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(0)});
-    for (int64_t w = 1; w < threads / 32; ++w) {
-      size_t ai = 0;
-      for (auto &r : p.reductions) {
-        size_t k = ai;
-        Value b = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(w)});
-        Value dummy, bIdx;
-        Value *idx = &dummy;
-        ++ai;
-        if (r.kind == ReduceKind::ArgMax) {
-          bIdx = b_.create<memref::LoadOp>(loc_, (*shared)[ai], ValueRange{cIdx(w)});
-          idx = &acc[ai++];
-        }
-        combine(r, acc[k], *idx, b, bIdx, /*tree=*/true);
-      }
-    }
-  }
-  size_t ai = 0;
-  setRegs(p, acc, ai, regs_);
-  if (!p.stores.empty())
-    ifThen(first, [&] {
-      vars_ = outerVars;
-      for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
-      memo_.clear();
-      for (auto &s : p.stores) store(s);
-    });
-  memo_.clear();
-}
-
-void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid,
-                                       Value group, Value lane, Value tid,
-                                       const std::function<Value(DType, int64_t)> &wg) {
-  constexpr int64_t kGroups = 8, kCols = 32;
-  ph_ = &p;
-  const int64_t n = prod(p.inner);
-  auto innerVars = [&](Value j) {
-    vars_ = outerVars;
-    unravel(j, p.inner, vars_);
-    memo_.clear();
-  };
-  Value group0 = b_.create<arith::AndIOp>(
-      loc_, valid, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, group, cIdx(0)));
-  if (p.reductions.empty()) {
-    ifThen(valid, [&] {
-      b_.create<scf::ForOp>(loc_, group, cIdx(n), cIdx(kGroups), ValueRange{},
-                            [&](OpBuilder &b, Location, Value j, ValueRange) {
-                              OpBuilder::InsertionGuard g(b_);
-                              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-                              innerVars(j);
-                              for (auto &s : p.stores) store(s);
-                              b_.create<scf::YieldOp>(loc_);
-                            });
-    });
-    memo_.clear();
-    return;
-  }
-  // 1. Each thread folds rows group, group+8, ... of its column, in order (identity when the
-  //    column is past the end: the thread still takes part in barriers and shuffles).
-  SmallVector<Value> init;
-  std::vector<DType> accTypes;
-  for (auto &r : p.reductions) {
-    init.push_back(reduceInit(r));
-    accTypes.push_back(r.accType);
-    if (r.kind == ReduceKind::ArgMax) {
-      init.push_back(cI64(0));
-      accTypes.push_back(DType::I64);
-    }
-  }
-  Value start = b_.create<arith::SelectOp>(loc_, valid, group, cIdx(n)); // invalid: no iterations
-  auto loop = b_.create<scf::ForOp>(
-      loc_, start, cIdx(n), cIdx(kGroups), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
-        OpBuilder::InsertionGuard g(b_);
-        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-        innerVars(j);
+        vars_ = outerVars;
+        unravel(j, p.inner, vars_);
+        memo_.clear();
         SmallVector<Value> next;
         size_t ai = 0;
         for (auto &r : p.reductions) {
@@ -299,7 +182,104 @@ void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> 
         b_.create<scf::YieldOp>(loc_, next);
       });
   memo_.clear();
-  SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
+  return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+}
+
+void GpuKernelBuilder::butterfly(const Phase &p, SmallVector<Value> &acc, int width) {
+  Value w = cI32(width);
+  for (int off = width / 2; off >= 1; off /= 2) {
+    Value o = cI32(off);
+    size_t ai = 0;
+    for (auto &r : p.reductions) {
+      Value &a = acc[ai++];
+      Value dummy;
+      Value *idx = &dummy;
+      if (r.kind == ReduceKind::ArgMax) idx = &acc[ai++];
+      Value b = b_.create<gpu::ShuffleOp>(loc_, a, o, w, gpu::ShuffleMode::XOR).getShuffleResult();
+      Value bIdx = r.kind == ReduceKind::ArgMax
+                       ? b_.create<gpu::ShuffleOp>(loc_, *idx, o, w, gpu::ShuffleMode::XOR).getShuffleResult()
+                       : Value();
+      combine(r, a, *idx, b, bIdx, /*tree=*/true);
+    }
+  }
+}
+
+void GpuKernelBuilder::foldStores(const Phase &p, const std::vector<Value> &outerVars, Value cond) {
+  if (p.stores.empty()) return;
+  ifThen(cond, [&] {
+    vars_ = outerVars;
+    for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
+    memo_.clear();
+    for (auto &s : p.stores) store(s);
+  });
+  memo_.clear();
+}
+
+void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me,
+                                      int64_t threads, Value lane, Value warp, const std::vector<Value> *shared) {
+  ph_ = &p;
+  Value first = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, me, cIdx(0));
+  if (p.reductions.empty()) {
+    if (prod(p.inner) == 1)
+      foldStores(p, outerVars, first); // one element: the first thread
+    else
+      stridedStores(p, outerVars, me, threads);
+    return;
+  }
+  SmallVector<Value> acc = stridedFold(p, outerVars, me, threads);
+  butterfly(p, acc, 32); // every lane of the warp now holds the warp's result
+  if (shared) {
+    // Block: lane 0 of every warp publishes its warp's result; after the barrier every thread
+    // combines the 8 partials in warp order (the same bits in every thread).
+    Value lane0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, lane, cIdx(0));
+    ifThen(lane0, [&] {
+      for (size_t k = 0; k < acc.size(); ++k)
+        b_.create<memref::StoreOp>(loc_, acc[k], (*shared)[k], ValueRange{warp});
+    });
+    b_.create<gpu::BarrierOp>(loc_);
+    for (size_t k = 0; k < acc.size(); ++k)
+      acc[k] = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(0)});
+    for (int64_t w = 1; w < threads / 32; ++w) {
+      size_t ai = 0;
+      for (auto &r : p.reductions) {
+        size_t k = ai++;
+        Value b = b_.create<memref::LoadOp>(loc_, (*shared)[k], ValueRange{cIdx(w)});
+        Value dummy, bIdx;
+        Value *idx = &dummy;
+        if (r.kind == ReduceKind::ArgMax) {
+          bIdx = b_.create<memref::LoadOp>(loc_, (*shared)[ai], ValueRange{cIdx(w)});
+          idx = &acc[ai++];
+        }
+        combine(r, acc[k], *idx, b, bIdx, /*tree=*/true);
+      }
+    }
+  }
+  size_t ai = 0;
+  setRegs(p, acc, ai, regs_);
+  foldStores(p, outerVars, first);
+}
+
+void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid,
+                                       Value group, Value lane, Value tid,
+                                       const std::function<Value(DType, int64_t)> &wg) {
+  constexpr int64_t kGroups = 8, kCols = 32;
+  ph_ = &p;
+  const int64_t n = prod(p.inner);
+  Value group0 = b_.create<arith::AndIOp>(
+      loc_, valid, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, group, cIdx(0)));
+  if (p.reductions.empty()) {
+    ifThen(valid, [&] { stridedStores(p, outerVars, group, kGroups); });
+    return;
+  }
+  // 1. Each thread folds rows group, group+8, ... of its column, in order (identities when the
+  //    column is past the end: the thread still takes part in barriers and shuffles).
+  std::vector<DType> accTypes;
+  for (auto &r : p.reductions) {
+    accTypes.push_back(r.accType);
+    if (r.kind == ReduceKind::ArgMax) accTypes.push_back(DType::I64);
+  }
+  SmallVector<Value> acc =
+      stridedFold(p, outerVars, b_.create<arith::SelectOp>(loc_, valid, group, cIdx(n)), kGroups);
   // 2. Partials to workgroup memory [group][column]; after the barrier thread t combines the 8
   //    partials of column t/8 (part t%8) with an xor butterfly over 8 lanes (fixed order).
   std::vector<Value> parts, totals;
@@ -314,22 +294,7 @@ void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> 
   Value part = b_.create<arith::RemUIOp>(loc_, tid, cIdx(kGroups));
   Value mine = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, part, cIdx(kCols)), col);
   for (size_t k = 0; k < acc.size(); ++k) acc[k] = b_.create<memref::LoadOp>(loc_, parts[k], ValueRange{mine});
-  Value width = cI32(kGroups);
-  for (int off : {4, 2, 1}) {
-    Value o = cI32(off);
-    size_t ai = 0;
-    for (auto &r : p.reductions) {
-      Value &a = acc[ai++];
-      Value dummy;
-      Value *idx = &dummy;
-      if (r.kind == ReduceKind::ArgMax) idx = &acc[ai++];
-      Value b = b_.create<gpu::ShuffleOp>(loc_, a, o, width, gpu::ShuffleMode::XOR).getShuffleResult();
-      Value bIdx = r.kind == ReduceKind::ArgMax
-                       ? b_.create<gpu::ShuffleOp>(loc_, *idx, o, width, gpu::ShuffleMode::XOR).getShuffleResult()
-                       : Value();
-      combine(r, a, *idx, b, bIdx, /*tree=*/true);
-    }
-  }
+  butterfly(p, acc, kGroups);
   // 3. Back to the column's own threads: part 0 publishes, all read their column's total.
   ifThen(b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, part, cIdx(0)), [&] {
     for (size_t k = 0; k < acc.size(); ++k) b_.create<memref::StoreOp>(loc_, acc[k], totals[k], ValueRange{col});
@@ -338,14 +303,7 @@ void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> 
   for (size_t k = 0; k < acc.size(); ++k) acc[k] = b_.create<memref::LoadOp>(loc_, totals[k], ValueRange{lane});
   size_t ai = 0;
   setRegs(p, acc, ai, regs_);
-  if (!p.stores.empty())
-    ifThen(group0, [&] {
-      vars_ = outerVars;
-      for (size_t k = 0; k < p.inner.size(); ++k) vars_.push_back(cIdx(0));
-      memo_.clear();
-      for (auto &s : p.stores) store(s);
-    });
-  memo_.clear();
+  foldStores(p, outerVars, group0);
 }
 
 void GpuKernelBuilder::emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width) {
