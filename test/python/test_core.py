@@ -264,7 +264,7 @@ class MlpSharedLibrary(unittest.TestCase):
             self.assertEqual([t.tobytes() for t in grads], ref)
         self.assertEqual(outs[0].numpy().shape, ())
         self.assertEqual(float(outs[0].numpy()), ref_out[0].item())
-        with self.assertRaisesRegex(aotc.InputError, r"must be i64\[64\], got int32\[64\]"):
+        with self.assertRaisesRegex(aotc.InputError, r"must be i64\[64\], got i32\[64\]"):
             p.forward(dict(arrs, target=arrs["target"].astype(numpy.int32)))
 
     def test_dlopen_check_on_zero_weights(self):

@@ -167,7 +167,7 @@ class Behaviour(unittest.TestCase):
             ((x[:, :783], t), r"must be f32\[64, 784\], got f32\[64, 783\]"),
             ((x.t().contiguous().t(), t), r"must be contiguous"),
             ((x.to("meta"), t), r"must be on the cpu, got device meta"),
-            ((x, t.int()), r"input 'target' \(input 5\) must be i64\[64\], got torch.int32"),
+            ((x, t.int()), r"input 'target' \(input 5\) must be i64\[64\], got i32\[64\]"),
             ((x,), r"missing input 'target'"),
             ((x, t, t), r"forward takes 2 inputs"),
             ((x.clone().requires_grad_(), t),
