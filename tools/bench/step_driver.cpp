@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <fstream>
+#include <functional>
 #include <omp.h>
 #include <string>
 #include <vector>
@@ -87,6 +88,28 @@ nlohmann::json common(const aotc_program &p) {
   return j;
 }
 
+/// common(p) plus the timing of warmup + iters calls of `body`: first_step_ms (call 0),
+/// times_ms (the calls after the warm-up, ms each) and rss_hwm_kib (peak RSS since the
+/// warm-up ended).
+nlohmann::json timed(const aotc_program &p, int warmup, int iters, const std::function<void()> &body) {
+  nlohmann::json j = common(p);
+  std::vector<double> ms;
+  for (int k = 0; k < warmup + iters; ++k) {
+    if (k == warmup)
+      resetPeakRss();
+    auto t0 = Clock::now();
+    body();
+    double t = msSince(t0);
+    if (k == 0)
+      j["first_step_ms"] = t;
+    if (k >= warmup)
+      ms.push_back(t);
+  }
+  j["rss_hwm_kib"] = peakRssKiB();
+  j["times_ms"] = ms;
+  return j;
+}
+
 void write(const std::string &path, const nlohmann::json &j) {
   std::ofstream f(path);
   if (!f)
@@ -126,22 +149,7 @@ int step(const aotc_program &p, const std::string &weightsPath, const std::strin
     aotc::rt::sgdStep(ps, gs, lr);
   }; // grads freed here: the next step allocates fresh ones (= zero_grad(set_to_none))
 
-  nlohmann::json j = common(p);
-  std::vector<double> ms;
-  for (int k = 0; k < warmup + iters; ++k) {
-    if (k == warmup)
-      resetPeakRss();
-    auto t0 = Clock::now();
-    oneStep();
-    double t = msSince(t0);
-    if (k == 0)
-      j["first_step_ms"] = t;
-    if (k >= warmup)
-      ms.push_back(t);
-  }
-  j["rss_hwm_kib"] = peakRssKiB();
-  j["times_ms"] = ms;
-  write(out, j);
+  write(out, timed(p, warmup, iters, oneStep));
   return 0;
 }
 
@@ -167,23 +175,11 @@ int probe(const aotc_program &p, int warmup, int iters, const std::string &out) 
   }
   aotc::rt::AlignedBuffer saved(std::max<int64_t>(p.saved_bytes, 64));
   aotc::rt::AlignedBuffer scratch(std::max<int64_t>(p.scratch_bytes, 64));
-  nlohmann::json j = common(p);
-  std::vector<double> ms;
-  for (int k = 0; k < warmup + iters; ++k) {
-    if (k == warmup)
-      resetPeakRss();
-    auto t0 = Clock::now();
+  nlohmann::json j = timed(p, warmup, iters, [&] {
     int rc = p.forward(inPtrs.data(), outPtrs.data(), saved.data(), scratch.data());
-    double t = msSince(t0);
     if (rc != 0)
       die(std::string(p.name) + "_forward failed with code " + std::to_string(rc));
-    if (k == 0)
-      j["first_step_ms"] = t;
-    if (k >= warmup)
-      ms.push_back(t);
-  }
-  j["rss_hwm_kib"] = peakRssKiB();
-  j["times_ms"] = ms;
+  });
   j["bytes_moved"] = bytes;
   write(out, j);
   return 0;
