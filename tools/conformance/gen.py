@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "export"))
+import common  # noqa: E402  (tools/export/common.py)
 from extra_samples import EXTRA, TRACE  # noqa: E402
 
 OUT = os.path.join(REPO, "test", "conformance")
@@ -403,31 +404,11 @@ def gen_sample(sid, target, dt, call, tol_class_of):
     return entry, {k: v.contiguous() for k, v in st.items()}, f"# ==== sample: {sid}\n{text}"
 
 
-_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL",
-              torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8"}
-
-
 def save_safetensors(path, tensors, metadata):
-    """Deterministic safetensors (sorted keys, compact JSON header padded to 8 bytes, torch
-    version in __metadata__), checked by reading it back with the safetensors library."""
-    from safetensors import safe_open
-    meta = dict(sorted({"torch_version": torch.__version__, **metadata}.items()))
-    header, blobs, off = {"__metadata__": meta}, [], 0
-    for k in sorted(tensors):
-        t = tensors[k].detach().contiguous()
-        b = (t.to(torch.uint8) if t.dtype == torch.bool else t).numpy().tobytes()
-        header[k] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape),
-                     "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
-    with safe_open(path, "pt") as f:
-        assert sorted(f.keys()) == sorted(tensors)
-        for k in tensors:
-            assert torch.equal(f.get_tensor(k).nan_to_num(7.0), tensors[k].nan_to_num(7.0)), k
+    """common.write_safetensors with the torch version in __metadata__; NaNs compare equal in
+    the read-back check (samples may contain them)."""
+    common.write_safetensors(path, tensors, {"torch_version": torch.__version__, **metadata},
+                             same=lambda a, b: torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
 
 
 def gen_op(target, category, mutates, tol_class_of):

@@ -129,24 +129,20 @@ def train_golden(module, inputs, extra_grad_inputs=(), steps=STEPS):
     return golden
 
 
-_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL"}
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL",
+              torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8"}
 
 
-def save_golden(path, golden, metadata):
+def write_safetensors(path, tensors, meta, same=torch.equal):
     """Writes a safetensors file deterministically (sorted keys, compact JSON, header padded with
-    spaces to 8 bytes, data in key order) with the torch version (and, for training goldens,
-    lr/steps/update rule) in __metadata__; then checks that the safetensors library reads back
-    exactly the same tensors and metadata."""
+    spaces to 8 bytes, data in key order, `meta` as __metadata__ in sorted order); then checks
+    that the safetensors library reads back the same metadata, keys and tensors (`same`)."""
     from safetensors import safe_open
-    meta = {"torch_version": torch.__version__}
-    if "loss" in golden:
-        meta.update({"lr": repr(LR), "steps": str(golden["loss"].numel()),
-                     "update": "p <- p - lr*g (float32, same batch every step)"})
-    meta.update(metadata)
-    header, blobs, off = {"__metadata__": dict(sorted(meta.items()))}, [], 0
-    for k in sorted(golden):
-        t = golden[k].detach().contiguous().cpu()
-        b = t.numpy().tobytes() if t.dtype != torch.bool else t.to(torch.uint8).numpy().tobytes()
+    meta = dict(sorted(meta.items()))
+    header, blobs, off = {"__metadata__": meta}, [], 0
+    for k in sorted(tensors):
+        t = tensors[k].detach().contiguous().cpu()
+        b = (t.to(torch.uint8) if t.dtype == torch.bool else t).numpy().tobytes()
         header[k] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape),
                      "data_offsets": [off, off + len(b)]}
         blobs.append(b)
@@ -157,9 +153,20 @@ def save_golden(path, golden, metadata):
         f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
     with safe_open(path, "pt") as f:
         assert f.metadata() == meta
-        assert sorted(f.keys()) == sorted(golden)
-        for k in golden:
-            assert torch.equal(f.get_tensor(k), golden[k]), k
+        assert sorted(f.keys()) == sorted(tensors)
+        for k in tensors:
+            assert same(f.get_tensor(k), tensors[k]), k
+
+
+def save_golden(path, golden, metadata):
+    """write_safetensors with the torch version (and, for training goldens, lr/steps/update
+    rule) in __metadata__."""
+    meta = {"torch_version": torch.__version__}
+    if "loss" in golden:
+        meta.update({"lr": repr(LR), "steps": str(golden["loss"].numel()),
+                     "update": "p <- p - lr*g (float32, same batch every step)"})
+    meta.update(metadata)
+    write_safetensors(path, golden, meta)
     print("wrote", rel(path))
 
 
