@@ -140,4 +140,15 @@ Node *buildCall(Graph &g, const std::string &name, const std::string &target,
 /// with exported meta). Returns the inferred types.
 std::vector<TensorType> inferTypes(const Node &node);
 
+/// The elements along `dim` that slice.Tensor selects from, and slice_scatter writes into, a
+/// tensor of shape `shape`: `len` elements at start, start+step, ... (start/end wrapped and
+/// clamped as ATen's slice() in aten/src/ATen/native/TensorShape.cpp).
+struct SliceRange {
+  int64_t dim, start, len, step;
+};
+/// Reads (dim, start, end, step) from n.args[dimArg..dimArg+3] (start/end may be None).
+/// Node errors: a 0-dim tensor ("<opName> cannot be applied to a 0-dim tensor"), a dim out of
+/// range, step <= 0. Defined in lib/IR/ops/View.cpp.
+SliceRange sliceRange(const Node &n, const Shape &shape, size_t dimArg, const std::string &opName);
+
 } // namespace aotc

@@ -20,9 +20,8 @@
 #include "FusionInternal.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/OpRegistry.h"
 
-#include <algorithm>
-#include <limits>
 
 namespace aotc::fusion {
 
@@ -64,17 +63,8 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Sh
     return mkOp(ScalarOp::Select, t, {inside, sv, x});
   }
   AOTC_ASSERT(n.target == "aten.slice_scatter.default", "codegen: not a view scatter: " + n.target);
-  int64_t dim = wrapOrError(n, n.intArg(2), r);
-  int64_t size = shape[dim];
-  int64_t start = n.isNoneArg(3) ? 0 : n.intArg(3);
-  int64_t end = n.isNoneArg(4) ? std::numeric_limits<int64_t>::max() : n.intArg(4);
-  int64_t step = n.intArg(5);
-  if (step <= 0) nodeError(n, "codegen: slice step must be positive");
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  int64_t len = (end - start + step - 1) / step;
+  const SliceRange sr = sliceRange(n, shape, 2, "slice_scatter");
+  const int64_t dim = sr.dim, start = sr.start, len = sr.len, step = sr.step, size = shape[dim];
   if (len == 0) return x;
   if (start == 0 && step == 1 && len == size) return s; // the slice is all of self
   int64_t last = start + (len - 1) * step;

@@ -8,8 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
 
-#include <algorithm>
-#include <limits>
 
 namespace aotc {
 namespace ops {
@@ -17,26 +15,8 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-struct Range {
-  int64_t dim, start, len, step;
-};
-
 /// The slice of `self` that slice_scatter's (dim, start, end, step) select.
-Range sliceRangeOf(const Node &n) {
-  const Shape &in = argType(n, 0).shape;
-  if (in.empty()) nodeError(n, "slice_scatter cannot be applied to a 0-dim tensor");
-  int64_t dim = wrapDimOrError(n, n.intArg(2), (int64_t)in.size());
-  int64_t size = in[dim];
-  int64_t start = n.isNoneArg(3) ? 0 : n.intArg(3);
-  int64_t end = n.isNoneArg(4) ? std::numeric_limits<int64_t>::max() : n.intArg(4);
-  int64_t step = n.intArg(5);
-  if (step <= 0) nodeError(n, "slice step must be positive");
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  return {dim, start, (end - start + step - 1) / step, step};
-}
+SliceRange sliceRangeOf(const Node &n) { return sliceRange(n, argType(n, 0).shape, 2, "slice_scatter"); }
 
 /// The selected (dim, index) of select_scatter, wrapped and bounds-checked.
 std::pair<int64_t, int64_t> selectOf(const Node &n) {
@@ -69,7 +49,7 @@ void registerScatterOps(OpRegistry &r) {
                      OpCategory::Index);
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
-      Range s = sliceRangeOf(n);
+      SliceRange s = sliceRangeOf(n);
       Shape want = t.shape;
       want[s.dim] = s.len;
       checkSrc(n, want);
@@ -78,7 +58,7 @@ void registerScatterOps(OpRegistry &r) {
     setEval(d, [](const Node &n, const RefArgs &a) {
       RefTensor out = *a.at(0);
       const RefTensor &src = *a.at(1);
-      Range s = sliceRangeOf(n);
+      SliceRange s = sliceRangeOf(n);
       for (int64_t k = 0; k < src.numel(); ++k) {
         std::vector<int64_t> idx = unravel(k, src.shape);
         idx[s.dim] = s.start + idx[s.dim] * s.step;

@@ -78,23 +78,7 @@ RefTensor permuteEval(const Node &n, const RefTensor &in, std::vector<int64_t> p
   });
 }
 
-/// Normalized (start, length) of slice.Tensor, clamped as in TensorShape.cpp slice().
-struct SliceRange { int64_t dim, start, len, step; };
-SliceRange sliceRange(const Node &n) {
-  const Shape &in = argType(n, 0).shape;
-  if (in.empty()) nodeError(n, "slice() cannot be applied to a 0-dim tensor");
-  int64_t dim = wrapDimOrError(n, n.intArg(1), (int64_t)in.size());
-  int64_t size = in[dim];
-  int64_t start = n.isNoneArg(2) ? 0 : n.intArg(2);
-  int64_t end = n.isNoneArg(3) ? std::numeric_limits<int64_t>::max() : n.intArg(3);
-  int64_t step = n.intArg(4);
-  if (step <= 0) nodeError(n, "slice step must be positive");
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  return {dim, start, (end - start + step - 1) / step, step};
-}
+SliceRange sliceRange(const Node &n) { return aotc::sliceRange(n, argType(n, 0).shape, 1, "slice()"); }
 
 } // namespace
 
@@ -352,4 +336,20 @@ void registerViewOps(OpRegistry &r) {
 }
 
 } // namespace ops
+
+SliceRange sliceRange(const Node &n, const Shape &shape, size_t dimArg, const std::string &opName) {
+  if (shape.empty()) nodeError(n, opName + " cannot be applied to a 0-dim tensor");
+  int64_t dim = ops::wrapDimOrError(n, n.intArg(dimArg), (int64_t)shape.size());
+  int64_t size = shape[dim];
+  int64_t start = n.isNoneArg(dimArg + 1) ? 0 : n.intArg(dimArg + 1);
+  int64_t end = n.isNoneArg(dimArg + 2) ? std::numeric_limits<int64_t>::max() : n.intArg(dimArg + 2);
+  int64_t step = n.intArg(dimArg + 3);
+  if (step <= 0) nodeError(n, "slice step must be positive");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  return {dim, start, (end - start + step - 1) / step, step};
+}
+
 } // namespace aotc
