@@ -140,6 +140,14 @@ Node *buildCall(Graph &g, const std::string &name, const std::string &target,
 /// with exported meta). Returns the inferred types.
 std::vector<TensorType> inferTypes(const Node &node);
 
+namespace ops {
+/// torch.result_type over the arguments of n at `idx` (tensors or numbers; None skipped):
+/// dimensioned tensors, then 0-d tensors, then wrapped numbers (a float number counts as
+/// f32), a lower class mattering only when its category is higher (c10 ResultTypeState,
+/// TypeProperties.cpp). Defined in lib/IR/ops/Common.cpp.
+DType resultType(const Node &n, const std::vector<size_t> &idx);
+} // namespace ops
+
 /// The elements along `dim` that slice.Tensor selects from, and slice_scatter writes into, a
 /// tensor of shape `shape`: `len` elements at start, start+step, ... (start/end wrapped and
 /// clamped as ATen's slice() in aten/src/ATen/native/TensorShape.cpp).

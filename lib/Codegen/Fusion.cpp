@@ -20,6 +20,7 @@
 #include "FusionInternal.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/OpRegistry.h"
 
 #include <algorithm>
 #include <set>
@@ -48,17 +49,6 @@ bool isViewTarget(const std::string &t) {
   for (auto *v : views)
     if (t == v) return true;
   return false;
-}
-
-/// torch.result_type over tensor/number args (c10 ResultTypeState): dimensioned
-/// tensors, then 0-d tensors, then wrapped numbers; a lower class only matters
-/// when its category is higher.
-DType combineCategories(std::optional<DType> higher, std::optional<DType> lower) {
-  if (!higher) return *lower;
-  if (!lower) return *higher;
-  if (isFloating(*higher)) return *higher;
-  if (*higher == DType::Bool || isFloating(*lower)) return promoteTypes(*higher, *lower);
-  return *higher;
 }
 
 /// computeStride (aten/src/ATen/TensorUtils.cpp): strides of a view of a tensor
@@ -217,7 +207,6 @@ private:
   void maybeRealize(const Node *n, Val &v);
 
   ERef operand(const Node &n, size_t i, const Shape &out, DType t);
-  DType resultTypeOf(const Node &n, const std::vector<size_t> &idx);
   struct BlasOperand {
     int buffer;
     int64_t offset, ld, batchStride;
@@ -236,29 +225,6 @@ ERef GraphFuser::operand(const Node &n, size_t i, const Shape &out, DType t) {
     return mkCast(e, t);
   }
   return mkConst(t, n.scalarArg(i));
-}
-
-DType GraphFuser::resultTypeOf(const Node &n, const std::vector<size_t> &idx) {
-  std::optional<DType> dim, zero, wrapped;
-  auto upd = [](std::optional<DType> &s, DType d) { s = s ? promoteTypes(*s, d) : d; };
-  for (size_t i : idx) {
-    if (i >= n.args.size()) continue;
-    const Arg &a = n.args[i];
-    if (auto *p = std::get_if<Node *>(&a)) {
-      const TensorType &t = (*p)->type();
-      upd(t.shape.empty() ? zero : dim, t.dtype);
-    } else if (std::holds_alternative<double>(a)) {
-      upd(wrapped, DType::F32);
-    } else if (std::holds_alternative<int64_t>(a)) {
-      upd(wrapped, DType::I64);
-    } else if (std::holds_alternative<bool>(a)) {
-      upd(wrapped, DType::Bool);
-    }
-  }
-  std::optional<DType> low = (zero || wrapped) ? std::optional<DType>(combineCategories(zero, wrapped))
-                                              : std::nullopt;
-  if (!dim && !low) return DType::F32;
-  return combineCategories(dim, low);
 }
 
 void GraphFuser::maybeRealize(const Node *n, Val &v) {
@@ -416,7 +382,7 @@ void GraphFuser::definePointwise(const Node *n) {
     if (!isFloating(od)) nodeError(*n, "codegen: integer pow is not supported");
     binary(ScalarOp::Pow);
   } else if (b == "eq" || b == "ne" || b == "lt" || b == "le" || b == "gt" || b == "ge") {
-    DType ct = resultTypeOf(*n, {0, 1});
+    DType ct = ops::resultType(*n, {0, 1});
     ScalarOp op = b == "eq" ? ScalarOp::Eq : b == "ne" ? ScalarOp::Ne : b == "lt" ? ScalarOp::Lt
                   : b == "le" ? ScalarOp::Le : b == "gt" ? ScalarOp::Gt : ScalarOp::Ge;
     if (ct == DType::Bool) ct = DType::I64;

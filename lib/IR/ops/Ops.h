@@ -48,8 +48,7 @@ bool isNumberArg(const Node &n, size_t i);
 DType numberDType(const Arg &a);
 /// The type of tensor argument i (a number argument yields a 0-d tensor of its dtype).
 TensorType argType(const Node &n, size_t i);
-/// torch.result_type over the arguments at `idx` (tensors or numbers; None skipped).
-DType resultType(const Node &n, const std::vector<size_t> &idx);
+// resultType (torch.result_type) is declared in include/aotc/OpRegistry.h (codegen uses it).
 /// Broadcast shape of the arguments at `idx` (numbers are 0-d); nodeError when incompatible.
 Shape broadcastArgs(const Node &n, const std::vector<size_t> &idx);
 /// maybe_wrap_dim with a nodeError "dimension out of range".
