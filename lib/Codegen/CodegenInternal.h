@@ -10,6 +10,8 @@
 
 #include "aotc/Codegen.h"
 
+#include "llvm/IR/IRBuilder.h"
+
 #include <memory>
 #include <string>
 
@@ -57,6 +59,38 @@ struct CudaBinary {
 };
 /// Errors: a missing tool is a user error naming --cuda-toolkit; a tool failure is internal.
 CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o);
+
+/// The pointer arguments of an entry point (NULL where the entry point has none).
+struct EntryArgs {
+  llvm::Value *in = nullptr, *out = nullptr, *saved = nullptr, *tangents = nullptr,
+              *grads = nullptr, *scratch = nullptr;
+};
+/// Address of buffer `bf` inside an entry point (HostCommon.cpp): a load from the
+/// in/out/tangents/grads array, or saved/scratch + the buffer's byte offset.
+llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryArgs &a);
+/// The internal `i64 <prog>_error_value` global (aotc_program::error_value).
+llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog);
+/// A private, unnamed_addr constant global holding `init`.
+llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
+/// A NUL-terminated private string constant.
+llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
+/// The initializer of the `aotc_program` descriptor (abi.h) of kp with error table `errors`;
+/// fwd/bwd/errorValue may be NULL (the CUDA object's base descriptor has no CPU entry points).
+llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
+                                  const std::vector<std::string> &errors, llvm::Constant *fwd,
+                                  llvm::Constant *bwd, llvm::Constant *errorValue);
+/// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
+/// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
+void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);
+
+/// The CUDA object (CudaHost.cpp), after out.fatbin and out.toolVersions are set: the
+/// fatbin as a constant, <name>_forward/_backward(…, const aotc_cuda_exec*) that check
+/// 256-byte alignment and enqueue the kernels (aotc_cuda_launch) and GEMMs
+/// (aotc_cuda_matmul) in order, and `const aotc_cuda_program <name>_program`.
+void emitCudaObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &out);
+/// FNV-1a of the program name, never 0: written by a failing CUDA kernel into the third
+/// word of the device error word so that aotc_cuda_check finds the program's messages.
+uint32_t cudaProgramId(const std::string &prog);
 
 /// Buffer ids a kernel function takes, in argument order.
 std::vector<int> kernelArgs(const Kernel &k);

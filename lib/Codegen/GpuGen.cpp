@@ -81,7 +81,10 @@ int64_t prod(const Shape &s) {
 
 class GpuKernelBuilder : public ScalarEmitter {
 public:
-  GpuKernelBuilder(OpBuilder &b, const KernelGraph &kg, const Kernel &k) : ScalarEmitter(b, kg, k) {}
+  GpuKernelBuilder(OpBuilder &b, const KernelGraph &kg, const Kernel &k, uint32_t programId)
+      : ScalarEmitter(b, kg, k) {
+    statusProgramId_ = programId;
+  }
 
   void build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch);
 
@@ -367,7 +370,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
         MemRefType::get({std::max<int64_t>(bf.type.numel(), 1)}, elemType(ctx_, bf.type.dtype, true)));
   }
   bool fail = k_.mayFail();
-  if (fail) types.push_back(MemRefType::get({2}, b_.getI64Type()));
+  if (fail) types.push_back(MemRefType::get({4}, b_.getI64Type())); // aotc_cuda_exec::error_word
   b_.setInsertionPoint(mod.getBody()->getTerminator());
   auto fn = b_.create<gpu::GPUFuncOp>(loc_, sym, b_.getFunctionType(types, {}));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
@@ -550,7 +553,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   auto addGraph = [&](const KernelGraph &kg, bool bwd) {
     for (auto &k : kg.kernels) {
       if (k.phases.empty()) continue;
-      GpuKernelBuilder kb(b, kg, k);
+      GpuKernelBuilder kb(b, kg, k, cudaProgramId(kp.name));
       kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), gpuLaunch(kg, k));
     }
   };

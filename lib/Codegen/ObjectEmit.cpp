@@ -10,27 +10,19 @@
 //    after a bounds-checked kernel a non-zero status code is returned with its
 //    value stored in the error_value global;
 //  * the `const aotc_program <name>_program` descriptor.
-// Then it optimizes at -O3 (mlir::makeOptimizingTransformer) for the requested
-// CPU (default x86-64-v2) and emits a PIC ELF object. Kernel functions are
-// internal, so the only exported symbols are the ABI ones.
+// Then HostCommon.cpp's finishObject optimizes at -O3 (mlir::makeOptimizingTransformer)
+// for the requested CPU (default x86-64-v2) and emits a PIC ELF object. Kernel
+// functions are internal, so the only exported symbols are the ABI ones.
+// --target=cuda goes to CudaHost.cpp instead, after GpuGen.cpp and CudaFatbin.cpp.
 //===----------------------------------------------------------------------===//
 #include "CodegenInternal.h"
 
 #include "aotc/Diagnostics.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
-
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
 
 #include <climits>
 
@@ -40,8 +32,6 @@ namespace {
 using llvm::IRBuilder;
 using llvm::Type;
 using llvm::Value;
-
-constexpr const char *kTriple = "x86_64-unknown-linux-gnu";
 
 struct EntryBuilder {
   llvm::Module &M;
@@ -58,24 +48,7 @@ struct EntryBuilder {
 
   Value *bufferPtr(const Buffer &bf, Value *in, Value *out, Value *saved, Value *tangents,
                    Value *grads, Value *scratch) {
-    auto fromArray = [&](Value *arr, int idx) {
-      AOTC_ASSERT(arr, "codegen: buffer array missing for " + bf.name);
-      Value *slot = b.CreateConstInBoundsGEP1_64(ptrTy(), arr, idx);
-      return b.CreateAlignedLoad(ptrTy(), slot, llvm::Align(8), bf.name + ".ptr");
-    };
-    switch (bf.kind) {
-    case BufferKind::Input: return fromArray(in, bf.index);
-    case BufferKind::Output: return fromArray(out, bf.index);
-    case BufferKind::Tangent: return fromArray(tangents, bf.index);
-    case BufferKind::Grad: return fromArray(grads, bf.index);
-    case BufferKind::Saved:
-      AOTC_ASSERT(saved, "codegen: no saved area");
-      return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), saved, bf.offset, bf.name);
-    case BufferKind::Scratch:
-      AOTC_ASSERT(bf.offset >= 0, "codegen: unplanned scratch buffer " + bf.name);
-      return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, bf.offset, bf.name);
-    }
-    return nullptr;
+    return cg::bufferPointer(b, bf, {in, out, saved, tangents, grads, scratch});
   }
 
   void emitGraph(const KernelGraph &kg, bool bwd, Value *in, Value *out, Value *saved,
@@ -143,66 +116,9 @@ struct EntryBuilder {
     buildDescriptor(fwd, bwd);
   }
 
-  llvm::Constant *str(const std::string &s) {
-    return b.CreateGlobalStringPtr(s, "", 0, &M);
-  }
-
-  llvm::Constant *tensorArray(const std::vector<AbiTensor> &ts, llvm::StructType *descTy,
-                              const std::string &what) {
-    if (ts.empty()) return llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
-    std::vector<llvm::Constant *> elems;
-    for (size_t i = 0; i < ts.size(); ++i) {
-      const AbiTensor &t = ts[i];
-      llvm::Constant *shape = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
-      if (!t.type.shape.empty()) {
-        std::vector<uint64_t> dims(t.type.shape.begin(), t.type.shape.end());
-        auto *arr = llvm::ConstantDataArray::get(C, dims);
-        auto *g = new llvm::GlobalVariable(M, arr->getType(), true, llvm::GlobalValue::PrivateLinkage, arr,
-                                           kp.name + "." + what + std::to_string(i) + ".shape");
-        g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-        shape = g;
-      }
-      int dt = (int)t.type.dtype; // aotc_dtype and DType share their numbering (F32=0 .. U8=5)
-      elems.push_back(llvm::ConstantStruct::get(
-          descTy, {str(t.name), b.getInt32(dt), b.getInt32(t.role), b.getInt32((int)t.type.shape.size()),
-                   b.getInt32(t.requiresGrad ? 1 : 0), shape, b.getInt64(t.type.numel()),
-                   b.getInt64(t.type.bytes())}));
-    }
-    auto *at = llvm::ArrayType::get(descTy, elems.size());
-    auto *g = new llvm::GlobalVariable(M, at, true, llvm::GlobalValue::PrivateLinkage,
-                                       llvm::ConstantArray::get(at, elems), kp.name + "." + what);
-    return g;
-  }
-
   void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd) {
-    Type *p = ptrTy();
-    Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
-    auto *descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t}, "aotc_tensor_desc");
-    auto *progTy = llvm::StructType::create(
-        C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, p}, "aotc_program");
-    llvm::Constant *gii = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
-    if (!kp.gradInputIndex.empty()) {
-      std::vector<uint32_t> v(kp.gradInputIndex.begin(), kp.gradInputIndex.end());
-      auto *arr = llvm::ConstantDataArray::get(C, v);
-      gii = new llvm::GlobalVariable(M, arr->getType(), true, llvm::GlobalValue::PrivateLinkage, arr,
-                                     kp.name + ".grad_input_index");
-    }
-    llvm::Constant *errs = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
-    if (!kp.errors.empty()) {
-      std::vector<llvm::Constant *> ms;
-      for (auto &e : kp.errors) ms.push_back(str(e));
-      auto *at = llvm::ArrayType::get(p, ms.size());
-      errs = new llvm::GlobalVariable(M, at, true, llvm::GlobalValue::PrivateLinkage,
-                                      llvm::ConstantArray::get(at, ms), kp.name + ".errors");
-    }
-    llvm::Constant *init = llvm::ConstantStruct::get(
-        progTy, {b.getInt32(1), str(kp.name), b.getInt32((int)kp.inputs.size()),
-                 tensorArray(kp.inputs, descTy, "inputs"), b.getInt32((int)kp.outputs.size()),
-                 tensorArray(kp.outputs, descTy, "outputs"), b.getInt32((int)kp.grads.size()),
-                 tensorArray(kp.grads, descTy, "grads"), gii, b.getInt64(kp.savedBytes),
-                 b.getInt64(kp.scratchBytes), fwd, bwd, b.getInt32((int)kp.errors.size()), errs,
-                 errorValue});
-    new llvm::GlobalVariable(M, progTy, true, llvm::GlobalValue::ExternalLinkage, init,
+    llvm::Constant *init = cg::programDescriptor(M, kp, kp.errors, fwd, bwd, errorValue);
+    new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }
 };
@@ -222,60 +138,17 @@ void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &o
       out.fatbin = std::move(bin.fatbin);
       out.toolVersions = "ptxas: " + bin.ptxasVersion + "\nfatbinary: " + bin.fatbinaryVersion;
     }
-    if (opts.emitObject)
-      userError("--target=cuda: the object (host entry points around the fatbin, cuBLAS calls) is "
-                "not implemented yet; --emit=kernels, --emit=mlir, --emit=ptx and --emit=fatbin work "
-                "(docs/cuda.md)");
+    if (opts.emitObject) cg::emitCudaObject(kp, opts, out);
     return;
   }
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> M =
       cg::buildKernelModule(kp, ctx, opts.emitMLIR ? &out.mlirText : nullptr);
-  std::string err;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, err);
-  if (!target) internalError("codegen: no x86-64 target in LLVM: " + err);
-  llvm::TargetOptions to;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      kTriple, opts.cpu, "", to, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm) internalError("codegen: cannot create a target machine for cpu '" + opts.cpu + "'");
-  M->setTargetTriple(kTriple);
-  M->setDataLayout(tm->createDataLayout());
-  M->setSourceFileName(kp.name);
   for (llvm::Function &f : *M)
     if (!f.isDeclaration()) f.setLinkage(llvm::GlobalValue::InternalLinkage);
-  auto *ev = new llvm::GlobalVariable(*M, llvm::Type::getInt64Ty(ctx), false,
-                                      llvm::GlobalValue::InternalLinkage,
-                                      llvm::ConstantInt::get(llvm::Type::getInt64Ty(ctx), 0),
-                                      kp.name + "_error_value");
-  ev->setAlignment(llvm::Align(8));
-  EntryBuilder eb(*M, kp, ev);
+  EntryBuilder eb(*M, kp, cg::errorValueGlobal(*M, kp.name));
   eb.build();
-  {
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (llvm::verifyModule(*M, &os)) internalError("codegen: invalid LLVM module: " + os.str());
-  }
-  auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());
-  if (auto e = opt(M.get())) {
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    os << e;
-    internalError("codegen: LLVM optimization failed: " + os.str());
-  }
-  if (opts.emitLLVM) {
-    llvm::raw_string_ostream os(out.llvmText);
-    M->print(os, nullptr);
-  }
-  if (!opts.emitObject) return;
-  llvm::SmallVector<char, 0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    internalError("codegen: the target cannot emit object files");
-  pm.run(*M);
-  out.object.assign(buf.begin(), buf.end());
+  cg::finishObject(*M, kp.name, opts, out);
 }
 
 } // namespace aotc

@@ -267,6 +267,23 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       os << (n++ ? ", " : " ") << b.name << " " << dtypeAbbr(b.type.dtype) << shapeStr(b.type.shape);
   if (n == 0) os << " none";
   os << "\n";
+  // Where every buffer lives, in buffer-id order (= the order of a kernel's pointer arguments).
+  os << "# " << title << " buffers:";
+  for (auto &b : kg.buffers) {
+    os << " " << b.name << "=";
+    switch (b.kind) {
+    case BufferKind::Input: os << "in[" << b.index << "]"; break;
+    case BufferKind::Output: os << "out[" << b.index << "]"; break;
+    case BufferKind::Tangent: os << "tangents[" << b.index << "]"; break;
+    case BufferKind::Grad: os << "grads[" << b.index << "]"; break;
+    case BufferKind::Saved: os << "saved+" << b.offset; break;
+    case BufferKind::Scratch:
+      if (b.offset >= 0) os << "scratch+" << b.offset;
+      else os << "none";
+      break;
+    }
+  }
+  os << "\n";
   return os.str();
 }
 

@@ -147,8 +147,7 @@ Value ScalarEmitter::load(const Access &a, DType t) {
         loc_, ok,
         [&](OpBuilder &b, Location l) { b.create<scf::YieldOp>(l, doLoad(b, l)); },
         [&](OpBuilder &b, Location l) {
-          b.create<memref::StoreOp>(l, code, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 0)});
-          b.create<memref::StoreOp>(l, val, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 1)});
+          writeStatus(b, l, code, val);
           Value z = isFloating(bt) ? b.create<arith::ConstantOp>(l, ty, b.getFloatAttr(ty, 0.0)).getResult()
                                    : b.create<arith::ConstantOp>(l, ty, b.getIntegerAttr(ty, 0)).getResult();
           b.create<scf::YieldOp>(l, z);
@@ -156,6 +155,14 @@ Value ScalarEmitter::load(const Access &a, DType t) {
     r = ifOp.getResult(0);
   }
   return cast(r, bt, t);
+}
+
+void ScalarEmitter::writeStatus(OpBuilder &b, Location l, Value code, Value val) {
+  auto at = [&](int64_t i) { return ValueRange{b.create<arith::ConstantIndexOp>(l, i)}; };
+  b.create<memref::StoreOp>(l, code, status_, at(0));
+  b.create<memref::StoreOp>(l, val, status_, at(1));
+  if (statusProgramId_ != 0)
+    b.create<memref::StoreOp>(l, b.create<arith::ConstantIntOp>(l, statusProgramId_, 64), status_, at(2));
 }
 
 void ScalarEmitter::store(const Store &s) {
@@ -194,8 +201,7 @@ void ScalarEmitter::store(const Store &s) {
         b.create<scf::YieldOp>(l);
       },
       [&](OpBuilder &b, Location l) {
-        b.create<memref::StoreOp>(l, code, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 0)});
-        b.create<memref::StoreOp>(l, val, status_, ValueRange{b.create<arith::ConstantIndexOp>(l, 1)});
+        writeStatus(b, l, code, val);
         b.create<scf::YieldOp>(l);
       });
 }

@@ -41,7 +41,9 @@ protected:
   const Kernel &k_;
   mlir::Location loc_ = mlir::UnknownLoc::get(ctx_);
   std::map<int, mlir::Value> bufArg_; ///< Buffer id -> memref argument.
-  mlir::Value status_;                ///< memref<2xi64> {code, value}, when k_.mayFail().
+  mlir::Value status_;                ///< memref<2xi64> {code, value}, when k_.mayFail()
+                                      ///< (CUDA: memref<4xi64> {code, value, program id, 0}).
+  int64_t statusProgramId_ = 0;       ///< CUDA: written as status_[2] with every error.
   std::vector<mlir::Value> regs_;     ///< Reduction results, by Reduction::reg.
 
   // Vector lanes (the CUDA target's 16-byte accesses): while non-empty, a load of access
@@ -73,6 +75,8 @@ protected:
   void combine(const Reduction &r, mlir::Value &a, mlir::Value &aIdx, mlir::Value b, mlir::Value bIdx,
                bool tree);
   void store(const Store &s);
+  /// Records a failed bounds check: status_ = {code, val[, statusProgramId_]}.
+  void writeStatus(mlir::OpBuilder &b, mlir::Location l, mlir::Value code, mlir::Value val);
 
   /// Sets the registers of reduce phase p from its final accumulators accs[ai..] (ArgMax:
   /// value then index; the index becomes the register), advancing ai.

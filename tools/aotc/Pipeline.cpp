@@ -183,7 +183,7 @@ CompileResult runPipeline(const CompileOptions &o) {
       stopsAfter("fatbin", std::string(art.fatbin.begin(), art.fatbin.end())))
     return r;
   r.object = std::move(art.object);
-  r.header = emitHeader(kp);
+  r.header = emitHeader(kp, o.target);
   r.program = std::move(p);
   return r;
 }

@@ -20,6 +20,11 @@
 namespace aotc::driver {
 
 int runCommand(const RunOptions &o) {
+  if (o.compile.target == "cuda")
+    userError("aotc run --target=cuda: aotc does not run on a GPU (it is a compiler; the machine that "
+              "builds need not have one). Compile with `aotc IN --target=cuda -o OUT.o` and link the "
+              "object with the CUDA runtime and a driver: tools/gpu/train_cuda.cpp, or "
+              "scripts/gpu-check.sh (docs/cuda.md)");
   CompileResult compiled = runPipeline(o.compile);
   AOTC_ASSERT(!compiled.stopped, "aotc run never stops early");
 

@@ -22,6 +22,16 @@
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
  * and *error_value holds the offending value (e.g. an out-of-range index).
  * Entry points are reentrant for distinct saved/scratch buffers.
+ *
+ * An object emitted with `--target=cuda` (docs/cuda.md) exports instead
+ *
+ *   int <name>_forward(..., void *scratch, const aotc_cuda_exec *exec);
+ *   int <name>_backward(..., void *scratch, const aotc_cuda_exec *exec);
+ *   extern const aotc_cuda_program <name>_program;
+ *
+ * with the same arrays, holding *device* pointers aligned to AOTC_CUDA_ALIGNMENT,
+ * and imports aotc_cuda_launch / aotc_cuda_matmul from the CUDA runtime
+ * (runtime/cuda, aotc/cuda.h). See the second half of this file.
  *===----------------------------------------------------------------------===*/
 #ifndef AOTC_ABI_H
 #define AOTC_ABI_H
@@ -89,6 +99,89 @@ typedef struct aotc_program {
   const char *const *errors;     /**< Messages for return codes 1..num_errors. */
   int64_t *error_value;          /**< Offending value of the last error (object-global). */
 } aotc_program;
+
+/*===----------------------------------------------------------------------===*
+ * CUDA target. No CUDA header is needed: CUDA handles travel as void*.
+ *
+ * Entry points are asynchronous: they only enqueue kernels and GEMMs on
+ * exec->stream (no synchronization, allocation or host<->device copy), so a
+ * whole training step can be captured in a CUDA graph. Return value:
+ *   0   everything was enqueued;
+ *   k>0 errors[k-1] of the descriptor: a tensor pointer that is not
+ *       AOTC_CUDA_ALIGNMENT-aligned (the message names the tensor; *error_value
+ *       holds the pointer). Data-dependent errors (an index out of range) happen
+ *       on the device: the kernel writes {code, value, program id} into
+ *       exec->error_word and aotc_cuda_check() (aotc/cuda.h) reports them;
+ *   <0  the runtime failed (a CUDA or cuBLAS error): aotc_cuda_last_error().
+ *===----------------------------------------------------------------------===*/
+
+/** Alignment, in bytes, of every device pointer passed to a CUDA entry point. */
+#define AOTC_CUDA_ALIGNMENT 256
+/** Size, in bytes, of the device error word: int64 {code, value, program id, 0}. */
+#define AOTC_CUDA_ERROR_WORD_BYTES 32
+
+/** Where and with what a CUDA entry point enqueues its work (aotc_cuda_exec_create
+ *  in aotc/cuda.h fills one). */
+typedef struct aotc_cuda_exec {
+  void *stream;           /**< cudaStream_t; NULL is the legacy default stream. */
+  void *cublas;           /**< cublasHandle_t bound to `stream` (SGD's axpy). */
+  void *cublaslt;         /**< cublasLtHandle_t (GEMMs). */
+  void *workspace;        /**< Device memory for cuBLASLt, workspace_bytes bytes. */
+  int64_t workspace_bytes;
+  int64_t *error_word;    /**< Device memory, AOTC_CUDA_ERROR_WORD_BYTES, zeroed. */
+  int32_t allow_tf32;     /**< 0 (default): f32 GEMMs in full f32 precision. */
+  int32_t reserved;       /**< 0 */
+} aotc_cuda_exec;
+
+/** The kernels of one CUDA object (a constant inside it). */
+typedef struct aotc_cuda_module {
+  const char *program;             /**< <name> */
+  uint32_t program_id;             /**< Written by failing kernels (error_word[2]). */
+  int32_t num_kernels;
+  const char *const *kernel_names; /**< "<name>_fwd_k1", ... (entry-point order). */
+  const void *fatbin;              /**< cubins + PTX, for cudaLibraryLoadData. */
+  int64_t fatbin_bytes;
+  int32_t num_errors;
+  const char *const *errors;       /**< The descriptor's errors (codes 1..num_errors). */
+} aotc_cuda_module;
+
+/** One GEMM, in the row-major terms of cblas_[sd]gemm(CblasRowMajor, ...):
+ *  C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], for b < batch, with
+ *  X[b] = X + b * stride_x (elements). C is m x n; op(A) m x k; op(B) k x n. */
+typedef struct aotc_cuda_gemm_desc {
+  int32_t dtype;          /**< AOTC_F32 or AOTC_F64 */
+  int32_t trans_a, trans_b;
+  int32_t reserved;
+  int64_t m, n, k, lda, ldb, ldc;
+  int64_t batch, stride_a, stride_b, stride_c;
+  double alpha, beta;
+  const char *name;       /**< Kernel symbol ("<name>_fwd_k0"), for messages. */
+} aotc_cuda_gemm_desc;
+
+/** Enqueues kernel `kernel` of `module` (loaded from its fatbin once per process) on
+ *  exec->stream with `grid` x `block` threads; args[i] points to the i-th argument. */
+int aotc_cuda_launch(const aotc_cuda_exec *exec, const aotc_cuda_module *module, int32_t kernel,
+                     uint32_t grid, uint32_t block, void **args);
+/** Enqueues one GEMM (cuBLASLt on exec->cublaslt, algorithm cached per shape). */
+int aotc_cuda_matmul(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *gemm, const void *a,
+                     const void *b, void *c);
+
+typedef int (*aotc_cuda_forward_fn)(const void *const *in, void *const *out, void *saved,
+                                    void *scratch, const aotc_cuda_exec *exec);
+typedef int (*aotc_cuda_backward_fn)(const void *const *in, const void *saved,
+                                     const void *const *tangents, void *const *grads,
+                                     void *scratch, const aotc_cuda_exec *exec);
+
+/** Descriptor of a CUDA object: `base` as for the CPU (its forward/backward are NULL,
+ *  saved/scratch sizes are device bytes) plus the CUDA entry points. */
+typedef struct aotc_cuda_program {
+  aotc_program base;
+  aotc_cuda_forward_fn forward;
+  aotc_cuda_backward_fn backward;
+  const char *archs;            /**< "sm_80,sm_90": cubins in the fatbin (PTX for the first). */
+  const char *tool_versions;    /**< "ptxas: ...\nfatbinary: ..." version lines. */
+  const aotc_cuda_module *module;
+} aotc_cuda_program;
 
 #ifdef __cplusplus
 }

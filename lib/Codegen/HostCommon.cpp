@@ -1,0 +1,172 @@
+//===- HostCommon.cpp - What the CPU and CUDA host objects share -----------===//
+//
+// Helpers of ObjectEmit.cpp (CPU entry points) and CudaHost.cpp (CUDA entry
+// points), declared in CodegenInternal.h: the address of a buffer inside an
+// entry point, the aotc_program descriptor (runtime/include/aotc/abi.h) and the
+// last steps of both targets: verify, -O3 for the host CPU, emit a PIC ELF object.
+//===----------------------------------------------------------------------===//
+#include "CodegenInternal.h"
+
+#include "aotc/Diagnostics.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+
+namespace aotc::cg {
+
+namespace {
+constexpr const char *kTriple = "x86_64-unknown-linux-gnu";
+} // namespace
+
+llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryArgs &a) {
+  llvm::Type *ptrTy = llvm::PointerType::get(b.getContext(), 0);
+  auto fromArray = [&](llvm::Value *arr, int idx) {
+    AOTC_ASSERT(arr, "codegen: buffer array missing for " + bf.name);
+    llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptrTy, arr, idx);
+    return b.CreateAlignedLoad(ptrTy, slot, llvm::Align(8), bf.name + ".ptr");
+  };
+  switch (bf.kind) {
+  case BufferKind::Input: return fromArray(a.in, bf.index);
+  case BufferKind::Output: return fromArray(a.out, bf.index);
+  case BufferKind::Tangent: return fromArray(a.tangents, bf.index);
+  case BufferKind::Grad: return fromArray(a.grads, bf.index);
+  case BufferKind::Saved:
+    AOTC_ASSERT(a.saved, "codegen: no saved area");
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), a.saved, bf.offset, bf.name);
+  case BufferKind::Scratch:
+    AOTC_ASSERT(bf.offset >= 0, "codegen: unplanned scratch buffer " + bf.name);
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), a.scratch, bf.offset, bf.name);
+  }
+  return nullptr;
+}
+
+llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog) {
+  llvm::Type *i64 = llvm::Type::getInt64Ty(M.getContext());
+  auto *ev = new llvm::GlobalVariable(M, i64, false, llvm::GlobalValue::InternalLinkage,
+                                      llvm::ConstantInt::get(i64, 0), prog + "_error_value");
+  ev->setAlignment(llvm::Align(8));
+  return ev;
+}
+
+llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name) {
+  auto *g = new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
+  g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return g;
+}
+
+llvm::Constant *stringConstant(llvm::Module &M, const std::string &s) {
+  llvm::IRBuilder<> b(M.getContext());
+  return b.CreateGlobalStringPtr(s, "", 0, &M);
+}
+
+namespace {
+
+llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std::vector<AbiTensor> &ts,
+                            llvm::StructType *descTy, const std::string &what) {
+  llvm::LLVMContext &C = M.getContext();
+  llvm::IRBuilder<> b(C);
+  if (ts.empty()) return llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
+  std::vector<llvm::Constant *> elems;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const AbiTensor &t = ts[i];
+    llvm::Constant *shape = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
+    if (!t.type.shape.empty()) {
+      std::vector<uint64_t> dims(t.type.shape.begin(), t.type.shape.end());
+      shape = privateConstant(M, llvm::ConstantDataArray::get(C, dims),
+                              prog + "." + what + std::to_string(i) + ".shape");
+    }
+    int dt = (int)t.type.dtype; // aotc_dtype and DType share their numbering (F32=0 .. U8=5)
+    elems.push_back(llvm::ConstantStruct::get(
+        descTy, {stringConstant(M, t.name), b.getInt32(dt), b.getInt32(t.role),
+                 b.getInt32((int)t.type.shape.size()), b.getInt32(t.requiresGrad ? 1 : 0), shape,
+                 b.getInt64(t.type.numel()), b.getInt64(t.type.bytes())}));
+  }
+  auto *at = llvm::ArrayType::get(descTy, elems.size());
+  return new llvm::GlobalVariable(M, at, true, llvm::GlobalValue::PrivateLinkage,
+                                  llvm::ConstantArray::get(at, elems), prog + "." + what);
+}
+
+} // namespace
+
+llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
+                                  const std::vector<std::string> &errors, llvm::Constant *fwd,
+                                  llvm::Constant *bwd, llvm::Constant *errorValue) {
+  llvm::LLVMContext &C = M.getContext();
+  llvm::IRBuilder<> b(C);
+  llvm::Type *p = llvm::PointerType::get(C, 0);
+  llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
+  auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
+  if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t}, "aotc_tensor_desc");
+  auto *progTy = llvm::StructType::create(
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, p}, "aotc_program");
+  llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
+  llvm::Constant *gii = null;
+  if (!kp.gradInputIndex.empty()) {
+    std::vector<uint32_t> v(kp.gradInputIndex.begin(), kp.gradInputIndex.end());
+    gii = privateConstant(M, llvm::ConstantDataArray::get(C, v), kp.name + ".grad_input_index");
+  }
+  llvm::Constant *errs = null;
+  if (!errors.empty()) {
+    std::vector<llvm::Constant *> ms;
+    for (auto &e : errors) ms.push_back(stringConstant(M, e));
+    auto *at = llvm::ArrayType::get(p, ms.size());
+    errs = privateConstant(M, llvm::ConstantArray::get(at, ms), kp.name + ".errors");
+  }
+  return llvm::ConstantStruct::get(
+      progTy, {b.getInt32(1), stringConstant(M, kp.name), b.getInt32((int)kp.inputs.size()),
+               tensorArray(M, kp.name, kp.inputs, descTy, "inputs"), b.getInt32((int)kp.outputs.size()),
+               tensorArray(M, kp.name, kp.outputs, descTy, "outputs"), b.getInt32((int)kp.grads.size()),
+               tensorArray(M, kp.name, kp.grads, descTy, "grads"), gii, b.getInt64(kp.savedBytes),
+               b.getInt64(kp.scratchBytes), fwd ? fwd : null, bwd ? bwd : null,
+               b.getInt32((int)errors.size()), errs, errorValue ? errorValue : null});
+}
+
+void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!target) internalError("codegen: no x86-64 target in LLVM: " + err);
+  llvm::TargetOptions to;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      kTriple, opts.cpu, "", to, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) internalError("codegen: cannot create a target machine for cpu '" + opts.cpu + "'");
+  M.setTargetTriple(kTriple);
+  M.setDataLayout(tm->createDataLayout());
+  M.setSourceFileName(prog);
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(M, &os)) internalError("codegen: invalid LLVM module: " + os.str());
+  }
+  auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());
+  if (auto e = opt(&M)) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    os << e;
+    internalError("codegen: LLVM optimization failed: " + os.str());
+  }
+  if (opts.emitLLVM) {
+    llvm::raw_string_ostream os(out.llvmText);
+    M.print(os, nullptr);
+  }
+  if (!opts.emitObject) return;
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    internalError("codegen: the target cannot emit object files");
+  pm.run(M);
+  out.object.assign(buf.begin(), buf.end());
+}
+
+} // namespace aotc::cg
