@@ -1,0 +1,136 @@
+//===- probe_cuda.cpp - Bandwidth probe: one forward-only CUDA program --------===//
+//
+// Built per probe with -DAOTC_GPU_HEADER / -DAOTC_GPU_PROGRAM (a program compiled
+// with every input frozen: forward only). Inputs are u(k) of train_cuda.cpp per
+// input (tools/gpu/torch_side.py rebuilds them on the device to check the output).
+//
+//   probe_cuda ITERS ROWS_OUT
+//     median CUDA-event time of the forward over ITERS launches (after 3 warm-up)
+//     and of a 1 GiB device-to-device cudaMemcpyAsync in the same process; bytes =
+//     every input + every output once; writes output rows 0, 1, R/2 and R-1 (f32,
+//     raw) to ROWS_OUT and prints one JSON line
+//     {"probe", "ms", "bytes", "gbps", "copy_ms", "copy_gbps", "fraction_of_copy"}.
+// Exit 77 without a CUDA device, 2 on errors.
+//===----------------------------------------------------------------------===//
+#include AOTC_GPU_HEADER
+
+#include "aotc/cuda.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+const aotc_cuda_program &kProg = AOTC_GPU_PROGRAM;
+
+void ck(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "probe_cuda: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+float uniform(int64_t k, int input) {
+  uint32_t h = (uint32_t)((uint64_t)k * 2654435761u + (uint64_t)(input + 1) * 40503u);
+  return (float)((h >> 8) * (1.0 / 8388608.0) - 1.0);
+}
+
+template <class F> float medianMs(cudaStream_t s, int iters, F &&f) {
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "event");
+  ck(cudaEventCreate(&b), "event");
+  for (int k = 0; k < 3; ++k) f();
+  std::vector<float> ms;
+  for (int k = 0; k < iters; ++k) {
+    ck(cudaEventRecord(a, s), "record");
+    f();
+    ck(cudaEventRecord(b, s), "record");
+    ck(cudaEventSynchronize(b), "sync");
+    float t = 0;
+    ck(cudaEventElapsedTime(&t, a, b), "elapsed");
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s ITERS ROWS_OUT\n", argv[0]);
+    return 2;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("probe_cuda: no CUDA device (skipped)\n");
+    return 77;
+  }
+  const aotc_program &p = kProg.base;
+  int iters = std::max(1, std::atoi(argv[1]));
+  cudaStream_t s;
+  ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  aotc_cuda_exec exec;
+  if (aotc_cuda_exec_create(&exec, s, 0) != 0) {
+    std::fprintf(stderr, "probe_cuda: %s\n", aotc_cuda_last_error());
+    return 2;
+  }
+  std::vector<void *> in, out;
+  int64_t bytes = 0;
+  for (int i = 0; i < p.num_inputs; ++i) {
+    std::vector<float> h(p.inputs[i].numel);
+    for (int64_t k = 0; k < (int64_t)h.size(); ++k) h[k] = uniform(k, i);
+    void *d = nullptr;
+    ck(cudaMalloc(&d, p.inputs[i].bytes), "cudaMalloc");
+    ck(cudaMemcpy(d, h.data(), p.inputs[i].bytes, cudaMemcpyHostToDevice), "upload");
+    in.push_back(d);
+    bytes += p.inputs[i].bytes;
+  }
+  for (int i = 0; i < p.num_outputs; ++i) {
+    void *d = nullptr;
+    ck(cudaMalloc(&d, p.outputs[i].bytes), "cudaMalloc");
+    out.push_back(d);
+    bytes += p.outputs[i].bytes;
+  }
+  void *saved = nullptr, *scratch = nullptr;
+  ck(cudaMalloc(&saved, std::max<int64_t>(256, p.saved_bytes)), "cudaMalloc");
+  ck(cudaMalloc(&scratch, std::max<int64_t>(256, p.scratch_bytes)), "cudaMalloc");
+  int rc = 0;
+  float ms = medianMs(s, iters, [&] { rc |= kProg.forward(in.data(), out.data(), saved, scratch, &exec); });
+  if (rc != 0 || aotc_cuda_check(&exec) != 0) {
+    std::fprintf(stderr, "probe_cuda: forward failed: %s\n", aotc_cuda_last_error());
+    return 2;
+  }
+  const size_t gib = size_t(1) << 30;
+  void *src = nullptr, *dst = nullptr;
+  ck(cudaMalloc(&src, gib), "cudaMalloc");
+  ck(cudaMalloc(&dst, gib), "cudaMalloc");
+  ck(cudaMemset(src, 1, gib), "memset");
+  float copyMs = medianMs(s, iters, [&] { ck(cudaMemcpyAsync(dst, src, gib, cudaMemcpyDeviceToDevice, s), "copy"); });
+
+  const aotc_tensor_desc &o = p.outputs[0];
+  int64_t rows = o.rank >= 1 ? o.shape[0] : 1, cols = o.numel / std::max<int64_t>(rows, 1);
+  std::vector<float> sample;
+  for (int64_t r : {int64_t(0), int64_t(1), rows / 2, rows - 1}) {
+    std::vector<float> row(cols);
+    ck(cudaMemcpy(row.data(), (const float *)out[0] + r * cols, cols * 4, cudaMemcpyDeviceToHost), "download");
+    sample.insert(sample.end(), row.begin(), row.end());
+  }
+  FILE *f = std::fopen(argv[2], "wb");
+  if (!f || std::fwrite(sample.data(), 4, sample.size(), f) != sample.size()) {
+    std::fprintf(stderr, "probe_cuda: cannot write %s\n", argv[2]);
+    return 2;
+  }
+  std::fclose(f);
+  double gbps = bytes / (ms * 1e-3) / 1e9, copyGbps = 2.0 * gib / (copyMs * 1e-3) / 1e9;
+  std::printf("{\"probe\": \"%s\", \"ms\": %.4f, \"bytes\": %lld, \"gbps\": %.1f, \"copy_ms\": %.4f, "
+              "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
+              p.name, ms, (long long)bytes, gbps, copyMs, copyGbps, gbps / copyGbps);
+  aotc_cuda_exec_destroy(&exec);
+  return 0;
+}

@@ -1,0 +1,274 @@
+//===- train_cuda.cpp - Drive a --target=cuda training step on a GPU ----------===//
+//
+// Built per model with -DAOTC_GPU_HEADER="<name>.h" -DAOTC_GPU_PROGRAM=<name>_program,
+// linked with the object, aotc_cuda_runtime and aotc_runtime (safetensors I/O only).
+// Inputs as for the CPU e2e driver (test/e2e/train_driver.cpp): the weights file aotc
+// wrote and a golden with input.<name> (and, for `train`, the PyTorch reference).
+//
+//   train_cuda train WEIGHTS GOLDEN OUT [STEPS]
+//       STEPS (20) SGD steps (lr 0.1, same batch) entirely on the device; writes loss,
+//       grad.<name> of step 0 and param_final.<FQN> to OUT for tools/check_golden.py.
+//   train_cuda one-step WEIGHTS GOLDEN      one forward+backward+SGD (compute-sanitizer)
+//   train_cuda bad-index WEIGHTS GOLDEN
+//       sets the first integer input's element 0 to 1000000, runs the forward and
+//       expects aotc_cuda_check to name a gather node; exit 0 when it does.
+//   train_cuda bench WEIGHTS GOLDEN [ITERS]    (WEIGHTS and GOLDEN "-": random inputs,
+//       u(i) of probe_cuda.cpp for floating inputs, 0 for integer ones)
+//       median CUDA-event time of a step (forward, backward, SGD) over ITERS (50) after
+//       5 warm-up steps, then the same step captured in a CUDA graph and replayed;
+//       prints one JSON line {"model", "aotc_ms", "aotc_graph_ms", "graph_nodes"}.
+//
+// Exit 77 when there is no CUDA device (ctest reports the test as skipped), 1 when a
+// check fails, 2 on bad usage or a CUDA error.
+//===----------------------------------------------------------------------===//
+#include AOTC_GPU_HEADER
+
+#include "aotc/cuda.h"
+#include "aotc/runtime.h"
+#include "aotc/safetensors.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using aotc::rt::SafetensorsFile;
+using aotc::rt::Tensor;
+
+namespace {
+
+const aotc_cuda_program &kProg = AOTC_GPU_PROGRAM;
+const aotc_program &kBase = kProg.base;
+
+[[noreturn]] void die(const std::string &what) {
+  std::fprintf(stderr, "train_cuda: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void ck(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+void ckRc(int rc, const char *what) {
+  if (rc != 0) {
+    const char *msg = rc > 0 && rc <= kBase.num_errors ? kBase.errors[rc - 1] : aotc_cuda_last_error();
+    die(std::string(what) + " returned " + std::to_string(rc) + ": " + msg);
+  }
+}
+
+/// The probes' deterministic input: element k of input `input` in [-1, 1) (tools/gpu/torch_side.py
+/// computes the same values).
+float uniform(int64_t k, int input) {
+  uint32_t h = (uint32_t)((uint64_t)k * 2654435761u + (uint64_t)(input + 1) * 40503u);
+  return (float)((h >> 8) * (1.0 / 8388608.0) - 1.0);
+}
+
+void *deviceAlloc(int64_t bytes) {
+  void *p = nullptr;
+  ck(cudaMalloc(&p, (size_t)std::max<int64_t>(256, (bytes + 255) / 256 * 256)), "cudaMalloc");
+  ck(cudaMemset(p, 0, (size_t)std::max<int64_t>(256, bytes)), "cudaMemset");
+  return p; // cudaMalloc returns 256-byte aligned pointers (AOTC_CUDA_ALIGNMENT)
+}
+
+struct DeviceModel {
+  aotc_cuda_exec exec{};
+  cudaStream_t stream = nullptr;
+  std::vector<void *> in, out, tangents, grads;
+  void *saved = nullptr, *scratch = nullptr;
+  std::vector<int> paramGrads; ///< grads[j] of parameters (SGD updates their inputs)
+
+  /// weights/golden NULL: deterministic random floating inputs, zero integer inputs.
+  DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden) {
+    ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    ckRc(aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
+    for (int i = 0; i < kBase.num_inputs; ++i) {
+      const aotc_tensor_desc &d = kBase.inputs[i];
+      bool param = d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER;
+      Tensor random;
+      if (!weights) {
+        random = Tensor(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
+        if (d.dtype == AOTC_F32)
+          for (int64_t k = 0; k < d.numel; ++k) random.data<float>()[k] = 0.1f * uniform(k, i);
+      }
+      const Tensor &t = !weights ? random
+                        : param  ? weights->get(d.name, "weights")
+                                 : golden->get(std::string("input.") + d.name, "golden");
+      if (t.bytes() != d.bytes) die(std::string("input ") + d.name + ": size mismatch");
+      in.push_back(deviceAlloc(d.bytes));
+      ck(cudaMemcpy(in.back(), t.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload");
+    }
+    for (int i = 0; i < kBase.num_outputs; ++i) {
+      const aotc_tensor_desc &d = kBase.outputs[i];
+      out.push_back(deviceAlloc(d.bytes));
+      void *t = nullptr;
+      if (d.dtype == AOTC_F32 || d.dtype == AOTC_F64) {
+        t = deviceAlloc(d.bytes);
+        Tensor ones(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
+        for (int64_t k = 0; k < d.numel; ++k)
+          if (d.dtype == AOTC_F32) ones.data<float>()[k] = 1.0f;
+          else ones.data<double>()[k] = 1.0;
+        ck(cudaMemcpy(t, ones.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload tangent");
+      }
+      tangents.push_back(t);
+    }
+    for (int j = 0; j < kBase.num_grads; ++j) {
+      grads.push_back(deviceAlloc(kBase.grads[j].bytes));
+      if (kBase.inputs[kBase.grad_input_index[j]].role == AOTC_ROLE_PARAMETER) paramGrads.push_back(j);
+    }
+    saved = deviceAlloc(kBase.saved_bytes);
+    scratch = deviceAlloc(kBase.scratch_bytes);
+  }
+
+  /// Enqueues forward, backward and (lr > 0) SGD on the parameters; no sync.
+  void step(double lr) {
+    ckRc(kProg.forward(in.data(), out.data(), saved, scratch, &exec), "forward");
+    ckRc(kProg.backward(in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
+    if (lr > 0)
+      for (int j : paramGrads) {
+        int i = kBase.grad_input_index[j];
+        ckRc(aotc_cuda_sgd(&exec, kBase.inputs[i].dtype, in[i], grads[j], kBase.inputs[i].numel, lr), "sgd");
+      }
+  }
+
+  Tensor download(const aotc_tensor_desc &d, const void *p) const {
+    Tensor t(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
+    ck(cudaMemcpy(t.data(), p, (size_t)d.bytes, cudaMemcpyDeviceToHost), "download");
+    return t;
+  }
+  void check() {
+    int rc = aotc_cuda_check(&exec);
+    if (rc != 0) die(std::string("device error: ") + aotc_cuda_last_error());
+  }
+  std::string gradName(int j) const { return kBase.inputs[kBase.grad_input_index[j]].name; }
+};
+
+int train(DeviceModel &m, const std::string &outPath, int steps) {
+  Tensor loss(aotc::rt::DType::F32, {steps});
+  std::vector<Tensor> first;
+  for (int k = 0; k < steps; ++k) {
+    m.step(0.0);
+    m.check();
+    loss.data<float>()[k] = (float)m.download(kBase.outputs[0], m.out[0]).at(0);
+    if (k == 0)
+      for (int j = 0; j < kBase.num_grads; ++j) first.push_back(m.download(kBase.grads[j], m.grads[j]));
+    for (int j : m.paramGrads) {
+      int i = kBase.grad_input_index[j];
+      ckRc(aotc_cuda_sgd(&m.exec, kBase.inputs[i].dtype, m.in[i], m.grads[j], kBase.inputs[i].numel, 0.1), "sgd");
+    }
+  }
+  m.check();
+  std::vector<Tensor> finals;
+  for (int j : m.paramGrads) finals.push_back(m.download(kBase.inputs[kBase.grad_input_index[j]], m.in[kBase.grad_input_index[j]]));
+  std::vector<aotc::rt::NamedTensorRef> refs{{"loss", &loss}};
+  std::vector<std::string> names;
+  for (int j = 0; j < kBase.num_grads; ++j) names.push_back(m.gradName(j));
+  for (int j = 0; j < kBase.num_grads; ++j) refs.push_back({"grad." + names[j], &first[j]});
+  for (size_t p = 0; p < m.paramGrads.size(); ++p) refs.push_back({"param_final." + names[m.paramGrads[p]], &finals[p]});
+  aotc::rt::writeSafetensors(outPath, refs);
+  std::printf("%s (cuda): steps=%d loss_first=%.9g loss_last=%.9g\n", kBase.name, steps, loss.at(0),
+              loss.at(steps - 1));
+  return 0;
+}
+
+int badIndex(DeviceModel &m) {
+  for (int i = 0; i < kBase.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kBase.inputs[i];
+    if (d.dtype != AOTC_I64 && d.dtype != AOTC_I32) continue;
+    int64_t big = 1000000;
+    ck(cudaMemcpy(m.in[i], &big, d.dtype == AOTC_I64 ? 8 : 4, cudaMemcpyHostToDevice), "upload bad index");
+    ckRc(kProg.forward(m.in.data(), m.out.data(), m.saved, m.scratch, &m.exec), "forward");
+    int rc = aotc_cuda_check(&m.exec);
+    std::string msg = aotc_cuda_last_error();
+    std::printf("%s (cuda): out-of-range %s[0]=1000000 -> rc=%d: %s\n", kBase.name, d.name, rc, msg.c_str());
+    bool ok = rc > 0 && msg.find("gather") != std::string::npos && msg.find("1000000") != std::string::npos;
+    return ok ? 0 : 1;
+  }
+  std::printf("%s (cuda): no integer input\n", kBase.name);
+  return 1;
+}
+
+float eventMs(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  ck(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+  return ms;
+}
+
+int bench(DeviceModel &m, int iters) {
+  for (int k = 0; k < 5; ++k) m.step(1e-6); // loads the kernels, plans the GEMMs
+  m.check();
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "event");
+  ck(cudaEventCreate(&b), "event");
+  std::vector<float> plain, graph;
+  for (int k = 0; k < iters; ++k) {
+    ck(cudaEventRecord(a, m.stream), "record");
+    m.step(1e-6);
+    ck(cudaEventRecord(b, m.stream), "record");
+    ck(cudaEventSynchronize(b), "sync");
+    plain.push_back(eventMs(a, b));
+  }
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ck(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  m.step(1e-6);
+  ck(cudaStreamEndCapture(m.stream, &g), "end capture");
+  ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+  size_t nodes = 0;
+  ck(cudaGraphGetNodes(g, nullptr, &nodes), "graph nodes");
+  for (int k = 0; k < iters + 3; ++k) {
+    ck(cudaEventRecord(a, m.stream), "record");
+    ck(cudaGraphLaunch(ge, m.stream), "graph launch");
+    ck(cudaEventRecord(b, m.stream), "record");
+    ck(cudaEventSynchronize(b), "sync");
+    if (k >= 3) graph.push_back(eventMs(a, b));
+  }
+  m.check();
+  std::sort(plain.begin(), plain.end());
+  std::sort(graph.begin(), graph.end());
+  std::printf("{\"model\": \"%s\", \"aotc_ms\": %.4f, \"aotc_graph_ms\": %.4f, \"graph_nodes\": %zu, \"iters\": %d}\n",
+              kBase.name, plain[plain.size() / 2], graph[graph.size() / 2], nodes, iters);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s train|one-step|bad-index|bench WEIGHTS GOLDEN [OUT|ITERS] [STEPS]\n", argv[0]);
+    return 2;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("train_cuda: no CUDA device (skipped)\n");
+    return 77;
+  }
+  try {
+    std::string mode = argv[1];
+    bool random = std::string(argv[2]) == "-";
+    if (random && mode != "bench") die("random inputs (\"-\") are for bench only");
+    SafetensorsFile weights, golden;
+    if (!random) {
+      weights = aotc::rt::readSafetensors(argv[2]);
+      golden = aotc::rt::readSafetensors(argv[3]);
+    }
+    DeviceModel m(random ? nullptr : &weights, random ? nullptr : &golden);
+    if (mode == "train" && argc >= 5) return train(m, argv[4], argc >= 6 ? std::atoi(argv[5]) : 20);
+    if (mode == "one-step") {
+      m.step(0.1);
+      m.check();
+      std::printf("%s (cuda): one step OK\n", kBase.name);
+      return 0;
+    }
+    if (mode == "bad-index") return badIndex(m);
+    if (mode == "bench") return bench(m, argc >= 5 ? std::max(1, std::atoi(argv[4])) : 50);
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}
