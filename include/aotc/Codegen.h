@@ -41,6 +41,10 @@ enum class GpuMapping {
   ColumnBlock,  ///< Column reductions (isColumnReduction): a 256-thread block takes 32
                 ///< neighbouring columns, 8 row groups fold coalesced, then an 8-lane
                 ///< shuffle butterfly per column over workgroup memory.
+  SplitRow,     ///< Few long rows (the rows would fit in one block but hold > 4096 elements):
+                ///< `parts` blocks per row fold contiguous chunks into f64 partials in
+                ///< scratch; a second kernel (<symbol>_final, one block per row) folds each
+                ///< row's partials in order and runs the remaining phases. Deterministic.
 };
 const char *gpuMappingName(GpuMapping m);
 struct GpuLaunch {
@@ -49,9 +53,16 @@ struct GpuLaunch {
   /// Elementwise only: elements per thread along the innermost dim (4: the accesses that are
   /// contiguous there are 16-byte vector loads/stores of 4-byte elements), else 1.
   int64_t vectorWidth = 1;
+  /// SplitRow only: blocks per row (grid = rows * parts), the second kernel's grid (= rows)
+  /// and the partials it reads: rows * parts * (reductions of phase 0) f64 values.
+  int64_t parts = 0, finalGrid = 0, partialValues = 0;
 };
 /// The mapping and launch geometry of Loop kernel k of kg (lib/Codegen/GpuLaunch.cpp).
 GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k);
+/// CUDA target: byte offset in the scratch arena of the SplitRow partials (after the
+/// arena the CPU target plans, 256-byte aligned), and the arena size with them.
+int64_t gpuPartialsOffset(const KernelProgram &kp);
+int64_t gpuScratchBytes(const KernelProgram &kp);
 
 struct CodegenOptions {
   std::string name;            ///< C identifier for the entry points; empty: Program::name.

@@ -256,9 +256,14 @@ bool isColumnReduction(const Kernel &k);
 /// `--emit=kernels` text: one line per kernel, e.g.
 ///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256]
 /// With target "cuda", kernels with a loop part end in
-///   cuda=<mapping> grid=<blocks> block=<threads>   (gpuLaunch, include/aotc/Codegen.h).
+///   cuda=<mapping> grid=<blocks> block=<threads> [vec=4]   (gpuLaunch, include/aotc/Codegen.h)
+/// and split-row kernels add `final=<blocks>x<threads> partials=scratch+<byte offset>` (the
+/// second kernel's launch and where the partials live, `partialsOffset`).
+/// After each graph: `# <graph> scratch buffers: ...` and `# <graph> buffers: name=location ...`
+/// (in[i], out[i], tangents[i], grads[i], saved+offset, scratch+offset or none), in buffer-id
+/// order, which is the order of a kernel's pointer arguments.
 std::string printKernels(const KernelProgram &kp, const std::string &target = "cpu");
 std::string printKernelGraph(const KernelGraph &kg, const std::string &title,
-                             const std::string &target = "cpu");
+                             const std::string &target = "cpu", int64_t partialsOffset = 0);
 
 } // namespace aotc

@@ -44,6 +44,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   const bool cuda = target == "cuda";
   const int align = cuda ? 256 : 64;
   const std::string al = std::to_string(align);
+  const int64_t scratchBytes = cuda ? gpuScratchBytes(kp) : kp.scratchBytes; // + SplitRow partials
   std::string guard = n;
   for (auto &c : guard) c = (char)std::toupper((unsigned char)c);
   auto rounded = [&](int64_t bytes) { return std::max<int64_t>(align, (bytes + align - 1) / align * align); };
@@ -63,7 +64,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
-     << " * Scratch arena: " << kp.scratchBytes << " bytes (any contents; not kept between calls).\n"
+     << " * Scratch arena: " << scratchBytes << " bytes (any contents; not kept between calls).\n"
      << " *\n"
      << " * Usage:\n";
   if (cuda) {
@@ -96,11 +97,11 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << "#define " << n << "_NUM_OUTPUTS " << kp.outputs.size() << "\n"
      << "#define " << n << "_NUM_GRADS " << kp.grads.size() << "\n"
      << "#define " << n << "_SAVED_BYTES " << kp.savedBytes << "\n"
-     << "#define " << n << "_SCRATCH_BYTES " << kp.scratchBytes << "\n"
+     << "#define " << n << "_SCRATCH_BYTES " << scratchBytes << "\n"
      << "/* Sizes rounded up to a non-zero multiple of " << al
      << (cuda ? ". */\n" : " (for aligned_alloc). */\n")
      << "#define " << n << "_SAVED_BYTES_ALLOC " << rounded(kp.savedBytes) << "\n"
-     << "#define " << n << "_SCRATCH_BYTES_ALLOC " << rounded(kp.scratchBytes) << "\n\n";
+     << "#define " << n << "_SCRATCH_BYTES_ALLOC " << rounded(scratchBytes) << "\n\n";
   if (cuda) {
     os << "int " << n << "_forward(const void *const *in, void *const *out, void *saved, void *scratch,\n"
        << "    const aotc_cuda_exec *exec);\n"

@@ -76,7 +76,11 @@ struct CudaHostBuilder {
         std::string sym = kernelSymbol(kp.name, bwd, k.name);
         kernelIndex[sym] = (int)names.size();
         names.push_back(sym);
-        maxArgs = std::max<int>(maxArgs, (int)kernelArgs(k).size() + 1);
+        if (gpuLaunch(kg, k).mapping == GpuMapping::SplitRow) {
+          kernelIndex[sym + "_final"] = (int)names.size();
+          names.push_back(sym + "_final");
+        }
+        maxArgs = std::max<int>(maxArgs, (int)kernelArgs(k).size() + 2);
       }
     }
     return names;
@@ -169,16 +173,23 @@ struct CudaHostBuilder {
           }
           args.push_back(errorWord);
         }
+        GpuLaunch l = gpuLaunch(kg, k);
+        if (l.mapping == GpuMapping::SplitRow) // the f64 partials, after the planned arena
+          args.push_back(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), ea.scratch, gpuPartialsOffset(kp), "partials"));
         for (size_t i = 0; i < args.size(); ++i) {
           Value *v = b.CreateConstInBoundsGEP1_64(ptr, vals, i);
           b.CreateAlignedStore(args[i], v, llvm::Align(8));
           b.CreateAlignedStore(v, b.CreateConstInBoundsGEP1_64(ptr, argv, i), llvm::Align(8));
         }
-        GpuLaunch l = gpuLaunch(kg, k);
         if (l.grid > INT32_MAX) userError("codegen (cuda): kernel " + sym + " needs " + std::to_string(l.grid) + " blocks");
         Value *rc = b.CreateCall(launchFn, {exec, module, b.getInt32(kernelIndex.at(sym)),
                                             b.getInt32((uint32_t)l.grid), b.getInt32((uint32_t)l.block), argv});
         returnIfFailed(rc, sym);
+        if (l.mapping == GpuMapping::SplitRow) {
+          rc = b.CreateCall(launchFn, {exec, module, b.getInt32(kernelIndex.at(sym + "_final")),
+                                       b.getInt32((uint32_t)l.finalGrid), b.getInt32((uint32_t)l.block), argv});
+          returnIfFailed(rc, sym + "_final");
+        }
       }
       if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0) {
         const GemmDesc &g = k.gemm;
@@ -256,7 +267,9 @@ struct CudaHostBuilder {
                 stringArray(names, kp.name + ".kernel_names"), fb, b.getInt64((int64_t)out().fatbin.size()),
                 b.getInt32((int)errors.size()), stringArray(errors, kp.name + ".cuda_errors")}));
 
-    llvm::Constant *base = programDescriptor(M, kp, errors, nullptr, nullptr, errorValue);
+    KernelProgram sized = kp; // the descriptor's scratch size includes the SplitRow partials
+    sized.scratchBytes = gpuScratchBytes(kp);
+    llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, errorValue);
     std::ostringstream archs;
     for (size_t i = 0; i < opts.cuda.archs.size(); ++i) archs << (i ? "," : "") << opts.cuda.archs[i];
     auto *progTy = llvm::StructType::create(C, {base->getType(), ptr, ptr, ptr, ptr, ptr}, "aotc_cuda_program");

@@ -86,10 +86,12 @@ public:
     statusProgramId_ = programId;
   }
 
-  void build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch);
+  /// Builds gpu.func `sym`; for SplitRow, `final` selects the second kernel.
+  void build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch, bool final = false);
 
 private:
   Value cI32(int32_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
+  Value partials_; ///< SplitRow: memref<partialValues x f64> in scratch (the last argument).
   /// Appends the row-major coordinates of linear index `lin` in `dims` to `out`.
   void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
@@ -99,7 +101,7 @@ private:
   /// Folds p's reductions over inner positions start, start+step, ... in order; returns the
   /// accumulators (ArgMax: value, index) — the identities when start >= prod(p.inner).
   SmallVector<Value> stridedFold(const Phase &p, const std::vector<Value> &outerVars, Value start,
-                                 int64_t step);
+                                 int64_t step, Value end = Value());
   /// xor-shuffle butterfly over `width` lanes (offsets width/2 .. 1) combining acc in place.
   void butterfly(const Phase &p, SmallVector<Value> &acc, int width);
   /// p's after-fold stores (inner variables 0) when `cond` holds.
@@ -109,6 +111,13 @@ private:
   /// workgroup memref<8 x acc type> per accumulator of p, for the warps' partials).
   void emitGroupPhase(const Phase &p, const std::vector<Value> &outerVars, Value me, int64_t threads,
                       Value lane, Value warp, const std::vector<Value> *shared);
+  /// Combines the per-thread accumulators of a warp (butterfly) and, with `shared`, of the
+  /// block's 8 warps in warp order: afterwards every thread holds the group's result.
+  void groupCombine(const Phase &p, SmallVector<Value> &acc, int64_t threads, Value lane, Value warp,
+                    const std::vector<Value> *shared);
+  /// SplitRow (GpuLaunch): stage 1 (`final` false) folds block bid's chunk of its row into
+  /// partials; stage 2 folds a row's partials and runs the remaining phases.
+  void emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, Value tid, Value bid, bool final);
   /// Column-block mapping: phase p for column `col` (valid when `valid`), row group `group`
   /// of 8; `wg` makes a fresh workgroup buffer of n elements of a dtype.
   void emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid, Value group,
@@ -155,7 +164,7 @@ void GpuKernelBuilder::stridedStores(const Phase &p, const std::vector<Value> &o
 }
 
 SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vector<Value> &outerVars, Value start,
-                                                 int64_t step) {
+                                                 int64_t step, Value end) {
   ph_ = &p;
   SmallVector<Value> init;
   for (auto &r : p.reductions) {
@@ -163,7 +172,7 @@ SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vect
     if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
   }
   auto loop = b_.create<scf::ForOp>(
-      loc_, start, cIdx(prod(p.inner)), cIdx(step), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
+      loc_, start, end ? end : cIdx(prod(p.inner)), cIdx(step), init, [&](OpBuilder &b, Location, Value j, ValueRange acc) {
         OpBuilder::InsertionGuard g(b_);
         b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
         vars_ = outerVars;
@@ -230,6 +239,14 @@ void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &
     return;
   }
   SmallVector<Value> acc = stridedFold(p, outerVars, me, threads);
+  groupCombine(p, acc, threads, lane, warp, shared);
+  size_t ai = 0;
+  setRegs(p, acc, ai, regs_);
+  foldStores(p, outerVars, first);
+}
+
+void GpuKernelBuilder::groupCombine(const Phase &p, SmallVector<Value> &acc, int64_t threads, Value lane,
+                                    Value warp, const std::vector<Value> *shared) {
   butterfly(p, acc, 32); // every lane of the warp now holds the warp's result
   if (shared) {
     // Block: lane 0 of every warp publishes its warp's result; after the barrier every thread
@@ -257,9 +274,6 @@ void GpuKernelBuilder::emitGroupPhase(const Phase &p, const std::vector<Value> &
       }
     }
   }
-  size_t ai = 0;
-  setRegs(p, acc, ai, regs_);
-  foldStores(p, outerVars, first);
 }
 
 void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid,
@@ -361,7 +375,73 @@ void GpuKernelBuilder::emitVectorLanes(const Phase &p, const std::vector<Value> 
   lane_ = 0;
 }
 
-void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch) {
+void GpuKernelBuilder::emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, Value tid, Value bid,
+                                    bool final) {
+  const Phase &p0 = k_.phases[0];
+  const int64_t parts = launch.parts, nred = (int64_t)p0.reductions.size(), len = prod(p0.inner);
+  Value warp = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
+  Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
+  Value row = final ? bid : b_.create<arith::DivUIOp>(loc_, bid, cIdx(parts)).getResult();
+  std::vector<Value> ov;
+  unravel(row, k_.outer, ov);
+  std::vector<Value> shared;
+  auto wg = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
+  for (auto &r : p0.reductions)
+    shared.push_back(fn.addWorkgroupAttribution(
+        MemRefType::get({launch.block / 32}, elemType(ctx_, r.accType, false), MemRefLayoutAttrInterface{}, wg),
+        loc_));
+  auto slot = [&](Value part, int64_t r) { // (row * parts + part) * nred + r
+    Value rp = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cIdx(parts)), part);
+    return b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, rp, cIdx(nred)), cIdx(r)).getResult();
+  };
+  ph_ = &p0;
+  SmallVector<Value> acc;
+  if (!final) {
+    // Stage 1: block `part` of the row folds elements [part*chunk, (part+1)*chunk) thread-strided.
+    const int64_t chunk = (len + parts - 1) / parts;
+    Value part = b_.create<arith::RemUIOp>(loc_, bid, cIdx(parts));
+    Value begin = b_.create<arith::MulIOp>(loc_, part, cIdx(chunk));
+    Value end = b_.create<arith::MinUIOp>(loc_, b_.create<arith::AddIOp>(loc_, begin, cIdx(chunk)), cIdx(len));
+    acc = stridedFold(p0, ov, b_.create<arith::AddIOp>(loc_, begin, tid), launch.block, end);
+    groupCombine(p0, acc, launch.block, lane, warp, &shared);
+    Value t0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, tid, cIdx(0));
+    ifThen(t0, [&] {
+      for (int64_t r = 0; r < nred; ++r) {
+        Value v = acc[r];
+        if (p0.reductions[r].accType == DType::F32) v = b_.create<arith::ExtFOp>(loc_, b_.getF64Type(), v);
+        b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{slot(part, r)});
+      }
+    });
+    return;
+  }
+  // Stage 2: thread t folds partials t, t+256, ... of its row in order, then the block combines.
+  SmallVector<Value> init;
+  for (auto &r : p0.reductions) init.push_back(reduceInit(r));
+  auto loop = b_.create<scf::ForOp>(
+      loc_, tid, cIdx(parts), cIdx(launch.block), init, [&](OpBuilder &b, Location, Value q, ValueRange a) {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+        SmallVector<Value> next(a.begin(), a.end());
+        for (int64_t r = 0; r < nred; ++r) {
+          Value v = b_.create<memref::LoadOp>(loc_, partials_, ValueRange{slot(q, r)});
+          if (p0.reductions[r].accType == DType::F32) v = b_.create<arith::TruncFOp>(loc_, b_.getF32Type(), v);
+          Value dummy;
+          combine(p0.reductions[r], next[r], dummy, v, Value(), /*tree=*/true);
+        }
+        b_.create<scf::YieldOp>(loc_, next);
+      });
+  acc.assign(loop.getResults().begin(), loop.getResults().end());
+  groupCombine(p0, acc, launch.block, lane, warp, &shared);
+  size_t ai = 0;
+  setRegs(p0, acc, ai, regs_);
+  foldStores(p0, ov, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, tid, cIdx(0)));
+  for (size_t i = 1; i < k_.phases.size(); ++i) {
+    b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
+    emitGroupPhase(k_.phases[i], ov, tid, launch.block, lane, warp, nullptr);
+  }
+}
+
+void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const GpuLaunch &launch, bool final) {
   std::vector<int> args = kernelArgs(k_);
   SmallVector<Type> types;
   for (int id : args) {
@@ -371,6 +451,8 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   }
   bool fail = k_.mayFail();
   if (fail) types.push_back(MemRefType::get({4}, b_.getI64Type())); // aotc_cuda_exec::error_word
+  if (launch.mapping == GpuMapping::SplitRow)
+    types.push_back(MemRefType::get({launch.partialValues}, b_.getF64Type()));
   b_.setInsertionPoint(mod.getBody()->getTerminator());
   auto fn = b_.create<gpu::GPUFuncOp>(loc_, sym, b_.getFunctionType(types, {}));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
@@ -379,6 +461,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   b_.setInsertionPointToStart(entry);
   for (size_t i = 0; i < args.size(); ++i) bufArg_[args[i]] = entry->getArgument(i);
   if (fail) status_ = entry->getArgument(args.size());
+  if (launch.mapping == GpuMapping::SplitRow) partials_ = entry->getArgument(args.size() + (fail ? 1 : 0));
   regs_.assign(k_.regTypes.size(), Value());
   Value tid = b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x);
   Value bid = b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x);
@@ -451,6 +534,9 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
     }
     break;
   }
+  case GpuMapping::SplitRow:
+    emitSplitRow(fn, launch, tid, bid, final);
+    break;
   case GpuMapping::BlockPerRow: {
     // One block per row (grid = rows, so no guard: every thread reaches every barrier).
     Value warp = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
@@ -553,8 +639,13 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   auto addGraph = [&](const KernelGraph &kg, bool bwd) {
     for (auto &k : kg.kernels) {
       if (k.phases.empty()) continue;
+      GpuLaunch launch = gpuLaunch(kg, k);
       GpuKernelBuilder kb(b, kg, k, cudaProgramId(kp.name));
-      kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), gpuLaunch(kg, k));
+      kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), launch);
+      if (launch.mapping == GpuMapping::SplitRow) {
+        GpuKernelBuilder fb(b, kg, k, cudaProgramId(kp.name));
+        fb.build(gmod, kernelSymbol(kp.name, bwd, k.name) + "_final", launch, /*final=*/true);
+      }
     }
   };
   addGraph(kp.forward, false);

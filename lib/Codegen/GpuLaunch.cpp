@@ -16,6 +16,7 @@ const char *gpuMappingName(GpuMapping m) {
   case GpuMapping::BlockPerRow: return "block-per-row";
   case GpuMapping::ColumnBlock: return "column-block";
   case GpuMapping::ThreadPerRow: return "thread-per-row";
+  case GpuMapping::SplitRow: return "split-row";
   }
   return "?";
 }
@@ -52,7 +53,29 @@ int64_t vectorWidth(const KernelGraph &kg, const Kernel &k, const Phase &p) {
   return any ? kWidth : 1;
 }
 
+/// SplitRow applies when the row mappings would leave > 4096 elements to one block and the
+/// kernel is phase 0 = the only reduce phase (sum/max/min with an f32/f64 accumulator; its
+/// partials travel as f64, exactly) followed by phases of at most 256 elements per row.
+bool splittable(const Kernel &k) {
+  if (k.phases.empty() || k.phases[0].reductions.empty()) return false;
+  for (auto &r : k.phases[0].reductions)
+    if (r.kind == ReduceKind::ArgMax || (r.accType != DType::F32 && r.accType != DType::F64)) return false;
+  for (size_t i = 1; i < k.phases.size(); ++i)
+    if (!k.phases[i].reductions.empty() || prod(k.phases[i].inner) > 256) return false;
+  return true;
+}
+
 } // namespace
+
+int64_t gpuPartialsOffset(const KernelProgram &kp) { return (kp.scratchBytes + 255) / 256 * 256; }
+
+int64_t gpuScratchBytes(const KernelProgram &kp) {
+  int64_t values = 0;
+  for (const KernelGraph *kg : {&kp.forward, &kp.backward})
+    for (const Kernel &k : kg->kernels)
+      if (!k.phases.empty()) values = std::max(values, gpuLaunch(*kg, k).partialValues);
+  return values > 0 ? gpuPartialsOffset(kp) + values * 8 : kp.scratchBytes;
+}
 
 GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
   GpuLaunch l;
@@ -70,6 +93,14 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
     l.mapping = GpuMapping::ColumnBlock;
     l.block = 256;
     l.grid = std::max<int64_t>(1, (outer + 31) / 32);
+  } else if (reduces && outer <= 8 && outer * longest > 4096 && splittable(k)) {
+    // One block would hold it all (a loss: the mean over a whole tensor): split each row.
+    l.mapping = GpuMapping::SplitRow;
+    l.block = 256;
+    l.parts = std::clamp<int64_t>((longest + 8191) / 8192, 2, 1024);
+    l.grid = outer * l.parts;
+    l.finalGrid = outer;
+    l.partialValues = outer * l.parts * (int64_t)k.phases[0].reductions.size();
   } else if (reduces && longest >= 8192) {
     // A long row (the MSE loss: a whole tensor): a warp alone would be serial for too long.
     l.mapping = GpuMapping::BlockPerRow;

@@ -202,7 +202,8 @@ static std::string joinNames(const KernelGraph &kg, const std::vector<int> &ids)
   return s + "]";
 }
 
-std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const std::string &target) {
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const std::string &target,
+                             int64_t partialsOffset) {
   std::ostringstream os;
   os << "# " << title << ": " << kg.kernels.size() << " kernels, scratch " << kg.scratchBytes
      << " bytes\n";
@@ -256,6 +257,8 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       GpuLaunch l = gpuLaunch(kg, k);
       os << " cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
       if (l.vectorWidth > 1) os << " vec=" << l.vectorWidth;
+      if (l.mapping == GpuMapping::SplitRow)
+        os << " final=" << l.finalGrid << "x" << l.block << " partials=scratch+" << partialsOffset;
     }
     os << "\n";
   }
@@ -307,8 +310,8 @@ bool isColumnReduction(const Kernel &k) {
 std::string printKernels(const KernelProgram &kp, const std::string &target) {
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
-  s += printKernelGraph(kp.forward, "forward", target);
-  if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target);
+  s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
+  if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
   return s;
 }
 

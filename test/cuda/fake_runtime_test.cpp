@@ -143,6 +143,8 @@ struct KernelLine {
   std::string name;
   bool gemm = false, checked = false, launched = false;
   uint32_t grid = 0, block = 0;
+  uint32_t finalGrid = 0, finalBlock = 0; // split-row: the second kernel's launch
+  std::string partials;                   // split-row: "scratch+<offset>"
   int64_t gemmBlocks = 1, m = 0, n = 0, batch = 1;
   std::vector<std::string> reads, writes;
 };
@@ -199,6 +201,12 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.batch = num(line, "batch", 1);
       std::smatch bm;
       if (std::regex_search(line, bm, std::regex(" blocks=([0-9]+)x"))) k.gemmBlocks = std::stoll(bm[1]);
+      std::smatch fm;
+      if (std::regex_search(line, fm, std::regex(" final=([0-9]+)x([0-9]+) partials=(scratch\\+[0-9]+)"))) {
+        k.finalGrid = (uint32_t)std::stoul(fm[1]);
+        k.finalBlock = (uint32_t)std::stoul(fm[2]);
+        k.partials = fm[3];
+      }
       k.reads = list(line, "reads");
       k.writes = list(line, "writes");
       out[graph].kernels.push_back(k);
@@ -320,8 +328,21 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
         EXPECT(e.args[i] == bufs.at(loc), sym << " argument " << i << " (" << names[i] << " = " << loc
                                               << ") points to " << bufs.where(e.args[i]));
       }
-      if (k.checked && e.args.size() == names.size() + 1)
-        EXPECT(e.args.back() == (const void *)exec.error_word, sym << ": last argument is not exec->error_word");
+      size_t extra = names.size();
+      if (k.checked && e.args.size() > extra)
+        EXPECT(e.args[extra++] == (const void *)exec.error_word, sym << ": argument is not exec->error_word");
+      if (k.finalGrid) {
+        EXPECT(e.args.size() == extra + 1 && e.args.back() == bufs.at(k.partials),
+               sym << ": last argument is not the partials at " << k.partials);
+        // The second kernel: same arguments, one block per row.
+        EXPECT(ev < events.size(), graph << ": missing launch of " << sym << "_final");
+        if (ev >= events.size()) return;
+        const Event &f = events[ev++];
+        EXPECT(f.kind == Event::Launch && f.name == sym + "_final" && f.grid == k.finalGrid &&
+                   f.block == k.finalBlock && f.args == e.args,
+               sym << "_final: launch " << f.name << " " << f.grid << "x" << f.block);
+        ++launches;
+      }
     }
     if (k.gemm && k.m > 0 && k.n > 0) {
       ++gemms;
@@ -383,7 +404,8 @@ int main(int argc, char **argv) {
       u.insert(u.end(), k.writes.begin(), k.writes.end());
       std::sort(u.begin(), u.end());
       n = std::unique(u.begin(), u.end()) - u.begin();
-      argCount[sym] = n + (k.checked ? 1 : 0);
+      argCount[sym] = n + (k.checked ? 1 : 0) + (k.finalGrid ? 1 : 0);
+      if (k.finalGrid) argCount[sym + "_final"] = argCount[sym];
     }
 
   // The descriptor.
@@ -394,7 +416,7 @@ int main(int argc, char **argv) {
   const aotc_cuda_module *mod = cp.module;
   int launchedKernels = 0;
   for (auto &g : text)
-    for (auto &k : g.second.kernels) launchedKernels += k.launched;
+    for (auto &k : g.second.kernels) launchedKernels += k.launched + (k.finalGrid ? 1 : 0);
   EXPECT(mod && mod->num_kernels == launchedKernels, "module kernels " << mod->num_kernels << " vs " << launchedKernels);
   uint32_t magic = 0;
   std::memcpy(&magic, mod->fatbin, 4);

@@ -3,7 +3,7 @@
 usage: check_ptx.py KERNELS.txt PROGRAM.ptx --name NAME [--ptxas PATH --arch sm_80 --arch sm_90]
 
 Every kernel line with `cuda=<mapping> grid=G block=B` must have a PTX `.entry`
-(<name>_fwd_kN / <name>_bwd_kN) and vice versa; every reducing kernel (warp-per-row,
+(<name>_fwd_kN / <name>_bwd_kN; a split-row kernel also <symbol>_final) and vice versa; every reducing kernel (warp-per-row,
 block-per-row, column-block) must contain `shfl.sync.bfly`, the block ones also a barrier; every `vec=4` kernel a 16-byte `ld/st.global.v4`; no `atom.` / `red.` instruction anywhere; a kernel whose
 domain has more than 4096 elements must launch more than one block; with --ptxas, the
 PTX must assemble for every --arch with 0 spill bytes. Prints one summary line; exit 1
@@ -28,7 +28,7 @@ def kernels(path, name):
             section = "fwd" if m.group(1) == "forward" else "bwd"
             continue
         m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* cuda=(\S+) grid=(\d+) block=(\d+)"
-                     r"(?: vec=(\d+))?$", line.rstrip("\n"))
+                     r"(?: vec=(\d+))?(?: final=(\d+)x(\d+) partials=scratch\+\d+)?$", line.rstrip("\n"))
         if m:
             dims = [int(d) for d in m.group(2).split(",") if d.strip()]
             numel = 1
@@ -37,6 +37,10 @@ def kernels(path, name):
             out[f"{name}_{section}_{m.group(1)}"] = {
                 "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel,
                 "vec": int(m.group(6) or 1)}
+            if m.group(7):  # split-row: the second kernel folds the partials (numel: one row's partials)
+                out[f"{name}_{section}_{m.group(1)}_final"] = {
+                    "mapping": "split-row-final", "grid": int(m.group(7)), "block": int(m.group(8)),
+                    "numel": 0, "vec": 1}
     return out
 
 
@@ -72,11 +76,11 @@ def main():
             vec += 1
             if not re.search(r"\b(ld|st)\.global\.v4\.(f32|b32|u32|s32)", es[sym]):
                 fail(f"{sym}: vec=4 but no 16-byte ld/st.global.v4")
-        if k["mapping"] in ("warp-per-row", "block-per-row", "column-block"):
+        if k["mapping"] in ("warp-per-row", "block-per-row", "column-block", "split-row", "split-row-final"):
             warps += 1
             if "shfl.sync.bfly" not in es[sym]:
                 fail(f"{sym}: a reduction kernel without shfl.sync.bfly")
-        if k["mapping"] in ("block-per-row", "column-block") and not re.search(r"\bbar\.sync\b|\bbarrier\.sync\b", es[sym]):
+        if k["mapping"] in ("block-per-row", "column-block", "split-row", "split-row-final") and not re.search(r"\bbar\.sync\b|\bbarrier\.sync\b", es[sym]):
             fail(f"{sym}: a block reduction without a barrier")
         if k["numel"] > 4096 and k["grid"] <= 1:
             fail(f"{sym}: {k['numel']} elements in a single block")
