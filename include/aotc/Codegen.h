@@ -28,6 +28,7 @@ struct CudaOptions {
   /// --cuda-arch, ascending ("sm_80", "sm_90"): PTX is generated once for the first (lowest).
   std::vector<std::string> archs = {"sm_80", "sm_90"};
   std::string toolkit = "/usr/local/cuda"; ///< --cuda-toolkit: libdevice, ptxas, fatbinary.
+  bool allowTf32 = false; ///< --allow-tf32: f32 GEMMs may use TF32 (aotc_cuda_gemm_desc::allow_tf32).
 };
 
 /// How the CUDA target runs one Loop kernel; a function of the kernel's shapes only

@@ -145,7 +145,8 @@ struct CudaHostBuilder {
                                     "aotc_cuda_gemm_desc");
     auto I = [&](int64_t v) { return b.getInt64(v); };
     llvm::Constant *init = llvm::ConstantStruct::get(
-        ty, {b.getInt32((int)g.dtype), b.getInt32(g.transA), b.getInt32(g.transB), b.getInt32(0), I(g.m),
+        ty, {b.getInt32((int)g.dtype), b.getInt32(g.transA), b.getInt32(g.transB),
+             b.getInt32(opts.cuda.allowTf32 && g.dtype == DType::F32 ? 1 : 0), I(g.m),
              I(g.n), I(g.k), I(std::max<int64_t>(g.lda, 1)), I(std::max<int64_t>(g.ldb, 1)),
              I(std::max<int64_t>(g.ldc, 1)), I(g.batch), I(g.strideA), I(g.strideB), I(g.strideC),
              llvm::ConstantFP::get(f64t, g.alpha), llvm::ConstantFP::get(f64t, g.beta),

@@ -140,7 +140,7 @@ cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows, i
 }
 
 GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g) {
-  GemmKey key{exec->cublaslt, g->dtype, g->trans_a, g->trans_b, exec->allow_tf32, g->m, g->n, g->k, g->lda, g->ldb,
+  GemmKey key{exec->cublaslt, g->dtype, g->trans_a, g->trans_b, g->allow_tf32, g->m, g->n, g->k, g->lda, g->ldb,
               g->ldc, g->batch, g->stride_a, g->stride_b, g->stride_c, exec->workspace_bytes};
   std::lock_guard<std::mutex> lock(planMutex);
   auto it = plans.find(key);
@@ -148,7 +148,7 @@ GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g) {
   const bool f64 = g->dtype == AOTC_F64;
   const cudaDataType t = f64 ? CUDA_R_64F : CUDA_R_32F;
   const cublasComputeType_t ct =
-      f64 ? CUBLAS_COMPUTE_64F : (exec->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+      f64 ? CUBLAS_COMPUTE_64F : (g->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
   auto *p = new GemmPlan;
   cublasStatus_t st = cublasLtMatmulDescCreate(&p->op, ct, t);
   cublasOperation_t opA = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt's A is our B

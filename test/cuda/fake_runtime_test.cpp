@@ -352,6 +352,7 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
       EXPECT(e.kind == Event::Gemm && e.name == sym, graph << ": expected GEMM " << sym << ", got " << e.name);
       const aotc_cuda_gemm_desc &g = e.gemm;
       EXPECT(g.m == k.m && g.n == k.n && g.batch == k.batch, sym << ": m/n/batch vs text");
+      EXPECT(g.allow_tf32 == 0, sym << ": TF32 without --allow-tf32");
       // The CPU target's calls for this kernel: gemmBlocks x batch single-threaded calls.
       int64_t calls = k.gemmBlocks * k.batch;
       EXPECT(cpu + calls <= cpuCalls.size(), sym << ": the CPU made fewer BLAS calls");

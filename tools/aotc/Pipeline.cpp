@@ -74,6 +74,8 @@ CompileResult runPipeline(const CompileOptions &o) {
     userError("unsupported --target '" + o.target + "' (supported: cpu, cuda)");
   if ((o.emit == "ptx" || o.emit == "fatbin") && o.target != "cuda")
     userError("--emit=" + o.emit + " needs --target=cuda");
+  if (o.allowTf32 && o.target != "cuda")
+    userError("--allow-tf32 needs --target=cuda (the CPU target's GEMMs are always f32)");
   if (o.emit == "llvm" && o.target == "cuda")
     userError("--emit=llvm is the CPU target's; with --target=cuda use --emit=mlir or --emit=ptx");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
@@ -166,6 +168,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.target = o.target;
   cg.cuda.archs = o.cudaArchs;
   cg.cuda.toolkit = o.cudaToolkit;
+  cg.cuda.allowTf32 = o.allowTf32;
   if (stopsAfter("kernels", printKernels(kp, o.target)))
     return r;
 

@@ -73,6 +73,8 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
       ->default_str("sm_80,sm_90");
   app.add_option("--cuda-toolkit", o.cudaToolkit, "--target=cuda: CUDA toolkit (libdevice, ptxas, fatbinary)")
       ->default_str("/usr/local/cuda");
+  app.add_flag("--allow-tf32", o.allowTf32,
+               "--target=cuda: f32 GEMMs may use TF32 tensor cores (10-bit mantissa products; off by default)");
   app.add_option("--requires-grad", o.requiresGrad,
                  "Inputs (FQN or placeholder name) that get a gradient")
       ->delimiter(',');

@@ -129,7 +129,7 @@ typedef struct aotc_cuda_exec {
   void *workspace;        /**< Device memory for cuBLASLt, workspace_bytes bytes. */
   int64_t workspace_bytes;
   int64_t *error_word;    /**< Device memory, AOTC_CUDA_ERROR_WORD_BYTES, zeroed. */
-  int32_t allow_tf32;     /**< 0 (default): f32 GEMMs in full f32 precision. */
+  int32_t flags;          /**< 0 (reserved) */
   int32_t reserved;       /**< 0 */
 } aotc_cuda_exec;
 
@@ -151,7 +151,7 @@ typedef struct aotc_cuda_module {
 typedef struct aotc_cuda_gemm_desc {
   int32_t dtype;          /**< AOTC_F32 or AOTC_F64 */
   int32_t trans_a, trans_b;
-  int32_t reserved;
+  int32_t allow_tf32;     /**< 1 when compiled with --allow-tf32: f32 products may use TF32. */
   int64_t m, n, k, lda, ldb, ldc;
   int64_t batch, stride_a, stride_b, stride_c;
   double alpha, beta;

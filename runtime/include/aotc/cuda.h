@@ -16,7 +16,8 @@
  * Kernels are loaded from the object's fatbin once per process and module
  * (cudaLibraryLoadData, cudaLibraryGetKernel) in the current device's primary
  * context, so they share PyTorch's. GEMMs use cuBLASLt with the heuristic's first
- * algorithm, chosen once per shape and cached; TF32 only when exec->allow_tf32.
+ * algorithm, chosen once per shape and cached; TF32 only in objects compiled with
+ * --allow-tf32 (aotc_cuda_gemm_desc::allow_tf32).
  * AOTC_CUDA_SYNC=1 in the environment synchronizes after every launch and GEMM
  * and fails at the first kernel that faults or reports an error, naming it.
  *
