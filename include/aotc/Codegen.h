@@ -41,7 +41,9 @@ enum class GpuMapping {
   ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
   ColumnBlock,  ///< Column reductions (isColumnReduction): a 256-thread block takes 32
                 ///< neighbouring columns, 8 row groups fold coalesced, then an 8-lane
-                ///< shuffle butterfly per column over workgroup memory.
+                ///< shuffle butterfly per column over workgroup memory. Columns of >= 4096
+                ///< rows are cut into chunks (one block each) whose f64 partials a second
+                ///< kernel, one thread per column, folds in chunk order.
   SplitRow,     ///< Few long rows (the rows would fit in one block but hold > 4096 elements):
                 ///< `parts` blocks per row fold contiguous chunks into f64 partials in
                 ///< scratch; a second kernel (<symbol>_final, one block per row) folds each
@@ -54,8 +56,11 @@ struct GpuLaunch {
   /// Elementwise only: elements per thread along the innermost dim (4: the accesses that are
   /// contiguous there are 16-byte vector loads/stores of 4-byte elements), else 1.
   int64_t vectorWidth = 1;
-  /// SplitRow only: blocks per row (grid = rows * parts), the second kernel's grid (= rows)
-  /// and the partials it reads: rows * parts * (reductions of phase 0) f64 values.
+  /// Two-kernel reductions (finalGrid > 0), the second kernel being <symbol>_final with
+  /// `block` threads: SplitRow: blocks per row (grid = rows * parts), finalGrid = rows;
+  /// ColumnBlock over long columns ("column split"): row chunks (grid = column blocks *
+  /// parts), finalGrid = columns / 256 (one thread per column). partialValues: f64 partials
+  /// in scratch at gpuPartialsOffset (parts * rows or columns * accumulators).
   int64_t parts = 0, finalGrid = 0, partialValues = 0;
 };
 /// The mapping and launch geometry of Loop kernel k of kg (lib/Codegen/GpuLaunch.cpp).

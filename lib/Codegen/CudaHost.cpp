@@ -76,7 +76,7 @@ struct CudaHostBuilder {
         std::string sym = kernelSymbol(kp.name, bwd, k.name);
         kernelIndex[sym] = (int)names.size();
         names.push_back(sym);
-        if (gpuLaunch(kg, k).mapping == GpuMapping::SplitRow) {
+        if (gpuLaunch(kg, k).finalGrid > 0) {
           kernelIndex[sym + "_final"] = (int)names.size();
           names.push_back(sym + "_final");
         }
@@ -175,7 +175,7 @@ struct CudaHostBuilder {
           args.push_back(errorWord);
         }
         GpuLaunch l = gpuLaunch(kg, k);
-        if (l.mapping == GpuMapping::SplitRow) // the f64 partials, after the planned arena
+        if (l.partialValues > 0) // the f64 partials, after the planned arena
           args.push_back(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), ea.scratch, gpuPartialsOffset(kp), "partials"));
         for (size_t i = 0; i < args.size(); ++i) {
           Value *v = b.CreateConstInBoundsGEP1_64(ptr, vals, i);
@@ -186,7 +186,7 @@ struct CudaHostBuilder {
         Value *rc = b.CreateCall(launchFn, {exec, module, b.getInt32(kernelIndex.at(sym)),
                                             b.getInt32((uint32_t)l.grid), b.getInt32((uint32_t)l.block), argv});
         returnIfFailed(rc, sym);
-        if (l.mapping == GpuMapping::SplitRow) {
+        if (l.finalGrid > 0) {
           rc = b.CreateCall(launchFn, {exec, module, b.getInt32(kernelIndex.at(sym + "_final")),
                                        b.getInt32((uint32_t)l.finalGrid), b.getInt32((uint32_t)l.block), argv});
           returnIfFailed(rc, sym + "_final");

@@ -120,8 +120,15 @@ private:
   void emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, Value tid, Value bid, bool final);
   /// Column-block mapping: phase p for column `col` (valid when `valid`), row group `group`
   /// of 8; `wg` makes a fresh workgroup buffer of n elements of a dtype.
+  /// With `publish` (column split, stage 1): rows [begin, end) only, and the column totals go
+  /// to `publish` instead of the registers and the phase's stores.
   void emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid, Value group,
-                       Value lane, Value tid, const std::function<Value(DType, int64_t)> &wg);
+                       Value lane, Value tid, const std::function<Value(DType, int64_t)> &wg,
+                       const std::function<void(SmallVector<Value> &)> *publish = nullptr,
+                       Value begin = Value(), Value end = Value());
+  /// Column split, stage 2: one thread per column folds its partials of every reduce phase
+  /// in chunk order and runs the phases' stores.
+  void emitColumnFinal(const GpuLaunch &launch, Value tid, Value bid);
   /// The elementwise phase p for `width` consecutive elements of the innermost dim from
   /// `base`: accesses contiguous in that dim become one aligned vector load/store each.
   void emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width);
@@ -278,14 +285,16 @@ void GpuKernelBuilder::groupCombine(const Phase &p, SmallVector<Value> &acc, int
 
 void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> &outerVars, Value valid,
                                        Value group, Value lane, Value tid,
-                                       const std::function<Value(DType, int64_t)> &wg) {
+                                       const std::function<Value(DType, int64_t)> &wg,
+                                       const std::function<void(SmallVector<Value> &)> *publish, Value begin,
+                                       Value end) {
   constexpr int64_t kGroups = 8, kCols = 32;
   ph_ = &p;
   const int64_t n = prod(p.inner);
   Value group0 = b_.create<arith::AndIOp>(
       loc_, valid, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, group, cIdx(0)));
   if (p.reductions.empty()) {
-    ifThen(valid, [&] { stridedStores(p, outerVars, group, kGroups); });
+    if (!publish) ifThen(valid, [&] { stridedStores(p, outerVars, group, kGroups); });
     return;
   }
   // 1. Each thread folds rows group, group+8, ... of its column, in order (identities when the
@@ -295,8 +304,9 @@ void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> 
     accTypes.push_back(r.accType);
     if (r.kind == ReduceKind::ArgMax) accTypes.push_back(DType::I64);
   }
+  Value first = begin ? b_.create<arith::AddIOp>(loc_, begin, group).getResult() : group;
   SmallVector<Value> acc =
-      stridedFold(p, outerVars, b_.create<arith::SelectOp>(loc_, valid, group, cIdx(n)), kGroups);
+      stridedFold(p, outerVars, b_.create<arith::SelectOp>(loc_, valid, first, cIdx(n)), kGroups, end);
   // 2. Partials to workgroup memory [group][column]; after the barrier thread t combines the 8
   //    partials of column t/8 (part t%8) with an xor butterfly over 8 lanes (fixed order).
   std::vector<Value> parts, totals;
@@ -318,9 +328,57 @@ void GpuKernelBuilder::emitColumnPhase(const Phase &p, const std::vector<Value> 
   });
   b_.create<gpu::BarrierOp>(loc_);
   for (size_t k = 0; k < acc.size(); ++k) acc[k] = b_.create<memref::LoadOp>(loc_, totals[k], ValueRange{lane});
+  if (publish) {
+    ifThen(group0, [&] { (*publish)(acc); });
+    return;
+  }
   size_t ai = 0;
   setRegs(p, acc, ai, regs_);
   foldStores(p, outerVars, group0);
+}
+
+void GpuKernelBuilder::emitColumnFinal(const GpuLaunch &launch, Value tid, Value bid) {
+  const int64_t outer = prod(k_.outer);
+  int64_t nacc = 0;
+  for (auto &p : k_.phases) nacc += (int64_t)p.reductions.size();
+  Value col = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(launch.block)), tid);
+  ifThen(b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, col, cIdx(outer)), [&] {
+    std::vector<Value> ov;
+    unravel(col, k_.outer, ov);
+    Value yes = b_.create<arith::ConstantIntOp>(loc_, 1, 1);
+    int64_t ridx = 0;
+    for (auto &p : k_.phases) {
+      ph_ = &p;
+      if (!p.reductions.empty()) {
+        SmallVector<Value> init;
+        for (auto &r : p.reductions) init.push_back(reduceInit(r));
+        const int64_t base = ridx;
+        auto loop = b_.create<scf::ForOp>(
+            loc_, cIdx(0), cIdx(launch.parts), cIdx(1), init, [&](OpBuilder &b, Location, Value q, ValueRange a) {
+              OpBuilder::InsertionGuard g(b_);
+              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+              SmallVector<Value> next(a.begin(), a.end());
+              for (size_t r = 0; r < p.reductions.size(); ++r) {
+                // partials[(q * columns + col) * nacc + base + r]
+                Value at = b_.create<arith::AddIOp>(
+                    loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::AddIOp>(
+                        loc_, b_.create<arith::MulIOp>(loc_, q, cIdx(outer)), col), cIdx(nacc)),
+                    cIdx(base + (int64_t)r));
+                Value v = b_.create<memref::LoadOp>(loc_, partials_, ValueRange{at});
+                if (p.reductions[r].accType == DType::F32) v = b_.create<arith::TruncFOp>(loc_, b_.getF32Type(), v);
+                Value dummy;
+                combine(p.reductions[r], next[r], dummy, v, Value(), /*tree=*/true);
+              }
+              b_.create<scf::YieldOp>(loc_, next);
+            });
+        SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
+        size_t ai = 0;
+        setRegs(p, acc, ai, regs_);
+        ridx += (int64_t)p.reductions.size();
+      }
+      foldStores(p, ov, yes); // inner positions 0: a reduce phase's stores, or a one-element map
+    }
+  });
 }
 
 void GpuKernelBuilder::emitVectorLanes(const Phase &p, const std::vector<Value> &base, int64_t width) {
@@ -451,7 +509,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   }
   bool fail = k_.mayFail();
   if (fail) types.push_back(MemRefType::get({4}, b_.getI64Type())); // aotc_cuda_exec::error_word
-  if (launch.mapping == GpuMapping::SplitRow)
+  if (launch.partialValues > 0) // split row / column split: the f64 partials in scratch
     types.push_back(MemRefType::get({launch.partialValues}, b_.getF64Type()));
   b_.setInsertionPoint(mod.getBody()->getTerminator());
   auto fn = b_.create<gpu::GPUFuncOp>(loc_, sym, b_.getFunctionType(types, {}));
@@ -461,7 +519,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   b_.setInsertionPointToStart(entry);
   for (size_t i = 0; i < args.size(); ++i) bufArg_[args[i]] = entry->getArgument(i);
   if (fail) status_ = entry->getArgument(args.size());
-  if (launch.mapping == GpuMapping::SplitRow) partials_ = entry->getArgument(args.size() + (fail ? 1 : 0));
+  if (launch.partialValues > 0) partials_ = entry->getArgument(args.size() + (fail ? 1 : 0));
   regs_.assign(k_.regTypes.size(), Value());
   Value tid = b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x);
   Value bid = b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x);
@@ -515,9 +573,16 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
     break;
   }
   case GpuMapping::ColumnBlock: {
+    if (final) {
+      emitColumnFinal(launch, tid, bid);
+      break;
+    }
     Value group = b_.create<arith::DivUIOp>(loc_, tid, cIdx(32));
     Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
-    Value colIdx = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, bid, cIdx(32)), lane);
+    // Column split: block = chunk * column blocks + column block.
+    Value colBlock = launch.parts ? b_.create<arith::RemUIOp>(loc_, bid, cIdx(launch.grid / launch.parts)).getResult()
+                                  : bid;
+    Value colIdx = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, colBlock, cIdx(32)), lane);
     Value valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, colIdx, cIdx(outer));
     // Past-the-end lanes address column 0 (never loaded or stored: `valid` guards them).
     Value safeCol = b_.create<arith::SelectOp>(loc_, valid, colIdx, cIdx(0));
@@ -528,9 +593,39 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
       return fn.addWorkgroupAttribution(
           MemRefType::get({n}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, space), loc_);
     };
+    if (launch.parts == 0) {
+      for (size_t i = 0; i < k_.phases.size(); ++i) {
+        if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
+        emitColumnPhase(k_.phases[i], ov, valid, group, lane, tid, wgBuf);
+      }
+      break;
+    }
+    // Column split, stage 1: this block's chunk of rows; column totals to the f64 partials
+    // [(chunk * columns + column) * accumulators + accumulator].
+    int64_t nacc = 0;
+    for (auto &p : k_.phases) nacc += (int64_t)p.reductions.size();
+    Value chunk = b_.create<arith::DivUIOp>(loc_, bid, cIdx(launch.grid / launch.parts));
+    int64_t ridx = 0;
     for (size_t i = 0; i < k_.phases.size(); ++i) {
-      if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
-      emitColumnPhase(k_.phases[i], ov, valid, group, lane, tid, wgBuf);
+      const Phase &p = k_.phases[i];
+      if (p.reductions.empty()) continue;
+      const int64_t n = prod(p.inner), rows = (n + launch.parts - 1) / launch.parts;
+      Value begin = b_.create<arith::MulIOp>(loc_, chunk, cIdx(rows));
+      Value end = b_.create<arith::MinUIOp>(loc_, b_.create<arith::AddIOp>(loc_, begin, cIdx(rows)), cIdx(n));
+      const int64_t base = ridx;
+      std::function<void(SmallVector<Value> &)> publish = [&](SmallVector<Value> &acc) {
+        for (size_t r = 0; r < acc.size(); ++r) {
+          Value at = b_.create<arith::AddIOp>(
+              loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::AddIOp>(
+                  loc_, b_.create<arith::MulIOp>(loc_, chunk, cIdx(outer)), colIdx), cIdx(nacc)),
+              cIdx(base + (int64_t)r));
+          Value v = acc[r];
+          if (p.reductions[r].accType == DType::F32) v = b_.create<arith::ExtFOp>(loc_, b_.getF64Type(), v);
+          b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{at});
+        }
+      };
+      emitColumnPhase(p, ov, valid, group, lane, tid, wgBuf, &publish, begin, end);
+      ridx += (int64_t)p.reductions.size();
     }
     break;
   }
@@ -642,7 +737,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
       GpuLaunch launch = gpuLaunch(kg, k);
       GpuKernelBuilder kb(b, kg, k, cudaProgramId(kp.name));
       kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), launch);
-      if (launch.mapping == GpuMapping::SplitRow) {
+      if (launch.finalGrid > 0) {
         GpuKernelBuilder fb(b, kg, k, cudaProgramId(kp.name));
         fb.build(gmod, kernelSymbol(kp.name, bwd, k.name) + "_final", launch, /*final=*/true);
       }

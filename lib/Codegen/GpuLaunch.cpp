@@ -65,6 +65,31 @@ bool splittable(const Kernel &k) {
   return true;
 }
 
+/// Column split applies to column reductions whose reduce phases fold independent values
+/// (no register of an earlier phase: every phase's sums can run on any chunk of rows) with
+/// sum/max/min over f32/f64 accumulators, and whose map phases store one element per column.
+bool columnSplittable(const Kernel &k) {
+  for (auto &p : k.phases) {
+    if (p.reductions.empty()) {
+      if (prod(p.inner) > 1) return false;
+      continue;
+    }
+    for (auto &r : p.reductions) {
+      if (r.kind == ReduceKind::ArgMax || (r.accType != DType::F32 && r.accType != DType::F64)) return false;
+      std::vector<int> todo{r.value};
+      while (!todo.empty()) {
+        int i = todo.back();
+        todo.pop_back();
+        if (i < 0) continue;
+        const Inst &in = p.insts[i];
+        if (in.op == ScalarOp::Reg) return false;
+        todo.insert(todo.end(), {in.a, in.b, in.c});
+      }
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 int64_t gpuPartialsOffset(const KernelProgram &kp) { return (kp.scratchBytes + 255) / 256 * 256; }
@@ -93,6 +118,15 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
     l.mapping = GpuMapping::ColumnBlock;
     l.block = 256;
     l.grid = std::max<int64_t>(1, (outer + 31) / 32);
+    if (longest >= 4096 && columnSplittable(k)) {
+      // Long columns: chunks of <= 2048 rows (256 per thread), folded by a second kernel.
+      int64_t accs = 0;
+      for (auto &p : k.phases) accs += (int64_t)p.reductions.size();
+      l.parts = std::clamp<int64_t>((longest + 2047) / 2048, 2, 64);
+      l.grid *= l.parts;
+      l.finalGrid = (outer + 255) / 256;
+      l.partialValues = l.parts * outer * accs;
+    }
   } else if (reduces && outer <= 8 && outer * longest > 4096 && splittable(k)) {
     // One block would hold it all (a loss: the mean over a whole tensor): split each row.
     l.mapping = GpuMapping::SplitRow;

@@ -257,7 +257,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       GpuLaunch l = gpuLaunch(kg, k);
       os << " cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
       if (l.vectorWidth > 1) os << " vec=" << l.vectorWidth;
-      if (l.mapping == GpuMapping::SplitRow)
+      if (l.finalGrid > 0)
         os << " final=" << l.finalGrid << "x" << l.block << " partials=scratch+" << partialsOffset;
     }
     os << "\n";

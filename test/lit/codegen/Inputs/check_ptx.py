@@ -37,9 +37,10 @@ def kernels(path, name):
             out[f"{name}_{section}_{m.group(1)}"] = {
                 "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel,
                 "vec": int(m.group(6) or 1)}
-            if m.group(7):  # split-row: the second kernel folds the partials (numel: one row's partials)
+            if m.group(7):  # the second kernel of a split: folds the partials (column-block-final: a
+                            # thread per column, no shuffles)
                 out[f"{name}_{section}_{m.group(1)}_final"] = {
-                    "mapping": "split-row-final", "grid": int(m.group(7)), "block": int(m.group(8)),
+                    "mapping": m.group(3) + "-final", "grid": int(m.group(7)), "block": int(m.group(8)),
                     "numel": 0, "vec": 1}
     return out
 
