@@ -53,7 +53,7 @@ prepare() {
     "$aotc" "$src" "${flags[@]}" --name "$n" --emit=kernels -o "$d/$n.kernels" "$@"
     "$aotc" "$src" "${flags[@]}" --name "$n" --emit=ptx -o "$d/$n.ptx" "$@"
     python3 "$root/test/lit/codegen/Inputs/check_ptx.py" "$d/$n.kernels" "$d/$n.ptx" --name "$n" \
-      --ptxas "$tk/bin/ptxas" --arch sm_80 --arch sm_90
+      --ptxas "$tk/bin/ptxas" --arch sm_80 --arch sm_90 --report 3
     rm -f "$d/$n.ptx"
   }
   compile "$out_dir/models/mlp" mlp "$root/examples/mlp/mlp.pt2"

@@ -36,12 +36,12 @@ def kernels(path, name):
                 numel *= d
             out[f"{name}_{section}_{m.group(1)}"] = {
                 "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel,
-                "vec": int(m.group(6) or 1)}
+                "vec": int(m.group(6) or 1), "line": line.rstrip("\n")}
             if m.group(7):  # the second kernel of a split: folds the partials (column-block-final: a
                             # thread per column, no shuffles)
                 out[f"{name}_{section}_{m.group(1)}_final"] = {
                     "mapping": m.group(3) + "-final", "grid": int(m.group(7)), "block": int(m.group(8)),
-                    "numel": 0, "vec": 1}
+                    "numel": 0, "vec": 1, "line": "(second kernel of " + m.group(1) + ")"}
     return out
 
 
@@ -58,6 +58,9 @@ def main():
     ap.add_argument("--name", required=True)
     ap.add_argument("--ptxas")
     ap.add_argument("--arch", action="append", default=[])
+    ap.add_argument("--report", type=int, default=0,
+                    help="also print the N largest kernels (by domain elements) with ptxas's registers "
+                         "and shared memory per --arch")
     a = ap.parse_args()
     ks = kernels(a.kernels, a.name)
     ptx = open(a.ptx).read()
@@ -86,6 +89,7 @@ def main():
         if k["numel"] > 4096 and k["grid"] <= 1:
             fail(f"{sym}: {k['numel']} elements in a single block")
     spills = 0
+    usage = {}  # (kernel, arch) -> "R regs, S B smem"
     for arch in a.arch:
         r = subprocess.run([a.ptxas, f"-arch={arch}", "-O3", "-v", a.ptx, "-o", "/dev/null"],
                            capture_output=True, text=True)
@@ -93,8 +97,16 @@ def main():
             fail(f"ptxas -arch={arch}: {r.stderr.strip()}")
         for m in re.finditer(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr):
             spills += int(m.group(1)) + int(m.group(2))
+        for m in re.finditer(r"Compiling entry function '(\w+)' for '\w+'.*?Used (\d+) registers(?:, used \d+ barriers)?"
+                             r"(?:, (\d+) bytes smem)?", r.stderr, flags=re.S):
+            usage[(m.group(1), arch)] = f"{m.group(2)} regs, {m.group(3) or 0} B smem"
         if spills:
             fail(f"ptxas -arch={arch}: {spills} spill bytes")
+    if a.report:
+        for sym in sorted(ks, key=lambda s: (-ks[s]["numel"], s))[:a.report]:
+            print(f"{sym}: {ks[sym]['line']}")
+            for arch in a.arch:
+                print(f"    {arch}: {usage.get((sym, arch), '?')}")
     print(f"check_ptx: ok kernels={len(ks)} reducing={warps} vec4={vec} archs={','.join(a.arch) or 'none'} "
           f"spill_bytes={spills}")
 
