@@ -97,18 +97,38 @@ EOF
 
 # ---------------------------------------------------------------------------------------
 # Device side. Phases append "name|status|detail" rows; the table is printed last.
+# The table is rewritten after every row, so a run cut short still returns what it measured.
 rows=()
-row() { rows+=("$1|$2|$3"); }
-phase() { # name timeout_s command... ; output goes to the log, status 0/77/other
+row() {
+  rows+=("$1|$2|$3")
+  write_table
+}
+deadline=0 # no phase starts after this ($SECONDS); the budget is ~5 minutes
+phase() { # name timeout_s command... ; output goes to the log
   local name=$1 t=$2
   shift 2
-  echo "== $name: $*" >>"$log"
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "== $name: skipped (time budget spent)" >>"$log"
+    return 200
+  fi
+  local left=$((deadline + 30 - SECONDS)) # no phase runs more than 30 s past the deadline
+  [ "$t" -gt "$left" ] && t=$left
+  echo "== $name (timeout ${t}s): $*" >>"$log"
   timeout "$t" "$@" >>"$log" 2>&1
   local rc=$?
   echo "== $name: exit $rc" >>"$log"
   return $rc
 }
-status_of() { case $1 in 0) echo ok ;; 77) echo "needs GPU" ;; 124) echo TIMEOUT ;; *) echo "FAILED ($1)" ;; esac; }
+# 77 = the driver found no CUDA device: expected in a rehearsal, a failure on the device.
+status_of() {
+  case $1 in
+    0) echo ok ;;
+    77) if [ "${AOTC_GPU_CHECK_REHEARSAL:-0}" = 1 ]; then echo "needs GPU"; else echo "FAILED (no CUDA device)"; fi ;;
+    124) echo TIMEOUT ;;
+    200) echo "skipped (time)" ;;
+    *) echo "FAILED ($1)" ;;
+  esac
+}
 
 device_main() {
   local rehearsal=${AOTC_GPU_CHECK_REHEARSAL:-0}
@@ -125,6 +145,7 @@ device_main() {
   rm -rf "$work"
   mkdir -p "$work"
   local start=$SECONDS
+  deadline=$((SECONDS + ${AOTC_GPU_CHECK_BUDGET:-270}))
   # 1. Versions (never changes clocks or power: read-only queries).
   {
     echo "driver: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none)"
@@ -135,10 +156,11 @@ device_main() {
   } | tee -a "$log"
   # 2. Build the runtime and the drivers from the committed sources.
   local bdir=${AOTC_GPU_BUILD:-$gpu/build}
-  local cxx=()
-  command -v clang++-19 >/dev/null && cxx=(-DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_C_COMPILER=clang-19)
+  # The machine's default compilers (the device has no clang-19; the rehearsal uses the same path).
+  local tk=${AOTC_CUDA_TOOLKIT:-/usr/local/cuda}
   if phase build 240 bash -c "cmake -S '$root' -B '$bdir' -G Ninja -DCMAKE_BUILD_TYPE=Release -DAOTC_RUNTIME_ONLY=ON \
-      -DAOTC_GPU_DIR='$gpu' -DAOTC_JSON_INCLUDE='$gpu/include' ${cxx[*]} && cmake --build '$bdir' -j 16"; then
+      -DAOTC_CUDA=ON -DAOTC_CUDA_TOOLKIT='$tk' -DAOTC_GPU_DIR='$gpu' -DAOTC_JSON_INCLUDE='$gpu/include' \
+      && cmake --build '$bdir' -j 16"; then
     row build ok "$(ls "$bdir"/tools/gpu | grep -c _cuda_) drivers, cublas: $(ldd "$bdir/tools/gpu/train_cuda_mlp" 2>/dev/null | awk '/libcublas\.so/{print $3}')"
   else
     row build FAILED "see gpu-check.log"
@@ -165,24 +187,11 @@ device_main() {
       row "$m vs golden" "$(status_of $rc)" "train_cuda exit $rc"
     fi
   done
-  # 4. compute-sanitizer on one step of each model.
-  local san
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  for m in mlp ln_gelu; do
-    local d=$gpu/models/$m res=""
-    for tool in memcheck racecheck initcheck; do
-      if [ -z "$san" ]; then res+="$tool unavailable; "; continue; fi
-      phase "$m $tool" 60 "$san" --tool "$tool" --error-exitcode 9 "$tg/train_cuda_$m" one-step \
-        "$d/$m.weights.safetensors" "$d/golden.safetensors"
-      res+="$tool $(status_of $?); "
-    done
-    row "$m sanitizer" "$(echo "$res" | grep -q FAILED && echo FAILED || echo done)" "$res"
-  done
-  # 5. An out-of-range target: the gather node is named.
+  # 4. An out-of-range target: the gather node is named.
   phase "mlp bad index" 30 "$tg/train_cuda_mlp" bad-index "$gpu/models/mlp/mlp.weights.safetensors" "$gpu/models/mlp/golden.safetensors"
   local bi=$?
   row "out-of-range index" "$(status_of $bi)" "$(grep -o 'rc=.*' "$log" | tail -n1 | cut -c1-90)"
-  # 6. Bandwidth probes vs a 1 GiB device-to-device copy, checked against torch.
+  # 5. Bandwidth probes vs a 1 GiB device-to-device copy, checked against torch.
   for p in probe_chain probe_ln_gelu; do
     phase "$p" 90 bash -o pipefail -c "'$tg/probe_cuda_$p' 20 '$work/$p.rows.bin' | tee -a '$results'"
     local rc=$?
@@ -194,7 +203,7 @@ device_main() {
       row "$p" "$(status_of $rc)" ""
     fi
   done
-  # 7. Train-step timings: aotc (plain and CUDA graph) and torch (eager, compile, reduce-overhead).
+  # 6. Train-step timings: aotc (plain and CUDA graph) and torch (eager, compile, reduce-overhead).
   for m in mlp ln_gelu ln_gelu_large; do
     local d=$gpu/models/$m
     if [ $m = ln_gelu_large ]; then
@@ -208,23 +217,39 @@ device_main() {
     phase "torch_side.py compiles" 30 python3 -m py_compile "$root/tools/gpu/torch_side.py"
     row "torch steps" "$( [ $? = 0 ] && echo "needs GPU" || echo FAILED)" "tools/gpu/torch_side.py compiles; not run in a rehearsal"
   else
-    phase "torch steps" 150 bash -o pipefail -c "python3 '$root/tools/gpu/torch_side.py' steps | tee -a '$results'"
+    phase "torch steps" 150 bash -o pipefail -c "python3 '$root/tools/gpu/torch_side.py' steps --budget 90 | tee -a '$results'"
     row "torch steps" "$(status_of $?)" "$(grep -c '"system"' "$results") timings"
   fi
+  # 7. compute-sanitizer (last: the slowest checks, skipped first when time runs out) on one step of each model.
+  local san
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  for m in mlp ln_gelu; do
+    local d=$gpu/models/$m res=""
+    for tool in memcheck racecheck initcheck; do
+      if [ -z "$san" ]; then res+="$tool unavailable; "; continue; fi
+      phase "$m $tool" 60 "$san" --tool "$tool" --error-exitcode 9 "$tg/train_cuda_$m" one-step \
+        "$d/$m.weights.safetensors" "$d/golden.safetensors"
+      res+="$tool $(status_of $?); "
+    done
+    row "$m sanitizer" "$(echo "$res" | grep -q FAILED && echo FAILED || echo done)" "$res"
+  done
   row "wall" "done" "$((SECONDS - start)) s"
   print_table
   # A rehearsal passes when nothing failed ("needs GPU" is expected there).
   ! printf '%s\n' "${rows[@]}" | grep -q -E '\|(FAILED|TIMEOUT)'
 }
 
-print_table() {
+write_table() {
   local t=${OUT:-$root/out-gpu}/table.md
   {
     echo "| phase | status | detail |"
     echo "|---|---|---|"
     for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
   } >"$t"
-  cat "$t"
+}
+print_table() {
+  write_table
+  cat "${OUT:-$root/out-gpu}/table.md"
 }
 
 case $mode in

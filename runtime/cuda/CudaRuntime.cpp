@@ -88,6 +88,10 @@ thread_local std::string described;
 
 /// In AOTC_CUDA_SYNC=1 mode: waits for `what` and turns a fault or an error word into -1 / k.
 int syncAfter(const aotc_cuda_exec *exec, const std::string &what) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing((cudaStream_t)exec->stream, &capturing) == cudaSuccess &&
+      capturing != cudaStreamCaptureStatusNone)
+    return 0; // synchronizing would invalidate a CUDA graph capture: AOTC_CUDA_SYNC is ignored there
   cudaError_t e = cudaStreamSynchronize((cudaStream_t)exec->stream);
   if (e != cudaSuccess) return fail("aotc_cuda: " + what + " failed: " + cudaMsg(e));
   int64_t word[4] = {0, 0, 0, 0};
@@ -97,7 +101,7 @@ int syncAfter(const aotc_cuda_exec *exec, const std::string &what) {
   }
   if (word[0] != 0) {
     std::string msg = aotc_cuda_describe_error(word);
-    cudaMemset(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES);
+    cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)exec->stream);
     lastError = what + ": " + msg;
     return (int)word[0];
   }
@@ -109,7 +113,11 @@ struct GemmKey {
   void *handle;
   int32_t dtype, ta, tb, tf32;
   int64_t m, n, k, lda, ldb, ldc, batch, sa, sb, sc, workspace;
-  auto tie() const { return std::tie(handle, dtype, ta, tb, tf32, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, workspace); }
+  uint32_t alignA, alignB, alignC; ///< bytes: the operands' pointer alignment, capped at 256
+  auto tie() const {
+    return std::tie(handle, dtype, ta, tb, tf32, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, workspace, alignA,
+                    alignB, alignC);
+  }
   bool operator<(const GemmKey &o) const { return tie() < o.tie(); }
 };
 
@@ -139,9 +147,21 @@ cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows, i
   return cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
 }
 
-GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g) {
+/// The largest power of two (<= 256) dividing the address. Operands inside the saved and
+/// scratch arenas are only 64-byte aligned (and sliced operands less), while cuBLASLt's
+/// heuristic assumes 256 unless told (as PyTorch learned: pytorch/pytorch#92201, #98975).
+uint32_t alignmentOf(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
+GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g, const void *a, const void *b,
+                   const void *c) {
   GemmKey key{exec->cublaslt, g->dtype, g->trans_a, g->trans_b, g->allow_tf32, g->m, g->n, g->k, g->lda, g->ldb,
-              g->ldc, g->batch, g->stride_a, g->stride_b, g->stride_c, exec->workspace_bytes};
+              g->ldc, g->batch, g->stride_a, g->stride_b, g->stride_c, exec->workspace_bytes,
+              alignmentOf(a), alignmentOf(b), alignmentOf(c)};
   std::lock_guard<std::mutex> lock(planMutex);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
@@ -168,6 +188,14 @@ GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g) {
   uint64_t ws = (uint64_t)exec->workspace_bytes;
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  // cuBLASLt's A is our B and its B our A; C and D are our C.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignB},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignA},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignC},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignC}};
+  for (auto &[attr, bytes] : aligns)
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
@@ -204,7 +232,7 @@ int aotc_cuda_launch(const aotc_cuda_exec *exec, const aotc_cuda_module *module,
 int aotc_cuda_matmul(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g, const void *a, const void *b,
                      void *c) {
   if (g->dtype != AOTC_F32 && g->dtype != AOTC_F64) return fail(std::string("aotc_cuda: GEMM ") + g->name + ": dtype");
-  GemmPlan *p = gemmPlan(exec, g);
+  GemmPlan *p = gemmPlan(exec, g, a, b, c);
   if (!p) return -1;
   float af = (float)g->alpha, bf = (float)g->beta;
   const void *alpha = g->dtype == AOTC_F64 ? (const void *)&g->alpha : (const void *)&af;
@@ -236,7 +264,9 @@ int aotc_cuda_exec_create(aotc_cuda_exec *exec, void *stream, int64_t workspaceB
   exec->cublaslt = lt;
   cudaError_t e = cudaMalloc(&exec->workspace, (size_t)exec->workspace_bytes);
   if (e == cudaSuccess) e = cudaMalloc((void **)&exec->error_word, AOTC_CUDA_ERROR_WORD_BYTES);
-  if (e == cudaSuccess) e = cudaMemset(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES);
+  if (e == cudaSuccess)
+    e = cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
   if (e != cudaSuccess) {
     aotc_cuda_exec_destroy(exec);
     return fail("aotc_cuda: allocating the workspace and error word: " + cudaMsg(e));
@@ -261,7 +291,9 @@ int aotc_cuda_check(const aotc_cuda_exec *exec) {
   if (e != cudaSuccess) return fail("aotc_cuda: reading the error word: " + cudaMsg(e));
   if (word[0] == 0) return 0;
   lastError = aotc_cuda_describe_error(word);
-  cudaMemset(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES);
+  // On the exec's stream (a plain cudaMemset would go to the legacy stream, which a
+  // non-blocking stream does not wait for: a later kernel's error could be erased).
+  cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)exec->stream);
   return (int)word[0];
 }
 

@@ -67,8 +67,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("probe_cuda: no CUDA device (skipped)\n");
+  cudaError_t de = cudaGetDeviceCount(&devices);
+  if (de != cudaSuccess || devices == 0) {
+    std::printf("probe_cuda: no CUDA device (%s; skipped)\n", de != cudaSuccess ? cudaGetErrorString(de) : "0 devices");
     return 77;
   }
   const aotc_program &p = kProg.base;
@@ -100,6 +101,7 @@ int main(int argc, char **argv) {
   void *saved = nullptr, *scratch = nullptr;
   ck(cudaMalloc(&saved, std::max<int64_t>(256, p.saved_bytes)), "cudaMalloc");
   ck(cudaMalloc(&scratch, std::max<int64_t>(256, p.scratch_bytes)), "cudaMalloc");
+  ck(cudaDeviceSynchronize(), "uploads"); // legacy-stream copies vs the non-blocking stream
   int rc = 0;
   float ms = medianMs(s, iters, [&] { rc |= kProg.forward(in.data(), out.data(), saved, scratch, &exec); });
   if (rc != 0 || aotc_cuda_check(&exec) != 0) {
@@ -111,6 +113,7 @@ int main(int argc, char **argv) {
   ck(cudaMalloc(&src, gib), "cudaMalloc");
   ck(cudaMalloc(&dst, gib), "cudaMalloc");
   ck(cudaMemset(src, 1, gib), "memset");
+  ck(cudaDeviceSynchronize(), "memset");
   float copyMs = medianMs(s, iters, [&] { ck(cudaMemcpyAsync(dst, src, gib, cudaMemcpyDeviceToDevice, s), "copy"); });
 
   const aotc_tensor_desc &o = p.outputs[0];

@@ -104,14 +104,18 @@ struct DeviceModel {
     for (int i = 0; i < kBase.num_outputs; ++i) {
       const aotc_tensor_desc &d = kBase.outputs[i];
       out.push_back(deviceAlloc(d.bytes));
+      // As the CPU runtime's DifferentiableFunction::backward: 1 for a scalar (the loss),
+      // 0 for other floating outputs, NULL for integer ones.
       void *t = nullptr;
       if (d.dtype == AOTC_F32 || d.dtype == AOTC_F64) {
         t = deviceAlloc(d.bytes);
-        Tensor ones(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
-        for (int64_t k = 0; k < d.numel; ++k)
-          if (d.dtype == AOTC_F32) ones.data<float>()[k] = 1.0f;
-          else ones.data<double>()[k] = 1.0;
-        ck(cudaMemcpy(t, ones.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload tangent");
+        if (d.numel == 1) {
+          float f = 1.0f;
+          double g = 1.0;
+          ck(cudaMemcpy(t, d.dtype == AOTC_F32 ? (const void *)&f : (const void *)&g, (size_t)d.bytes,
+                        cudaMemcpyHostToDevice),
+             "upload tangent");
+        }
       }
       tangents.push_back(t);
     }
@@ -121,6 +125,9 @@ struct DeviceModel {
     }
     saved = deviceAlloc(kBase.saved_bytes);
     scratch = deviceAlloc(kBase.scratch_bytes);
+    // The uploads and memsets above ran on the legacy stream and may still be in flight
+    // (pageable copies return early); the work runs on a non-blocking stream.
+    ck(cudaDeviceSynchronize(), "setup");
   }
 
   /// Enqueues forward, backward and (lr > 0) SGD on the parameters; no sync.
@@ -180,6 +187,7 @@ int badIndex(DeviceModel &m) {
     if (d.dtype != AOTC_I64 && d.dtype != AOTC_I32) continue;
     int64_t big = 1000000;
     ck(cudaMemcpy(m.in[i], &big, d.dtype == AOTC_I64 ? 8 : 4, cudaMemcpyHostToDevice), "upload bad index");
+    ck(cudaDeviceSynchronize(), "upload bad index");
     ckRc(kProg.forward(m.in.data(), m.out.data(), m.saved, m.scratch, &m.exec), "forward");
     int rc = aotc_cuda_check(&m.exec);
     std::string msg = aotc_cuda_last_error();
@@ -242,8 +250,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("train_cuda: no CUDA device (skipped)\n");
+  cudaError_t de = cudaGetDeviceCount(&devices);
+  if (de != cudaSuccess || devices == 0) {
+    std::printf("train_cuda: no CUDA device (%s; skipped)\n", de != cudaSuccess ? cudaGetErrorString(de) : "0 devices");
     return 77;
   }
   try {
