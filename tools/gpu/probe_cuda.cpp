@@ -1,7 +1,7 @@
 //===- probe_cuda.cpp - Bandwidth probe: one forward-only CUDA program --------===//
 //
 // Built per probe with -DAOTC_GPU_HEADER / -DAOTC_GPU_PROGRAM (a program compiled
-// with every input frozen: forward only). Inputs are u(k) of train_cuda.cpp per
+// with every input frozen: forward only). Inputs are aotc_gpu::uniform (gpu_common.h) per
 // input (tools/gpu/torch_side.py rebuilds them on the device to check the output).
 //
 //   probe_cuda ITERS ROWS_OUT
@@ -15,6 +15,7 @@
 #include AOTC_GPU_HEADER
 
 #include "aotc/cuda.h"
+#include "gpu_common.h"
 
 #include <cuda_runtime_api.h>
 
@@ -35,10 +36,6 @@ void ck(cudaError_t e, const char *what) {
   }
 }
 
-float uniform(int64_t k, int input) {
-  uint32_t h = (uint32_t)((uint64_t)k * 2654435761u + (uint64_t)(input + 1) * 40503u);
-  return (float)((h >> 8) * (1.0 / 8388608.0) - 1.0);
-}
 
 template <class F> float medianMs(cudaStream_t s, int iters, F &&f) {
   cudaEvent_t a, b;
@@ -66,12 +63,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s ITERS ROWS_OUT\n", argv[0]);
     return 2;
   }
-  int devices = 0;
-  cudaError_t de = cudaGetDeviceCount(&devices);
-  if (de != cudaSuccess || devices == 0) {
-    std::printf("probe_cuda: no CUDA device (%s; skipped)\n", de != cudaSuccess ? cudaGetErrorString(de) : "0 devices");
-    return 77;
-  }
+  if (aotc_gpu::noCudaDevice("probe_cuda")) return 77;
   const aotc_program &p = kProg.base;
   int iters = std::max(1, std::atoi(argv[1]));
   cudaStream_t s;
@@ -85,7 +77,7 @@ int main(int argc, char **argv) {
   int64_t bytes = 0;
   for (int i = 0; i < p.num_inputs; ++i) {
     std::vector<float> h(p.inputs[i].numel);
-    for (int64_t k = 0; k < (int64_t)h.size(); ++k) h[k] = uniform(k, i);
+    for (int64_t k = 0; k < (int64_t)h.size(); ++k) h[k] = aotc_gpu::uniform(k, i);
     void *d = nullptr;
     ck(cudaMalloc(&d, p.inputs[i].bytes), "cudaMalloc");
     ck(cudaMemcpy(d, h.data(), p.inputs[i].bytes, cudaMemcpyHostToDevice), "upload");

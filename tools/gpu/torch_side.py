@@ -1,7 +1,7 @@
 """The PyTorch side of scripts/gpu-check.sh on the device machine (docs/cuda.md).
 
   torch_side.py check-probe NAME ROWS_BIN
-      Rebuilds the probe's inputs on the GPU (u(k) of tools/gpu/probe_cuda.cpp), computes the
+      Rebuilds the probe's inputs on the GPU (u(k) of tools/gpu/gpu_common.h), computes the
       probe with torch, and compares output rows 0, 1, R/2 and R-1 with ROWS_BIN (raw f32 from
       probe_cuda): max|aotc - torch| / max(1, max|torch|) <= 1e-5. Exit 0 / 1.
   torch_side.py steps [--budget SECONDS]

@@ -24,6 +24,7 @@
 #include AOTC_GPU_HEADER
 
 #include "aotc/cuda.h"
+#include "gpu_common.h"
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
 
@@ -60,12 +61,6 @@ void ckRc(int rc, const char *what) {
   }
 }
 
-/// The probes' deterministic input: element k of input `input` in [-1, 1) (tools/gpu/torch_side.py
-/// computes the same values).
-float uniform(int64_t k, int input) {
-  uint32_t h = (uint32_t)((uint64_t)k * 2654435761u + (uint64_t)(input + 1) * 40503u);
-  return (float)((h >> 8) * (1.0 / 8388608.0) - 1.0);
-}
 
 void *deviceAlloc(int64_t bytes) {
   void *p = nullptr;
@@ -92,7 +87,7 @@ struct DeviceModel {
       if (!weights) {
         random = Tensor(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
         if (d.dtype == AOTC_F32)
-          for (int64_t k = 0; k < d.numel; ++k) random.data<float>()[k] = 0.1f * uniform(k, i);
+          for (int64_t k = 0; k < d.numel; ++k) random.data<float>()[k] = 0.1f * aotc_gpu::uniform(k, i);
       }
       const Tensor &t = !weights ? random
                         : param  ? weights->get(d.name, "weights")
@@ -249,12 +244,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s train|one-step|bad-index|bench WEIGHTS GOLDEN [OUT|ITERS] [STEPS]\n", argv[0]);
     return 2;
   }
-  int devices = 0;
-  cudaError_t de = cudaGetDeviceCount(&devices);
-  if (de != cudaSuccess || devices == 0) {
-    std::printf("train_cuda: no CUDA device (%s; skipped)\n", de != cudaSuccess ? cudaGetErrorString(de) : "0 devices");
-    return 77;
-  }
+  if (aotc_gpu::noCudaDevice("train_cuda")) return 77;
   try {
     std::string mode = argv[1];
     bool random = std::string(argv[2]) == "-";
