@@ -13,7 +13,7 @@
 //       sets the first integer input's element 0 to 1000000, runs the forward and
 //       expects aotc_cuda_check to name a gather node; exit 0 when it does.
 //   train_cuda bench WEIGHTS GOLDEN [ITERS]    (WEIGHTS and GOLDEN "-": random inputs,
-//       u(i) of probe_cuda.cpp for floating inputs, 0 for integer ones)
+//       0.1 * aotc_gpu::uniform (gpu_common.h) for floating inputs, 0 for integer ones)
 //       median CUDA-event time of a step (forward, backward, SGD) over ITERS (50) after
 //       5 warm-up steps, then the same step captured in a CUDA graph and replayed;
 //       prints one JSON line {"model", "aotc_ms", "aotc_graph_ms", "graph_nodes"}.
