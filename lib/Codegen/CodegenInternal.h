@@ -45,6 +45,10 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
 /// `mlirText` (optional) receives the gpu.module before lowering.
 std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::string *mlirText);
 
+/// The arch the PTX is generated for: the lowest --cuda-arch, capped at sm_90 (the newest
+/// that LLVM 19's NVPTX back end knows; ptxas assembles sm_90 PTX for any newer GPU).
+std::string ptxArch(const CudaOptions &o);
+
 /// ptxas's resource report for one arch (`-v`), and the spill bytes summed over kernels.
 struct PtxasReport {
   std::string arch, log;

@@ -55,6 +55,11 @@ std::string lastLine(const std::string &s) {
 
 } // namespace
 
+std::string ptxArch(const CudaOptions &o) {
+  const std::string &lowest = o.archs.front();
+  return std::stoi(lowest.substr(3)) > 90 ? "sm_90" : lowest;
+}
+
 CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o) {
   std::string ptxas = o.toolkit + "/bin/ptxas", fatbinary = o.toolkit + "/bin/fatbinary";
   llvm::SmallString<128> dirBuf;
@@ -74,6 +79,9 @@ CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o) {
     for (const std::string &arch : o.archs) {
       std::string cubin = dir + "/" + arch + ".cubin";
       auto [rc, log] = run(ptxas, {"-arch=" + arch, "-O3", "-v", dir + "/kernels.ptx", "-o", cubin}, dir);
+      if (rc != 0 && log.find("is not defined for option 'gpu-name'") != std::string::npos)
+        userError("--cuda-arch: " + arch + " is not supported by " + ptxas + " (" + out.ptxasVersion +
+                  "); `ptxas --help` lists the supported sm_NN values");
       if (rc != 0) internalError("codegen (cuda): ptxas -arch=" + arch + " failed:\n" + log);
       PtxasReport r;
       r.arch = arch;
@@ -84,7 +92,7 @@ CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o) {
       out.reports.push_back(r);
       images.push_back("--image3=kind=elf,sm=" + arch.substr(3) + ",file=" + cubin);
     }
-    images.push_back("--image3=kind=ptx,sm=" + o.archs.front().substr(3) + ",file=" + dir + "/kernels.ptx");
+    images.push_back("--image3=kind=ptx,sm=" + ptxArch(o).substr(3) + ",file=" + dir + "/kernels.ptx");
     std::vector<std::string> args{"--create=" + dir + "/kernels.fatbin"};
     args.insert(args.end(), images.begin(), images.end());
     auto [rc, log] = run(fatbinary, args, dir);

@@ -746,7 +746,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   addGraph(kp.forward, false);
   if (kp.hasBackward) addGraph(kp.backward, true);
   verifyAndTidy(mod, "codegen (cuda)", mlirText);
-  std::string ptx = lowerToPtx(mod, o.archs.front(), o.toolkit);
+  std::string ptx = lowerToPtx(mod, ptxArch(o), o.toolkit);
   mod.erase();
   return ptx;
 }

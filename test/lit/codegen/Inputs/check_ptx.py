@@ -31,17 +31,22 @@ def kernels(path, name):
                      r"(?: vec=(\d+))?(?: final=(\d+)x(\d+) partials=scratch\+\d+)?$", line.rstrip("\n"))
         if m:
             dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+            names = set()
+            for key in ("reads", "writes"):
+                lm = re.search(r" " + key + r"=\[([^\]]*)\]", line)
+                names |= {n.strip() for n in lm.group(1).split(",") if n.strip()} if lm else set()
+            args = len(names) + (" checked" in line) + (m.group(7) is not None)
             numel = 1
             for d in dims:
                 numel *= d
             out[f"{name}_{section}_{m.group(1)}"] = {
                 "mapping": m.group(3), "grid": int(m.group(4)), "block": int(m.group(5)), "numel": numel,
-                "vec": int(m.group(6) or 1), "line": line.rstrip("\n")}
+                "vec": int(m.group(6) or 1), "line": line.rstrip("\n"), "args": args}
             if m.group(7):  # the second kernel of a split: folds the partials (column-block-final: a
                             # thread per column, no shuffles)
                 out[f"{name}_{section}_{m.group(1)}_final"] = {
                     "mapping": m.group(3) + "-final", "grid": int(m.group(7)), "block": int(m.group(8)),
-                    "numel": 0, "vec": 1, "line": "(second kernel of " + m.group(1) + ")"}
+                    "numel": 0, "vec": 1, "line": "(second kernel of " + m.group(1) + ")", "args": args}
     return out
 
 
@@ -71,9 +76,16 @@ def main():
     es = entries(ptx)
     if set(ks) != set(es):
         fail(f"kernels {sorted(ks)} != PTX entries {sorted(es)}")
-    bad = re.findall(r"^\s*(atom|red)\.\S+", ptx, flags=re.M)
+    # Also predicated ones (`@%p1 red.global.add.f32 ...`, the usual form of a guarded store).
+    bad = re.findall(r"^\s*(?:@!?%\w+\s+)?((?:atom|red)\.\S+)", ptx, flags=re.M)
     if bad:
         fail(f"atomic instructions: {sorted(set(bad))}")
+    # The host passes, per kernel, one pointer per distinct buffer read or written, then the
+    # error word when `checked`, then the partials of a split: the .entry must take as many.
+    for sym, k in ks.items():
+        params = len(re.findall(r"\.param\s+\.\w+\s+\w+_param_\d+", es[sym].split(")", 1)[0]))
+        if params != k["args"]:
+            fail(f"{sym}: the PTX entry takes {params} parameters, the host passes {k['args']}")
     warps = vec = 0
     for sym, k in ks.items():
         if k["vec"] == 4:
