@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/cuda.h"
 
+#include "CudaRuntimeInternal.h"
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -171,18 +173,16 @@ GemmPlan *gemmPlan(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *g, con
       f64 ? CUBLAS_COMPUTE_64F : (g->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
   auto *p = new GemmPlan;
   cublasStatus_t st = cublasLtMatmulDescCreate(&p->op, ct, t);
-  cublasOperation_t opA = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt's A is our B
-  cublasOperation_t opB = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const aotc::cuda::LtGemm lt = aotc::cuda::columnMajor(*g); // cuBLASLt's A is our B, its B our A
+  cublasOperation_t opA = lt.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = lt.b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB);
-  // Column-major shapes: C^T is n x m; op(B)^T is n x k; op(A)^T is k x m.
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = layout(&p->a, t, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->ldb, g->batch, g->stride_b);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = layout(&p->b, t, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->lda, g->batch, g->stride_a);
-  if (st == CUBLAS_STATUS_SUCCESS) st = layout(&p->c, t, g->n, g->m, g->ldc, g->batch, g->stride_c);
+  if (st == CUBLAS_STATUS_SUCCESS) st = layout(&p->a, t, lt.a.rows, lt.a.cols, lt.a.ld, g->batch, lt.a.batchStride);
+  if (st == CUBLAS_STATUS_SUCCESS) st = layout(&p->b, t, lt.b.rows, lt.b.cols, lt.b.ld, g->batch, lt.b.batchStride);
+  if (st == CUBLAS_STATUS_SUCCESS) st = layout(&p->c, t, lt.c.rows, lt.c.cols, lt.c.ld, g->batch, lt.c.batchStride);
   cublasLtMatmulPreference_t pref = nullptr;
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
   uint64_t ws = (uint64_t)exec->workspace_bytes;
@@ -324,11 +324,7 @@ const char *aotc_cuda_describe_error(const int64_t word[4]) {
     auto it = byProgramId.find((uint32_t)word[2]);
     if (it != byProgramId.end()) m = it->second;
   }
-  if (m && word[0] >= 1 && word[0] <= m->num_errors)
-    described = std::string(m->program) + ": " + m->errors[word[0] - 1] + " (value " + std::to_string(word[1]) + ")";
-  else
-    described = "device error " + std::to_string(word[0]) + " (value " + std::to_string(word[1]) +
-                ") of an unknown program (id " + std::to_string(word[2]) + ")";
+  described = aotc::cuda::describeDeviceError(word, m);
   return described.c_str();
 }
 
