@@ -102,7 +102,8 @@ private:
   /// accumulators (ArgMax: value, index) — the identities when start >= prod(p.inner).
   SmallVector<Value> stridedFold(const Phase &p, const std::vector<Value> &outerVars, Value start,
                                  int64_t step, Value end = Value());
-  /// xor-shuffle butterfly over `width` lanes (offsets width/2 .. 1) combining acc in place.
+  /// xor-shuffle butterfly within each aligned group of `width` lanes (offsets width/2 .. 1),
+  /// combining acc in place; the shuffles always span the full warp.
   void butterfly(const Phase &p, SmallVector<Value> &acc, int width);
   /// p's after-fold stores (inner variables 0) when `cond` holds.
   void foldStores(const Phase &p, const std::vector<Value> &outerVars, Value cond);
@@ -205,7 +206,12 @@ SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vect
 }
 
 void GpuKernelBuilder::butterfly(const Phase &p, SmallVector<Value> &acc, int width) {
-  Value w = cI32(width);
+  // Every shuffle names the whole warp (width 32: member mask 0xffffffff, clamp 31): all 32
+  // lanes execute it. gpu.shuffle's width is "the first `width` lanes take part", so a
+  // narrower one would leave lanes >= width out of the member mask (undefined in PTX). With
+  // offsets < `width`, xor stays inside each aligned group of `width` lanes, which is what a
+  // narrower butterfly (the column block's 8 row groups) needs.
+  Value w = cI32(32);
   for (int off = width / 2; off >= 1; off /= 2) {
     Value o = cI32(off);
     size_t ai = 0;

@@ -69,6 +69,9 @@ bool splittable(const Kernel &k) {
 /// (no register of an earlier phase: every phase's sums can run on any chunk of rows) with
 /// sum/max/min over f32/f64 accumulators, and whose map phases store one element per column.
 bool columnSplittable(const Kernel &k) {
+  // Stage 1 runs every fold before any store: a kernel reading what it writes is not split.
+  for (int w : k.writes)
+    if (std::find(k.reads.begin(), k.reads.end(), w) != k.reads.end()) return false;
   for (auto &p : k.phases) {
     if (p.reductions.empty()) {
       if (prod(p.inner) > 1) return false;
@@ -84,6 +87,8 @@ bool columnSplittable(const Kernel &k) {
         const Inst &in = p.insts[i];
         if (in.op == ScalarOp::Reg) return false;
         todo.insert(todo.end(), {in.a, in.b, in.c});
+        if (in.access >= 0) // data-dependent index terms are computed too
+          for (auto &d : p.accesses[in.access].dyn) todo.push_back(d.value);
       }
     }
   }

@@ -86,6 +86,11 @@ def main():
         params = len(re.findall(r"\.param\s+\.\w+\s+\w+_param_\d+", es[sym].split(")", 1)[0]))
         if params != k["args"]:
             fail(f"{sym}: the PTX entry takes {params} parameters, the host passes {k['args']}")
+    # Every butterfly shuffle spans the whole warp: clamp 31 and member mask -1 (all 32 lanes
+    # execute it; a narrower width leaves lanes out of the mask, which PTX leaves undefined).
+    for m in re.finditer(r"shfl\.sync\.bfly\.b32\s+[^,]+,\s*[^,]+,\s*[^,]+,\s*([^,]+),\s*([^;]+);", ptx):
+        if m.group(1).strip() != "31" or m.group(2).strip() not in ("-1", "0xffffffff", "0xFFFFFFFF"):
+            fail(f"shuffle with clamp {m.group(1).strip()} and member mask {m.group(2).strip()}: {m.group(0)}")
     warps = vec = 0
     for sym, k in ks.items():
         if k["vec"] == 4:
