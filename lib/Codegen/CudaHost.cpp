@@ -163,7 +163,7 @@ struct CudaHostBuilder {
         return ptrs[id];
       };
       std::string sym = kernelSymbol(kp.name, bwd, k.name);
-      if (!k.phases.empty()) {
+      if (!k.phases.empty() && gpuLaunch(kg, k).grid > 0) { // grid 0: an empty domain
         std::vector<Value *> args;
         for (int id : kernelArgs(k)) args.push_back(need(id));
         if (k.mayFail()) {

@@ -65,6 +65,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <set>
 
 using namespace mlir;
@@ -92,6 +94,16 @@ public:
 private:
   Value cI32(int32_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
   Value partials_; ///< SplitRow: memref<partialValues x f64> in scratch (the last argument).
+  /// A workgroup (shared) buffer of n elements of dtype t, 16-byte aligned (LLVM marks loads
+  /// from an unaligned global > 16 bytes as align 16 and vectorizes them: ld.shared.v2.f64).
+  Value workgroup(gpu::GPUFuncOp fn, DType t, int64_t n) {
+    auto space = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
+    Value v = fn.addWorkgroupAttribution(
+        MemRefType::get({n}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, space), loc_);
+    fn.setWorkgroupAttributionAttr(fn.getNumWorkgroupAttributions() - 1, LLVM::LLVMDialect::getAlignAttrName(),
+                                   b_.getI64IntegerAttr(16));
+    return v;
+  }
   /// Appends the row-major coordinates of linear index `lin` in `dims` to `out`.
   void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
@@ -449,11 +461,7 @@ void GpuKernelBuilder::emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, 
   std::vector<Value> ov;
   unravel(row, k_.outer, ov);
   std::vector<Value> shared;
-  auto wg = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
-  for (auto &r : p0.reductions)
-    shared.push_back(fn.addWorkgroupAttribution(
-        MemRefType::get({launch.block / 32}, elemType(ctx_, r.accType, false), MemRefLayoutAttrInterface{}, wg),
-        loc_));
+  for (auto &r : p0.reductions) shared.push_back(workgroup(fn, r.accType, launch.block / 32));
   auto slot = [&](Value part, int64_t r) { // (row * parts + part) * nred + r
     Value rp = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cIdx(parts)), part);
     return b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, rp, cIdx(nred)), cIdx(r)).getResult();
@@ -594,14 +602,22 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
     Value safeCol = b_.create<arith::SelectOp>(loc_, valid, colIdx, cIdx(0));
     std::vector<Value> ov;
     unravel(safeCol, k_.outer, ov);
+    // Phases share their workgroup buffers (the k-th buffer of a dtype and size is reused by
+    // every phase): a phase writes its partials only after a barrier that every thread passes
+    // after reading the previous phase's partials and totals, so shared memory is the largest
+    // phase's need, not the sum over phases.
+    std::map<std::tuple<int, int64_t, int>, Value> wgCache;
+    std::map<std::pair<int, int64_t>, int> wgUses;
     auto wgBuf = [&](DType t, int64_t n) -> Value {
-      auto space = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
-      return fn.addWorkgroupAttribution(
-          MemRefType::get({n}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, space), loc_);
+      auto key = std::make_tuple((int)t, n, wgUses[{(int)t, n}]++);
+      auto it = wgCache.find(key);
+      if (it != wgCache.end()) return it->second;
+      return wgCache[key] = workgroup(fn, t, n);
     };
     if (launch.parts == 0) {
       for (size_t i = 0; i < k_.phases.size(); ++i) {
         if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
+        wgUses.clear();
         emitColumnPhase(k_.phases[i], ov, valid, group, lane, tid, wgBuf);
       }
       break;
@@ -630,6 +646,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
           b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{at});
         }
       };
+      wgUses.clear();
       emitColumnPhase(p, ov, valid, group, lane, tid, wgBuf, &publish, begin, end);
       ridx += (int64_t)p.reductions.size();
     }
@@ -649,12 +666,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
       if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
       std::vector<Value> shared;
       if (!p.reductions.empty()) {
-        auto wg = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
-        auto slot = [&](DType t) {
-          return fn.addWorkgroupAttribution(
-              MemRefType::get({launch.block / 32}, elemType(ctx_, t, false), MemRefLayoutAttrInterface{}, wg),
-              loc_);
-        };
+        auto slot = [&](DType t) { return workgroup(fn, t, launch.block / 32); };
         for (auto &r : p.reductions) {
           shared.push_back(slot(r.accType));
           if (r.kind == ReduceKind::ArgMax) shared.push_back(slot(DType::I64));
@@ -672,6 +684,12 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
 /// Lowers the gpu.module to PTX for `chip` (gpu-module-to-binary, format isa).
 std::string lowerToPtx(ModuleOp mod, const std::string &chip, const std::string &toolkit) {
   MLIRContext *ctx = mod.getContext();
+  std::string diag;
+  llvm::raw_string_ostream diagOs(diag);
+  ScopedDiagnosticHandler h(ctx, [&](Diagnostic &d) {
+    diagOs << d << "\n";
+    return success();
+  });
   PassManager pm(ctx);
   pm.addPass(createConvertSCFToCFPass());
   GpuNVVMAttachTargetOptions at;
@@ -684,19 +702,25 @@ std::string lowerToPtx(ModuleOp mod, const std::string &chip, const std::string 
   nv.indexBitwidth = 64;
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nv));
   pm.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions bin;
-  bin.toolkitPath = toolkit;
-  bin.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(bin));
-  std::string diag;
-  {
-    llvm::raw_string_ostream os(diag);
-    ScopedDiagnosticHandler h(ctx, [&](Diagnostic &d) {
-      os << d << "\n";
-      return success();
-    });
-    if (failed(pm.run(mod))) internalError("codegen (cuda): lowering to PTX failed:\n" + diag);
-  }
+  if (failed(pm.run(mod))) internalError("codegen (cuda): lowering to NVVM failed:\n" + diag);
+  // f32 math.sqrt became a call of libdevice's __nv_sqrtf, which is sqrt.approx.f32 unless
+  // __CUDA_PREC_SQRT is set (and NVPTX then folds 1/sqrt into rsqrt.approx.f32). The LLVM
+  // intrinsic instead lowers to the correctly rounded sqrt.rn.f32, as torch.sqrt on CUDA and
+  // the CPU target compute. (f64's __nv_sqrt is sqrt.rn.f64 already.)
+  mod.walk([&](LLVM::CallOp call) {
+    auto callee = call.getCallee();
+    if (!callee || *callee != "__nv_sqrtf" || call.getNumOperands() != 1) return;
+    OpBuilder b(call);
+    Value r = b.create<LLVM::SqrtOp>(call.getLoc(), call.getOperand(0));
+    call.getResult().replaceAllUsesWith(r);
+    call.erase();
+  });
+  PassManager bin(ctx);
+  GpuModuleToBinaryPassOptions bo;
+  bo.toolkitPath = toolkit;
+  bo.compilationTarget = "isa";
+  bin.addPass(createGpuModuleToBinaryPass(bo));
+  if (failed(bin.run(mod))) internalError("codegen (cuda): lowering to PTX failed:\n" + diag);
   std::string ptx;
   mod.walk([&](gpu::BinaryOp b) {
     for (Attribute a : b.getObjects())

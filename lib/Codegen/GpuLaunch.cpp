@@ -95,6 +95,19 @@ bool columnSplittable(const Kernel &k) {
   return true;
 }
 
+/// Shared memory of the column-block mapping: its largest phase's (8 x 32 + 32) accumulator
+/// slots (phases share their buffers, GpuGen.cpp).
+int64_t columnSharedBytes(const Kernel &k) {
+  int64_t most = 0;
+  for (auto &p : k.phases) {
+    int64_t bytes = 0;
+    for (auto &r : p.reductions)
+      bytes += (8 * 32 + 32) * (itemSize(r.accType) + (r.kind == ReduceKind::ArgMax ? 8 : 0));
+    most = std::max(most, bytes);
+  }
+  return most;
+}
+
 } // namespace
 
 int64_t gpuPartialsOffset(const KernelProgram &kp) { return (kp.scratchBytes + 255) / 256 * 256; }
@@ -118,7 +131,15 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
   int64_t longest = 0;
   for (auto &p : k.phases)
     if (!p.reductions.empty()) longest = std::max(longest, prod(p.inner));
-  if (reduces && isColumnReduction(k)) {
+  // Column blocks up to 40 KiB of shared memory (48 KiB is every arch's static limit); more
+  // accumulators (two dozen sums merged into one kernel) take a thread per column instead
+  // (the threads of a warp read neighbouring columns: still coalesced, just less parallel).
+  const bool column = reduces && isColumnReduction(k);
+  if (column && columnSharedBytes(k) > 40 * 1024) {
+    l.mapping = GpuMapping::ThreadPerRow;
+    l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);
+    l.grid = std::max<int64_t>(1, (outer + l.block - 1) / l.block);
+  } else if (column) {
     // Neighbouring columns on neighbouring lanes: a warp's loads are one contiguous run.
     l.mapping = GpuMapping::ColumnBlock;
     l.block = 256;
@@ -159,6 +180,9 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
     l.mapping = GpuMapping::ThreadPerRow;
     l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);
     l.grid = std::max<int64_t>(1, (outer + l.block - 1) / l.block);
+  }
+  if (outer == 0) { // nothing to compute or store: the host does not launch it
+    l.grid = l.finalGrid = l.parts = l.partialValues = 0;
   }
   return l;
 }

@@ -193,7 +193,7 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.name = line.substr(7, line.find(':') - 7);
       k.gemm = line.find(": gemm ") != std::string::npos;
       k.checked = line.find(" checked") != std::string::npos;
-      k.launched = line.find(" cuda=") != std::string::npos;
+      k.launched = line.find(" cuda=") != std::string::npos && line.find(" grid=0 ") == std::string::npos;
       k.grid = (uint32_t)num(line, "grid", 0);
       k.block = (uint32_t)num(line, "block", 0);
       k.m = num(line, "m", 0);
