@@ -703,6 +703,17 @@ std::string lowerToPtx(ModuleOp mod, const std::string &chip, const std::string 
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nv));
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(mod))) internalError("codegen (cuda): lowering to NVVM failed:\n" + diag);
+  // Without a data layout the translation gives i64 loads/stores LLVM's default ABI alignment
+  // of 4 and NVPTX splits them into two 32-bit accesses (twice the transactions; a torn error
+  // word). Every i64 the kernels touch is 8-byte aligned (buffers are 64-byte aligned, shared
+  // buffers 16, the error word 256), so say so.
+  auto align8 = [](Type t) { return getElementTypeOrSelf(t).isInteger(64); };
+  mod.walk([&](LLVM::LoadOp op) {
+    if (align8(op.getType()) && op.getAlignment().value_or(0) < 8) op.setAlignment(8);
+  });
+  mod.walk([&](LLVM::StoreOp op) {
+    if (align8(op.getValue().getType()) && op.getAlignment().value_or(0) < 8) op.setAlignment(8);
+  });
   // f32 math.sqrt became a call of libdevice's __nv_sqrtf, which is sqrt.approx.f32 unless
   // __CUDA_PREC_SQRT is set (and NVPTX then folds 1/sqrt into rsqrt.approx.f32). The LLVM
   // intrinsic instead lowers to the correctly rounded sqrt.rn.f32, as torch.sqrt on CUDA and

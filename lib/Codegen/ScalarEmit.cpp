@@ -225,7 +225,15 @@ Value ScalarEmitter::inst(int id) {
            : b_.create<arith::SubIOp>(loc_, zeroOf(t), A()).getResult();
     break;
   case ScalarOp::Abs:
-    r = fl ? b_.create<math::AbsFOp>(loc_, A()).getResult() : b_.create<math::AbsIOp>(loc_, A()).getResult();
+    if (fl) {
+      r = b_.create<math::AbsFOp>(loc_, A());
+    } else if (t == DType::Bool) {
+      r = A();
+    } else { // math.absi has no LLVM lowering in MLIR 19: x < 0 ? 0 - x : x (wraps at INT64_MIN, as torch)
+      Value x = A();
+      Value neg = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, x, zeroOf(t));
+      r = b_.create<arith::SelectOp>(loc_, neg, b_.create<arith::SubIOp>(loc_, zeroOf(t), x), x);
+    }
     break;
   case ScalarOp::Exp: r = b_.create<math::ExpOp>(loc_, A()); break;
   case ScalarOp::Log: r = b_.create<math::LogOp>(loc_, A()); break;
@@ -237,8 +245,10 @@ Value ScalarEmitter::inst(int id) {
   case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;
   case ScalarOp::Expm1: r = b_.create<math::ExpM1Op>(loc_, A()); break;
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
-  case ScalarOp::Add:
-    r = fl ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult() : b_.create<arith::AddIOp>(loc_, A(), B()).getResult();
+  case ScalarOp::Add: // bool: logical or (torch: True + True is True; addi on i1 would wrap)
+    r = fl                 ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult()
+        : t == DType::Bool ? b_.create<arith::OrIOp>(loc_, A(), B()).getResult()
+                           : b_.create<arith::AddIOp>(loc_, A(), B()).getResult();
     break;
   case ScalarOp::Sub:
     r = fl ? b_.create<arith::SubFOp>(loc_, A(), B()).getResult() : b_.create<arith::SubIOp>(loc_, A(), B()).getResult();
@@ -250,13 +260,15 @@ Value ScalarEmitter::inst(int id) {
     r = fl ? b_.create<arith::DivFOp>(loc_, A(), B()).getResult() : b_.create<arith::DivSIOp>(loc_, A(), B()).getResult();
     break;
   case ScalarOp::Pow: r = b_.create<math::PowFOp>(loc_, A(), B()); break;
-  case ScalarOp::Max:
-    r = fl ? b_.create<arith::MaximumFOp>(loc_, A(), B()).getResult()
-           : b_.create<arith::MaxSIOp>(loc_, A(), B()).getResult();
+  case ScalarOp::Max: // bool: or / and (signed i1 compares would rank True = -1 below False)
+    r = fl                 ? b_.create<arith::MaximumFOp>(loc_, A(), B()).getResult()
+        : t == DType::Bool ? b_.create<arith::OrIOp>(loc_, A(), B()).getResult()
+                           : b_.create<arith::MaxSIOp>(loc_, A(), B()).getResult();
     break;
   case ScalarOp::Min:
-    r = fl ? b_.create<arith::MinimumFOp>(loc_, A(), B()).getResult()
-           : b_.create<arith::MinSIOp>(loc_, A(), B()).getResult();
+    r = fl                 ? b_.create<arith::MinimumFOp>(loc_, A(), B()).getResult()
+        : t == DType::Bool ? b_.create<arith::AndIOp>(loc_, A(), B()).getResult()
+                           : b_.create<arith::MinSIOp>(loc_, A(), B()).getResult();
     break;
   case ScalarOp::Eq: case ScalarOp::Ne: case ScalarOp::Lt:
   case ScalarOp::Le: case ScalarOp::Gt: case ScalarOp::Ge: {

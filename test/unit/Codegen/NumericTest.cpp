@@ -294,3 +294,33 @@ TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, lib
     CHECK(n > 0);
   }
 }
+
+TEST_CASE("numeric: bool add/maximum/minimum and i64 abs follow torch", "[numeric]") {
+  // torch: True + True = True, maximum/minimum of bools are or/and, abs(-3) = 3 (i64).
+  // (addi on i1 wrapped to False, signed i1 max/min were swapped, math.absi did not lower.)
+  Program p;
+  p.stage = "partition";
+  p.name = "boolops";
+  Graph &f = p.forward;
+  Node *a = ph(f, "a", T(DType::Bool, {4}), InputRole::UserInput);
+  Node *b = ph(f, "b", T(DType::Bool, {4}), InputRole::UserInput);
+  Node *c = ph(f, "c", T(DType::I64, {4}), InputRole::UserInput);
+  Node *add = buildCall(f, "add", "aten.add.Tensor", {a, b}, {});
+  Node *mx = buildCall(f, "maximum", "aten.maximum.default", {a, b}, {});
+  Node *mn = buildCall(f, "minimum", "aten.minimum.default", {a, b}, {});
+  Node *ab = buildCall(f, "abs", "aten.abs.default", {c}, {});
+  f.setOutputs({add, mx, mn, ab});
+  p.numForwardOutputs = 4;
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  RefTensor ta(DType::Bool, {4}), tb(DType::Bool, {4}), tc(DType::I64, {4});
+  ta.data = {1, 1, 0, 0};
+  tb.data = {1, 0, 1, 0};
+  tc.data = {-3, 0, 5, -9};
+  RunResult r = run(*L, {ta, tb, tc}, nullptr);
+  REQUIRE(r.fwdRc == 0);
+  CHECK(r.outputs[0].data == std::vector<double>{1, 1, 1, 0});
+  CHECK(r.outputs[1].data == std::vector<double>{1, 1, 1, 0});
+  CHECK(r.outputs[2].data == std::vector<double>{1, 0, 0, 0});
+  CHECK(r.outputs[3].data == std::vector<double>{3, 0, 5, 9});
+}
