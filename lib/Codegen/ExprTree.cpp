@@ -25,6 +25,24 @@ ERef mkConst(DType t, double v) {
   return e;
 }
 
+ERef mkConstArg(DType t, const Node &n, size_t i) {
+  if (!isFloating(t)) {
+    // Integer scalars stay exact (through double, 2^53 + 1 would become 2^53).
+    const int64_t *iv = std::get_if<int64_t>(&n.args[i]);
+    const bool *bv = std::get_if<bool>(&n.args[i]);
+    if (iv || bv) {
+      int64_t v = iv ? *iv : (int64_t)*bv;
+      auto e = std::make_shared<EExpr>();
+      e->op = ScalarOp::Const;
+      e->type = t;
+      e->i = t == DType::Bool ? (v != 0) : v;
+      e->f = (double)e->i;
+      return e;
+    }
+  }
+  return mkConst(t, n.scalarArg(i));
+}
+
 ERef mkLoad(DType t, EAddr a) {
   auto e = std::make_shared<EExpr>();
   e->op = ScalarOp::Load;

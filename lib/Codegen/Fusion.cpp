@@ -224,7 +224,7 @@ ERef GraphFuser::operand(const Node &n, size_t i, const Shape &out, DType t) {
     if (v.type.shape != out) e = applyIndexMap(e, IndexMap::broadcast(v.type.shape, out));
     return mkCast(e, t);
   }
-  return mkConst(t, n.scalarArg(i));
+  return mkConstArg(t, n, i);
 }
 
 void GraphFuser::maybeRealize(const Node *n, Val &v) {
@@ -289,12 +289,12 @@ void GraphFuser::definePointwise(const Node *n) {
   if (b == "add" || b == "sub") {
     ERef rhs = X(1, od);
     if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
-      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConst(od, n->scalarArg(2))});
+      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConstArg(od, *n, 2)});
     e = mkOp(b == "add" ? ScalarOp::Add : ScalarOp::Sub, od, {X(0, od), rhs});
   } else if (b == "rsub") {
     ERef rhs = X(0, od);
     if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
-      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConst(od, n->scalarArg(2))});
+      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConstArg(od, *n, 2)});
     e = mkOp(ScalarOp::Sub, od, {X(1, od), rhs});
   } else if (b == "mul") {
     binary(ScalarOp::Mul);
@@ -363,8 +363,8 @@ void GraphFuser::definePointwise(const Node *n) {
     ERef gt = mkOp(ScalarOp::Gt, DType::Bool, {x, mkConst(od, 0.0)});
     ERef lt = mkOp(ScalarOp::Lt, DType::Bool, {x, mkConst(od, 0.0)});
     e = mkOp(ScalarOp::Select, od,
-             {gt, mkConst(od, 1.0), mkOp(ScalarOp::Select, od, {lt, mkConst(od, -1.0), x})});
-    // x == 0 or NaN keeps x (sign(0) = 0, sign(nan) = nan as torch).
+             {gt, mkConst(od, 1.0), mkOp(ScalarOp::Select, od, {lt, mkConst(od, -1.0), mkConst(od, 0.0)})});
+    // x == 0, -0.0 or NaN gives +0 (torch 2.15: sign(nan) = 0, sign(-0.0) = 0.0; RefEval agrees).
   } else if (b == "pow" && ov == "Tensor_Scalar") {
     double p = n->scalarArg(1);
     ERef x = X(0, od);
@@ -413,7 +413,7 @@ void GraphFuser::definePointwise(const Node *n) {
   } else if (b == "_to_copy" || b == "to" || b == "type_as") {
     e = X(0, od);
   } else if (b == "full" || b == "scalar_tensor" || b == "full_like") {
-    e = mkConst(od, n->scalarArg(b == "full_like" ? 1 : (b == "full" ? 1 : 0)));
+    e = mkConstArg(od, *n, b == "full_like" ? 1 : (b == "full" ? 1 : 0));
   } else if (b == "zeros" || b == "zeros_like" || b == "empty_like" || b == "new_zeros") {
     e = mkConst(od, 0.0);
   } else if (b == "ones" || b == "ones_like") {

@@ -18,6 +18,7 @@
 #include "aotc/Decompositions.h"
 #include "aotc/Stages.h"
 
+#include <cmath>
 #include <optional>
 
 
@@ -276,6 +277,9 @@ Vals clampLike(Emitter &e, Node &n) {
     return n.args[i];
   };
   auto pick = [&](const char *cmp, Node *v, const Arg &c) {
+    // A NaN bound makes every element NaN (torch.clamp); le/ge against NaN are always false,
+    // ne always true.
+    if (std::holds_alternative<double>(c) && std::isnan(std::get<double>(c))) cmp = "ne";
     Node *cond = e.call(std::string("aten.") + cmp + ".Scalar", {v, c});
     return e.call("aten.where.self", {cond, e.scalarTensor(c, rt), v});
   };

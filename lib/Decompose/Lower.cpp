@@ -146,10 +146,6 @@ Vals squeeze(Emitter &e, Node &n) {
 Vals aliasToView(Emitter &e, Node &n) { return {e.view(n.tensorArg(0), n.tensorArg(0)->type().shape)}; }
 Vals toClone(Emitter &e, Node &n) { return {e.call("aten.clone.default", {n.args[0]})}; }
 
-/// amin(x, dim, keepdim) = -amax(-x, dim, keepdim).
-Vals amin(Emitter &e, Node &n) {
-  return {e.neg(e.call("aten.amax.default", {e.neg(n.tensorArg(0)), n.args[1], n.args[2]}))};
-}
 
 /// var.correction(x, dim, correction, keepdim) (torch/_refs var):
 ///   mean = sum(x, dim, keepdim=True) / N; sum((x - mean)^2, dim, keepdim) / max(0, N - c),
@@ -264,7 +260,6 @@ const std::vector<RuleEntry> &table() {
     {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor"},
     {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)"},
-    {"aten.amin.default",                   amin,               "-amax(-x)"},
     {"aten.var.correction",                 varCorrection,      "sum((x - mean)^2) / max(0, N - correction)"},
     {"aten.logsumexp.default",              logsumexp,          "log(sum(exp(x - m))) + m, m = amax (0 where infinite)"},
     {"aten.elu.default",                    elu,                "where(x > 0, scale x, scale alpha expm1(input_scale x))"},
@@ -299,7 +294,7 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.sin.default", "aten.cos.default", "aten.log1p.default", "aten.expm1.default",
         "aten.tril.default", "aten.triu.default",
         // Reductions.
-        "aten.sum.dim_IntList", "aten.amax.default", "aten.argmax.default",
+        "aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default", "aten.argmax.default",
         // Views.
         "aten.view.default", "aten._unsafe_view.default", "aten.permute.default",
         "aten.expand.default", "aten.unsqueeze.default", "aten.squeeze.dims",

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -323,4 +324,54 @@ TEST_CASE("numeric: bool add/maximum/minimum and i64 abs follow torch", "[numeri
   CHECK(r.outputs[1].data == std::vector<double>{1, 1, 1, 0});
   CHECK(r.outputs[2].data == std::vector<double>{1, 0, 0, 0});
   CHECK(r.outputs[3].data == std::vector<double>{3, 0, 5, 9});
+}
+
+TEST_CASE("numeric: sign of NaN and -0.0 is +0, integer amin keeps INT64_MIN (torch)", "[numeric]") {
+  // sign used to return NaN / -0.0 unchanged; amin was -amax(-x), which wraps at INT64_MIN.
+  Program p;
+  p.stage = "partition";
+  p.name = "signamin";
+  Graph &f = p.forward;
+  Node *x = ph(f, "x", T(DType::F32, {4}), InputRole::UserInput);
+  Node *c = ph(f, "c", T(DType::I64, {4}), InputRole::UserInput);
+  Node *sg = buildCall(f, "sign", "aten.sign.default", {x}, {});
+  Node *mn = buildCall(f, "amin", "aten.amin.default", {c, std::vector<int64_t>{0}, false}, {});
+  f.setOutputs({sg, mn});
+  p.numForwardOutputs = 2;
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  RefTensor tx(DType::F32, {4}), tc(DType::I64, {4});
+  tx.data = {std::nan(""), -0.0, 2.5, -3.75};
+  tc.data = {-9223372036854775808.0, 0, 5, -3};
+  RunResult r = run(*L, {tx, tc}, nullptr);
+  REQUIRE(r.fwdRc == 0);
+  REQUIRE(r.outputs[0].data.size() == 4);
+  CHECK(r.outputs[0].data[0] == 0.0);
+  CHECK(r.outputs[0].data[1] == 0.0);
+  CHECK_FALSE(std::signbit(r.outputs[0].data[1]));
+  CHECK(r.outputs[0].data[2] == 1.0);
+  CHECK(r.outputs[0].data[3] == -1.0);
+  CHECK(r.outputs[1].data == std::vector<double>{-9223372036854775808.0});
+}
+
+TEST_CASE("numeric: integer scalars beyond 2^53 stay exact", "[numeric]") {
+  // Scalars went through double: 2^53 + 1 became 2^53 (eq and sub were off by one).
+  const int64_t c = 9007199254740993; // 2^53 + 1
+  Program p;
+  p.stage = "partition";
+  p.name = "bigint";
+  Graph &f = p.forward;
+  Node *x = ph(f, "x", T(DType::I64, {2}), InputRole::UserInput);
+  Node *eq = buildCall(f, "eq", "aten.eq.Scalar", {x, c}, {});
+  Node *sb = buildCall(f, "sub", "aten.sub.Tensor", {x, c}, {});
+  f.setOutputs({eq, sb});
+  p.numForwardOutputs = 2;
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  RefTensor tx(DType::I64, {2});
+  tx.data = {9007199254740992.0, 9007199254740994.0}; // 2^53 and 2^53 + 2 (exact in double)
+  RunResult r = run(*L, {tx}, nullptr);
+  REQUIRE(r.fwdRc == 0);
+  CHECK(r.outputs[0].data == std::vector<double>{0, 0});
+  CHECK(r.outputs[1].data == std::vector<double>{-1, 1});
 }

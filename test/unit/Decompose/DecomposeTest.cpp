@@ -265,3 +265,22 @@ TEST_CASE("i32/u8 tensors are index-only: computing on them is a node error", "[
   CHECK_THROWS_WITH(op(g, "aten.index_select.default", {x, int64_t(0), op(g, "aten.gt.Scalar", {x, 0.0})}),
                     Catch::Contains("expected an int64 or int32 index tensor, got torch.bool"));
 }
+
+TEST_CASE("decompose clamp with a NaN bound gives NaN everywhere, as torch.clamp", "[decompose]") {
+  // le/ge against NaN are always false: the bound used to be ignored (x came back unchanged).
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({4}));
+  g.setOutputs({op(g, "aten.clamp.default", {x, std::nan(""), 0.25}),
+                op(g, "aten.clamp.default", {x, std::monostate{}, std::nan("")}),
+                op(g, "aten.clamp.default", {x, -0.5, 0.25})});
+  decompose(p);
+  expectNoComposite(p.forward);
+  RefTensor in(DType::F32, {4});
+  in.data = {-1.0, 0.0, 0.1, 2.0};
+  auto out = evaluate(p.forward, {in});
+  REQUIRE(out.size() == 3);
+  for (int k = 0; k < 2; ++k)
+    for (double v : out[k].data) CHECK(std::isnan(v));
+  CHECK(out[2].data == std::vector<double>{-0.5, 0.0, 0.1, 0.25});
+}
