@@ -296,11 +296,24 @@ TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, lib
   }
 }
 
+namespace {
+/// Compiles the forward-only program p (stage partition, its outputs set) and runs it on
+/// `inputs`; the forward must succeed.
+RunResult runForward(Program &p, const std::vector<RefTensor> &inputs) {
+  p.stage = "partition";
+  p.numForwardOutputs = (int)p.forward.outputs().size();
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  RunResult r = run(*L, inputs, nullptr);
+  REQUIRE(r.fwdRc == 0);
+  return r;
+}
+} // namespace
+
 TEST_CASE("numeric: bool add/maximum/minimum and i64 abs follow torch", "[numeric]") {
   // torch: True + True = True, maximum/minimum of bools are or/and, abs(-3) = 3 (i64).
   // (addi on i1 wrapped to False, signed i1 max/min were swapped, math.absi did not lower.)
   Program p;
-  p.stage = "partition";
   p.name = "boolops";
   Graph &f = p.forward;
   Node *a = ph(f, "a", T(DType::Bool, {4}), InputRole::UserInput);
@@ -311,15 +324,11 @@ TEST_CASE("numeric: bool add/maximum/minimum and i64 abs follow torch", "[numeri
   Node *mn = buildCall(f, "minimum", "aten.minimum.default", {a, b}, {});
   Node *ab = buildCall(f, "abs", "aten.abs.default", {c}, {});
   f.setOutputs({add, mx, mn, ab});
-  p.numForwardOutputs = 4;
-  auto L = compileAndLoad(p);
-  REQUIRE(L->prog);
   RefTensor ta(DType::Bool, {4}), tb(DType::Bool, {4}), tc(DType::I64, {4});
   ta.data = {1, 1, 0, 0};
   tb.data = {1, 0, 1, 0};
   tc.data = {-3, 0, 5, -9};
-  RunResult r = run(*L, {ta, tb, tc}, nullptr);
-  REQUIRE(r.fwdRc == 0);
+  RunResult r = runForward(p, {ta, tb, tc});
   CHECK(r.outputs[0].data == std::vector<double>{1, 1, 1, 0});
   CHECK(r.outputs[1].data == std::vector<double>{1, 1, 1, 0});
   CHECK(r.outputs[2].data == std::vector<double>{1, 0, 0, 0});
@@ -329,7 +338,6 @@ TEST_CASE("numeric: bool add/maximum/minimum and i64 abs follow torch", "[numeri
 TEST_CASE("numeric: sign of NaN and -0.0 is +0, integer amin keeps INT64_MIN (torch)", "[numeric]") {
   // sign used to return NaN / -0.0 unchanged; amin was -amax(-x), which wraps at INT64_MIN.
   Program p;
-  p.stage = "partition";
   p.name = "signamin";
   Graph &f = p.forward;
   Node *x = ph(f, "x", T(DType::F32, {4}), InputRole::UserInput);
@@ -337,14 +345,10 @@ TEST_CASE("numeric: sign of NaN and -0.0 is +0, integer amin keeps INT64_MIN (to
   Node *sg = buildCall(f, "sign", "aten.sign.default", {x}, {});
   Node *mn = buildCall(f, "amin", "aten.amin.default", {c, std::vector<int64_t>{0}, false}, {});
   f.setOutputs({sg, mn});
-  p.numForwardOutputs = 2;
-  auto L = compileAndLoad(p);
-  REQUIRE(L->prog);
   RefTensor tx(DType::F32, {4}), tc(DType::I64, {4});
   tx.data = {std::nan(""), -0.0, 2.5, -3.75};
   tc.data = {-9223372036854775808.0, 0, 5, -3};
-  RunResult r = run(*L, {tx, tc}, nullptr);
-  REQUIRE(r.fwdRc == 0);
+  RunResult r = runForward(p, {tx, tc});
   REQUIRE(r.outputs[0].data.size() == 4);
   CHECK(r.outputs[0].data[0] == 0.0);
   CHECK(r.outputs[0].data[1] == 0.0);
@@ -358,20 +362,15 @@ TEST_CASE("numeric: integer scalars beyond 2^53 stay exact", "[numeric]") {
   // Scalars went through double: 2^53 + 1 became 2^53 (eq and sub were off by one).
   const int64_t c = 9007199254740993; // 2^53 + 1
   Program p;
-  p.stage = "partition";
   p.name = "bigint";
   Graph &f = p.forward;
   Node *x = ph(f, "x", T(DType::I64, {2}), InputRole::UserInput);
   Node *eq = buildCall(f, "eq", "aten.eq.Scalar", {x, c}, {});
   Node *sb = buildCall(f, "sub", "aten.sub.Tensor", {x, c}, {});
   f.setOutputs({eq, sb});
-  p.numForwardOutputs = 2;
-  auto L = compileAndLoad(p);
-  REQUIRE(L->prog);
   RefTensor tx(DType::I64, {2});
   tx.data = {9007199254740992.0, 9007199254740994.0}; // 2^53 and 2^53 + 2 (exact in double)
-  RunResult r = run(*L, {tx}, nullptr);
-  REQUIRE(r.fwdRc == 0);
+  RunResult r = runForward(p, {tx});
   CHECK(r.outputs[0].data == std::vector<double>{0, 0});
   CHECK(r.outputs[1].data == std::vector<double>{-1, 1});
 }
