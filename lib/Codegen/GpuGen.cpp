@@ -94,6 +94,40 @@ public:
 private:
   Value cI32(int32_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
   Value partials_; ///< SplitRow: memref<partialValues x f64> in scratch (the last argument).
+  /// Index of a partial: ((major * minors + minor) * accs + acc) — (row, part) for split rows,
+  /// (chunk, column) for column splits; both stages of a split use this one formula.
+  Value partialIndex(Value major, int64_t minors, Value minor, int64_t accs, int64_t acc) {
+    Value mm = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, major, cIdx(minors)), minor);
+    return b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, mm, cIdx(accs)), cIdx(acc));
+  }
+  /// Partials travel as f64 (exact for f32 and f64 accumulators).
+  void storePartial(Value at, Value v, DType accType) {
+    if (accType == DType::F32) v = b_.create<arith::ExtFOp>(loc_, b_.getF64Type(), v);
+    b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{at});
+  }
+  Value loadPartial(Value at, DType accType) {
+    Value v = b_.create<memref::LoadOp>(loc_, partials_, ValueRange{at});
+    return accType == DType::F32 ? b_.create<arith::TruncFOp>(loc_, b_.getF32Type(), v).getResult() : v;
+  }
+  /// Folds p's reductions over partials q = start, start + step, ... < parts, in order (a tree
+  /// combine: each partial is an accumulator), partial (q, r) being at index(q, r).
+  SmallVector<Value> foldPartials(const Phase &p, Value start, int64_t step, int64_t parts,
+                                  const std::function<Value(Value, int64_t)> &index) {
+    SmallVector<Value> init;
+    for (auto &r : p.reductions) init.push_back(reduceInit(r));
+    auto loop = b_.create<scf::ForOp>(
+        loc_, start, cIdx(parts), cIdx(step), init, [&](OpBuilder &b, Location, Value q, ValueRange a) {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+          SmallVector<Value> next(a.begin(), a.end());
+          for (size_t r = 0; r < p.reductions.size(); ++r) {
+            Value v = loadPartial(index(q, (int64_t)r), p.reductions[r].accType), dummy;
+            combine(p.reductions[r], next[r], dummy, v, Value(), /*tree=*/true);
+          }
+          b_.create<scf::YieldOp>(loc_, next);
+        });
+    return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+  }
   /// A workgroup (shared) buffer of n elements of dtype t, 16-byte aligned (LLVM marks loads
   /// from an unaligned global > 16 bytes as align 16 and vectorizes them: ld.shared.v2.f64).
   Value workgroup(gpu::GPUFuncOp fn, DType t, int64_t n) {
@@ -368,28 +402,10 @@ void GpuKernelBuilder::emitColumnFinal(const GpuLaunch &launch, Value tid, Value
     for (auto &p : k_.phases) {
       ph_ = &p;
       if (!p.reductions.empty()) {
-        SmallVector<Value> init;
-        for (auto &r : p.reductions) init.push_back(reduceInit(r));
         const int64_t base = ridx;
-        auto loop = b_.create<scf::ForOp>(
-            loc_, cIdx(0), cIdx(launch.parts), cIdx(1), init, [&](OpBuilder &b, Location, Value q, ValueRange a) {
-              OpBuilder::InsertionGuard g(b_);
-              b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-              SmallVector<Value> next(a.begin(), a.end());
-              for (size_t r = 0; r < p.reductions.size(); ++r) {
-                // partials[(q * columns + col) * nacc + base + r]
-                Value at = b_.create<arith::AddIOp>(
-                    loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::AddIOp>(
-                        loc_, b_.create<arith::MulIOp>(loc_, q, cIdx(outer)), col), cIdx(nacc)),
-                    cIdx(base + (int64_t)r));
-                Value v = b_.create<memref::LoadOp>(loc_, partials_, ValueRange{at});
-                if (p.reductions[r].accType == DType::F32) v = b_.create<arith::TruncFOp>(loc_, b_.getF32Type(), v);
-                Value dummy;
-                combine(p.reductions[r], next[r], dummy, v, Value(), /*tree=*/true);
-              }
-              b_.create<scf::YieldOp>(loc_, next);
-            });
-        SmallVector<Value> acc(loop.getResults().begin(), loop.getResults().end());
+        SmallVector<Value> acc = foldPartials(p, cIdx(0), 1, launch.parts, [&](Value q, int64_t r) {
+          return partialIndex(q, outer, col, nacc, base + r);
+        });
         size_t ai = 0;
         setRegs(p, acc, ai, regs_);
         ridx += (int64_t)p.reductions.size();
@@ -462,10 +478,6 @@ void GpuKernelBuilder::emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, 
   unravel(row, k_.outer, ov);
   std::vector<Value> shared;
   for (auto &r : p0.reductions) shared.push_back(workgroup(fn, r.accType, launch.block / 32));
-  auto slot = [&](Value part, int64_t r) { // (row * parts + part) * nred + r
-    Value rp = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cIdx(parts)), part);
-    return b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, rp, cIdx(nred)), cIdx(r)).getResult();
-  };
   ph_ = &p0;
   SmallVector<Value> acc;
   if (!final) {
@@ -478,31 +490,14 @@ void GpuKernelBuilder::emitSplitRow(gpu::GPUFuncOp fn, const GpuLaunch &launch, 
     groupCombine(p0, acc, launch.block, lane, warp, &shared);
     Value t0 = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, tid, cIdx(0));
     ifThen(t0, [&] {
-      for (int64_t r = 0; r < nred; ++r) {
-        Value v = acc[r];
-        if (p0.reductions[r].accType == DType::F32) v = b_.create<arith::ExtFOp>(loc_, b_.getF64Type(), v);
-        b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{slot(part, r)});
-      }
+      for (int64_t r = 0; r < nred; ++r)
+        storePartial(partialIndex(row, parts, part, nred, r), acc[r], p0.reductions[r].accType);
     });
     return;
   }
   // Stage 2: thread t folds partials t, t+256, ... of its row in order, then the block combines.
-  SmallVector<Value> init;
-  for (auto &r : p0.reductions) init.push_back(reduceInit(r));
-  auto loop = b_.create<scf::ForOp>(
-      loc_, tid, cIdx(parts), cIdx(launch.block), init, [&](OpBuilder &b, Location, Value q, ValueRange a) {
-        OpBuilder::InsertionGuard g(b_);
-        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-        SmallVector<Value> next(a.begin(), a.end());
-        for (int64_t r = 0; r < nred; ++r) {
-          Value v = b_.create<memref::LoadOp>(loc_, partials_, ValueRange{slot(q, r)});
-          if (p0.reductions[r].accType == DType::F32) v = b_.create<arith::TruncFOp>(loc_, b_.getF32Type(), v);
-          Value dummy;
-          combine(p0.reductions[r], next[r], dummy, v, Value(), /*tree=*/true);
-        }
-        b_.create<scf::YieldOp>(loc_, next);
-      });
-  acc.assign(loop.getResults().begin(), loop.getResults().end());
+  acc = foldPartials(p0, tid, launch.block, parts,
+                     [&](Value q, int64_t r) { return partialIndex(row, parts, q, nred, r); });
   groupCombine(p0, acc, launch.block, lane, warp, &shared);
   size_t ai = 0;
   setRegs(p0, acc, ai, regs_);
@@ -636,15 +631,8 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
       Value end = b_.create<arith::MinUIOp>(loc_, b_.create<arith::AddIOp>(loc_, begin, cIdx(rows)), cIdx(n));
       const int64_t base = ridx;
       std::function<void(SmallVector<Value> &)> publish = [&](SmallVector<Value> &acc) {
-        for (size_t r = 0; r < acc.size(); ++r) {
-          Value at = b_.create<arith::AddIOp>(
-              loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::AddIOp>(
-                  loc_, b_.create<arith::MulIOp>(loc_, chunk, cIdx(outer)), colIdx), cIdx(nacc)),
-              cIdx(base + (int64_t)r));
-          Value v = acc[r];
-          if (p.reductions[r].accType == DType::F32) v = b_.create<arith::ExtFOp>(loc_, b_.getF64Type(), v);
-          b_.create<memref::StoreOp>(loc_, v, partials_, ValueRange{at});
-        }
+        for (size_t r = 0; r < acc.size(); ++r)
+          storePartial(partialIndex(chunk, outer, colIdx, nacc, base + (int64_t)r), acc[r], p.reductions[r].accType);
       };
       wgUses.clear();
       emitColumnPhase(p, ov, valid, group, lane, tid, wgBuf, &publish, begin, end);

@@ -131,14 +131,18 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
   int64_t longest = 0;
   for (auto &p : k.phases)
     if (!p.reductions.empty()) longest = std::max(longest, prod(p.inner));
+  // One thread per outer iteration, at most 256 per block (whole warps).
+  auto threadPerRow = [&] {
+    l.mapping = GpuMapping::ThreadPerRow;
+    l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);
+    l.grid = std::max<int64_t>(1, (outer + l.block - 1) / l.block);
+  };
   // Column blocks up to 40 KiB of shared memory (48 KiB is every arch's static limit); more
   // accumulators (two dozen sums merged into one kernel) take a thread per column instead
   // (the threads of a warp read neighbouring columns: still coalesced, just less parallel).
   const bool column = reduces && isColumnReduction(k);
   if (column && columnSharedBytes(k) > 40 * 1024) {
-    l.mapping = GpuMapping::ThreadPerRow;
-    l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);
-    l.grid = std::max<int64_t>(1, (outer + l.block - 1) / l.block);
+    threadPerRow();
   } else if (column) {
     // Neighbouring columns on neighbouring lanes: a warp's loads are one contiguous run.
     l.mapping = GpuMapping::ColumnBlock;
@@ -177,9 +181,7 @@ GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k) {
     l.block = 256;
     l.grid = std::max<int64_t>(1, (total / l.vectorWidth + 255) / 256);
   } else {
-    l.mapping = GpuMapping::ThreadPerRow;
-    l.block = outer >= 256 ? 256 : std::max<int64_t>(32, (outer + 31) / 32 * 32);
-    l.grid = std::max<int64_t>(1, (outer + l.block - 1) / l.block);
+    threadPerRow();
   }
   if (outer == 0) { // nothing to compute or store: the host does not launch it
     l.grid = l.finalGrid = l.parts = l.partialValues = 0;
