@@ -72,6 +72,10 @@ struct EntryArgs {
 /// Address of buffer `bf` inside an entry point (HostCommon.cpp): a load from the
 /// in/out/tangents/grads array, or saved/scratch + the buffer's byte offset.
 llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryArgs &a);
+/// Creates the exported entry point `int name(void *, ... nPtrParams times)` (nounwind) and
+/// puts b at the start of its entry block.
+llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &name,
+                                unsigned nPtrParams);
 /// The internal `i64 <prog>_error_value` global (aotc_program::error_value).
 llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog);
 /// A private, unnamed_addr constant global holding `init`.

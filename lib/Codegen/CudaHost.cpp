@@ -213,11 +213,8 @@ struct CudaHostBuilder {
     argv = b.CreateAlloca(at, nullptr, "arg_pointers");
   }
 
-  llvm::Function *entry(const std::string &suffix, std::vector<llvm::Type *> params) {
-    auto *fty = llvm::FunctionType::get(b.getInt32Ty(), params, false);
-    auto *f = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kp.name + suffix, M);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f));
+  llvm::Function *entry(const std::string &suffix, unsigned nPtrParams) {
+    llvm::Function *f = beginEntryPoint(b, M, kp.name + suffix, nPtrParams);
     exec = f->getArg(f->arg_size() - 1);
     allocaArgs();
     return f;
@@ -233,7 +230,7 @@ struct CudaHostBuilder {
                                      llvm::FunctionType::get(i32t, {ptr, ptr, ptr, ptr, ptr}, false));
 
     // Entry points first: they append the alignment messages to `errors`.
-    llvm::Function *fwd = entry("_forward", {ptr, ptr, ptr, ptr, ptr});
+    llvm::Function *fwd = entry("_forward", 5);
     // The module constant is referenced by the launches; its initializer is set at the end.
     auto *modTy = llvm::StructType::create(C, {ptr, i32t, i32t, ptr, ptr, i64t, i32t, ptr}, "aotc_cuda_module");
     auto *modVar = new llvm::GlobalVariable(M, modTy, true, llvm::GlobalValue::PrivateLinkage, nullptr,
@@ -246,7 +243,7 @@ struct CudaHostBuilder {
     checkAligned(fa.scratch, alignmentError("forward", "scratch"), "scratch");
     emitGraph(kp.forward, false, fa);
 
-    llvm::Function *bwd = entry("_backward", {ptr, ptr, ptr, ptr, ptr, ptr});
+    llvm::Function *bwd = entry("_backward", 6);
     EntryArgs ba{bwd->getArg(0), nullptr, bwd->getArg(1), bwd->getArg(2), bwd->getArg(3), bwd->getArg(4)};
     if (kp.hasBackward) {
       checkArray("backward", "in", ba.in, kp.inputs);

@@ -49,6 +49,16 @@ llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryAr
   return nullptr;
 }
 
+llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &name,
+                                unsigned nPtrParams) {
+  std::vector<llvm::Type *> params(nPtrParams, llvm::PointerType::get(M.getContext(), 0));
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), params, false),
+                                   llvm::GlobalValue::ExternalLinkage, name, M);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(M.getContext(), "entry", f));
+  return f;
+}
+
 llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog) {
   llvm::Type *i64 = llvm::Type::getInt64Ty(M.getContext());
   auto *ev = new llvm::GlobalVariable(M, i64, false, llvm::GlobalValue::InternalLinkage,

@@ -30,7 +30,6 @@ namespace aotc {
 namespace {
 
 using llvm::IRBuilder;
-using llvm::Type;
 using llvm::Value;
 
 struct EntryBuilder {
@@ -43,19 +42,10 @@ struct EntryBuilder {
   EntryBuilder(llvm::Module &m, const KernelProgram &p, llvm::GlobalVariable *ev)
       : M(m), kp(p), C(m.getContext()), errorValue(ev), b(m.getContext()) {}
 
-  Type *ptrTy() { return llvm::PointerType::get(C, 0); }
-  Value *i32(int64_t v) { return b.getInt32((uint32_t)v); }
-
-  Value *bufferPtr(const Buffer &bf, Value *in, Value *out, Value *saved, Value *tangents,
-                   Value *grads, Value *scratch) {
-    return cg::bufferPointer(b, bf, {in, out, saved, tangents, grads, scratch});
-  }
-
-  void emitGraph(const KernelGraph &kg, bool bwd, Value *in, Value *out, Value *saved,
-                 Value *tangents, Value *grads, Value *scratch) {
+  void emitGraph(const KernelGraph &kg, bool bwd, const cg::EntryArgs &ea) {
     Value *status = nullptr;
     if (kg.statusOffset >= 0) {
-      status = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, kg.statusOffset, "status");
+      status = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), ea.scratch, kg.statusOffset, "status");
       b.CreateAlignedStore(b.getInt64(0), status, llvm::Align(8));
       b.CreateAlignedStore(b.getInt64(0), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1),
                            llvm::Align(8));
@@ -63,7 +53,7 @@ struct EntryBuilder {
     for (const Kernel &k : kg.kernels) {
       std::vector<Value *> ptrs(kg.buffers.size(), nullptr);
       auto need = [&](int id) {
-        if (!ptrs[id]) ptrs[id] = bufferPtr(kg.buffers[id], in, out, saved, tangents, grads, scratch);
+        if (!ptrs[id]) ptrs[id] = cg::bufferPointer(b, kg.buffers[id], ea);
         return ptrs[id];
       };
       if (!k.phases.empty()) {
@@ -97,20 +87,14 @@ struct EntryBuilder {
   }
 
   void build() {
-    Type *p = ptrTy();
-    auto *fwdTy = llvm::FunctionType::get(b.getInt32Ty(), {p, p, p, p}, false);
-    auto *fwd = llvm::Function::Create(fwdTy, llvm::GlobalValue::ExternalLinkage, kp.name + "_forward", M);
-    fwd->addFnAttr(llvm::Attribute::NoUnwind);
-    b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", fwd));
-    emitGraph(kp.forward, false, fwd->getArg(0), fwd->getArg(1), fwd->getArg(2), nullptr, nullptr,
-              fwd->getArg(3));
-    auto *bwdTy = llvm::FunctionType::get(b.getInt32Ty(), {p, p, p, p, p}, false);
-    auto *bwd = llvm::Function::Create(bwdTy, llvm::GlobalValue::ExternalLinkage, kp.name + "_backward", M);
-    bwd->addFnAttr(llvm::Attribute::NoUnwind);
-    b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", bwd));
+    // Argument order as abi.h: forward(in, out, saved, scratch), backward(in, saved, tangents,
+    // grads, scratch).
+    llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 4);
+    emitGraph(kp.forward, false, {fwd->getArg(0), fwd->getArg(1), fwd->getArg(2), nullptr, nullptr, fwd->getArg(3)});
+    llvm::Function *bwd = cg::beginEntryPoint(b, M, kp.name + "_backward", 5);
     if (kp.hasBackward)
-      emitGraph(kp.backward, true, bwd->getArg(0), nullptr, bwd->getArg(1), bwd->getArg(2),
-                bwd->getArg(3), bwd->getArg(4));
+      emitGraph(kp.backward, true,
+                {bwd->getArg(0), nullptr, bwd->getArg(1), bwd->getArg(2), bwd->getArg(3), bwd->getArg(4)});
     else
       b.CreateRet(b.getInt32(0));
     buildDescriptor(fwd, bwd);
