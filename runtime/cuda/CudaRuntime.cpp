@@ -88,26 +88,33 @@ ModuleState *moduleState(const aotc_cuda_module *m) {
 
 thread_local std::string described;
 
+/// Synchronizes exec->stream and reads the error word: 0, the failing program's code k
+/// (lastError = [`what`: ]<program>: <message> (value V); the word is cleared), or -1 when
+/// the stream failed. `what` ("kernel <symbol>", ...; "" for aotc_cuda_check) names the work.
+int syncAndReadErrorWord(const aotc_cuda_exec *exec, const std::string &what) {
+  const std::string after = what.empty() ? "" : " after " + what;
+  cudaError_t e = cudaStreamSynchronize((cudaStream_t)exec->stream);
+  if (e != cudaSuccess) return fail("aotc_cuda: " + (what.empty() ? "the stream" : what) + " failed: " + cudaMsg(e));
+  int64_t word[4] = {0, 0, 0, 0};
+  if (exec->error_word) {
+    e = cudaMemcpy(word, exec->error_word, sizeof word, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return fail("aotc_cuda: reading the error word" + after + ": " + cudaMsg(e));
+  }
+  if (word[0] == 0) return 0;
+  lastError = (what.empty() ? "" : what + ": ") + aotc_cuda_describe_error(word);
+  // On the exec's stream (a plain cudaMemset would go to the legacy stream, which a
+  // non-blocking stream does not wait for: a later kernel's error could be erased).
+  cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)exec->stream);
+  return (int)word[0];
+}
+
 /// In AOTC_CUDA_SYNC=1 mode: waits for `what` and turns a fault or an error word into -1 / k.
 int syncAfter(const aotc_cuda_exec *exec, const std::string &what) {
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing((cudaStream_t)exec->stream, &capturing) == cudaSuccess &&
       capturing != cudaStreamCaptureStatusNone)
     return 0; // synchronizing would invalidate a CUDA graph capture: AOTC_CUDA_SYNC is ignored there
-  cudaError_t e = cudaStreamSynchronize((cudaStream_t)exec->stream);
-  if (e != cudaSuccess) return fail("aotc_cuda: " + what + " failed: " + cudaMsg(e));
-  int64_t word[4] = {0, 0, 0, 0};
-  if (exec->error_word) {
-    e = cudaMemcpy(word, exec->error_word, sizeof word, cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) return fail("aotc_cuda: reading the error word after " + what + ": " + cudaMsg(e));
-  }
-  if (word[0] != 0) {
-    std::string msg = aotc_cuda_describe_error(word);
-    cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)exec->stream);
-    lastError = what + ": " + msg;
-    return (int)word[0];
-  }
-  return 0;
+  return syncAndReadErrorWord(exec, what);
 }
 
 // ---- GEMM plans -------------------------------------------------------------------------
@@ -283,19 +290,7 @@ void aotc_cuda_exec_destroy(aotc_cuda_exec *exec) {
   std::memset(exec, 0, sizeof *exec);
 }
 
-int aotc_cuda_check(const aotc_cuda_exec *exec) {
-  cudaError_t e = cudaStreamSynchronize((cudaStream_t)exec->stream);
-  if (e != cudaSuccess) return fail("aotc_cuda: the stream failed: " + cudaMsg(e));
-  int64_t word[4] = {0, 0, 0, 0};
-  e = cudaMemcpy(word, exec->error_word, sizeof word, cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return fail("aotc_cuda: reading the error word: " + cudaMsg(e));
-  if (word[0] == 0) return 0;
-  lastError = aotc_cuda_describe_error(word);
-  // On the exec's stream (a plain cudaMemset would go to the legacy stream, which a
-  // non-blocking stream does not wait for: a later kernel's error could be erased).
-  cudaMemsetAsync(exec->error_word, 0, AOTC_CUDA_ERROR_WORD_BYTES, (cudaStream_t)exec->stream);
-  return (int)word[0];
-}
+int aotc_cuda_check(const aotc_cuda_exec *exec) { return syncAndReadErrorWord(exec, ""); }
 
 const char *aotc_cuda_last_error(void) { return lastError.c_str(); }
 

@@ -28,33 +28,7 @@
 namespace {
 
 const aotc_cuda_program &kProg = AOTC_GPU_PROGRAM;
-
-void ck(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "probe_cuda: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
-
-
-template <class F> float medianMs(cudaStream_t s, int iters, F &&f) {
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "event");
-  ck(cudaEventCreate(&b), "event");
-  for (int k = 0; k < 3; ++k) f();
-  std::vector<float> ms;
-  for (int k = 0; k < iters; ++k) {
-    ck(cudaEventRecord(a, s), "record");
-    f();
-    ck(cudaEventRecord(b, s), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    float t = 0;
-    ck(cudaEventElapsedTime(&t, a, b), "elapsed");
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+using aotc_gpu::ck;
 
 } // namespace
 
@@ -63,6 +37,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s ITERS ROWS_OUT\n", argv[0]);
     return 2;
   }
+  aotc_gpu::tool = "probe_cuda";
   if (aotc_gpu::noCudaDevice("probe_cuda")) return 77;
   const aotc_program &p = kProg.base;
   int iters = std::max(1, std::atoi(argv[1]));
@@ -95,7 +70,7 @@ int main(int argc, char **argv) {
   ck(cudaMalloc(&scratch, std::max<int64_t>(256, p.scratch_bytes)), "cudaMalloc");
   ck(cudaDeviceSynchronize(), "uploads"); // legacy-stream copies vs the non-blocking stream
   int rc = 0;
-  float ms = medianMs(s, iters, [&] { rc |= kProg.forward(in.data(), out.data(), saved, scratch, &exec); });
+  float ms = aotc_gpu::medianMs(s, 3, iters, [&] { rc |= kProg.forward(in.data(), out.data(), saved, scratch, &exec); });
   if (rc != 0 || aotc_cuda_check(&exec) != 0) {
     std::fprintf(stderr, "probe_cuda: forward failed: %s\n", aotc_cuda_last_error());
     return 2;
@@ -106,7 +81,7 @@ int main(int argc, char **argv) {
   ck(cudaMalloc(&dst, gib), "cudaMalloc");
   ck(cudaMemset(src, 1, gib), "memset");
   ck(cudaDeviceSynchronize(), "memset");
-  float copyMs = medianMs(s, iters, [&] { ck(cudaMemcpyAsync(dst, src, gib, cudaMemcpyDeviceToDevice, s), "copy"); });
+  float copyMs = aotc_gpu::medianMs(s, 3, iters, [&] { ck(cudaMemcpyAsync(dst, src, gib, cudaMemcpyDeviceToDevice, s), "copy"); });
 
   const aotc_tensor_desc &o = p.outputs[0];
   int64_t rows = o.rank >= 1 ? o.shape[0] : 1, cols = o.numel / std::max<int64_t>(rows, 1);

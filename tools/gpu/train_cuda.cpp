@@ -50,9 +50,7 @@ const aotc_program &kBase = kProg.base;
   std::exit(2);
 }
 
-void ck(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using aotc_gpu::ck;
 
 void ckRc(int rc, const char *what) {
   if (rc != 0) {
@@ -129,11 +127,14 @@ struct DeviceModel {
   void step(double lr) {
     ckRc(kProg.forward(in.data(), out.data(), saved, scratch, &exec), "forward");
     ckRc(kProg.backward(in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
-    if (lr > 0)
-      for (int j : paramGrads) {
-        int i = kBase.grad_input_index[j];
-        ckRc(aotc_cuda_sgd(&exec, kBase.inputs[i].dtype, in[i], grads[j], kBase.inputs[i].numel, lr), "sgd");
-      }
+    if (lr > 0) sgd(lr);
+  }
+  /// Enqueues p -= lr * grad for every parameter.
+  void sgd(double lr) {
+    for (int j : paramGrads) {
+      int i = kBase.grad_input_index[j];
+      ckRc(aotc_cuda_sgd(&exec, kBase.inputs[i].dtype, in[i], grads[j], kBase.inputs[i].numel, lr), "sgd");
+    }
   }
 
   Tensor download(const aotc_tensor_desc &d, const void *p) const {
@@ -157,10 +158,7 @@ int train(DeviceModel &m, const std::string &outPath, int steps) {
     loss.data<float>()[k] = (float)m.download(kBase.outputs[0], m.out[0]).at(0);
     if (k == 0)
       for (int j = 0; j < kBase.num_grads; ++j) first.push_back(m.download(kBase.grads[j], m.grads[j]));
-    for (int j : m.paramGrads) {
-      int i = kBase.grad_input_index[j];
-      ckRc(aotc_cuda_sgd(&m.exec, kBase.inputs[i].dtype, m.in[i], m.grads[j], kBase.inputs[i].numel, 0.1), "sgd");
-    }
+    m.sgd(0.1);
   }
   m.check();
   std::vector<Tensor> finals;
@@ -194,26 +192,10 @@ int badIndex(DeviceModel &m) {
   return 1;
 }
 
-float eventMs(cudaEvent_t a, cudaEvent_t b) {
-  float ms = 0;
-  ck(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-  return ms;
-}
-
 int bench(DeviceModel &m, int iters) {
   for (int k = 0; k < 5; ++k) m.step(1e-6); // loads the kernels, plans the GEMMs
   m.check();
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "event");
-  ck(cudaEventCreate(&b), "event");
-  std::vector<float> plain, graph;
-  for (int k = 0; k < iters; ++k) {
-    ck(cudaEventRecord(a, m.stream), "record");
-    m.step(1e-6);
-    ck(cudaEventRecord(b, m.stream), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    plain.push_back(eventMs(a, b));
-  }
+  float plain = aotc_gpu::medianMs(m.stream, 0, iters, [&] { m.step(1e-6); });
   cudaGraph_t g;
   cudaGraphExec_t ge;
   ck(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "begin capture");
@@ -222,18 +204,10 @@ int bench(DeviceModel &m, int iters) {
   ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
   size_t nodes = 0;
   ck(cudaGraphGetNodes(g, nullptr, &nodes), "graph nodes");
-  for (int k = 0; k < iters + 3; ++k) {
-    ck(cudaEventRecord(a, m.stream), "record");
-    ck(cudaGraphLaunch(ge, m.stream), "graph launch");
-    ck(cudaEventRecord(b, m.stream), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    if (k >= 3) graph.push_back(eventMs(a, b));
-  }
+  float graph = aotc_gpu::medianMs(m.stream, 3, iters, [&] { ck(cudaGraphLaunch(ge, m.stream), "graph launch"); });
   m.check();
-  std::sort(plain.begin(), plain.end());
-  std::sort(graph.begin(), graph.end());
   std::printf("{\"model\": \"%s\", \"aotc_ms\": %.4f, \"aotc_graph_ms\": %.4f, \"graph_nodes\": %zu, \"iters\": %d}\n",
-              kBase.name, plain[plain.size() / 2], graph[graph.size() / 2], nodes, iters);
+              kBase.name, plain, graph, nodes, iters);
   return 0;
 }
 
@@ -244,6 +218,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s train|one-step|bad-index|bench WEIGHTS GOLDEN [OUT|ITERS] [STEPS]\n", argv[0]);
     return 2;
   }
+  aotc_gpu::tool = "train_cuda";
   if (aotc_gpu::noCudaDevice("train_cuda")) return 77;
   try {
     std::string mode = argv[1];
