@@ -147,6 +147,10 @@ struct KernelLine {
   std::string partials;                   // split-row: "scratch+<offset>"
   int64_t gemmBlocks = 1, m = 0, n = 0, batch = 1;
   std::vector<std::string> reads, writes;
+  /// The distinct buffers read or written, in buffer-id order: the kernel's pointer arguments.
+  std::vector<std::string> args;
+  /// Arguments the host passes: args, then exec->error_word when checked, then the partials.
+  size_t pointerArgs() const { return args.size() + (checked ? 1 : 0) + (finalGrid ? 1 : 0); }
 };
 struct GraphText {
   std::vector<KernelLine> kernels;
@@ -210,6 +214,16 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.reads = list(line, "reads");
       k.writes = list(line, "writes");
       out[graph].kernels.push_back(k);
+    }
+  }
+  for (auto &[graph, gt] : out) { // the buffers line follows the kernel lines
+    std::map<std::string, size_t> id;
+    for (size_t i = 0; i < gt.buffers.size(); ++i) id[gt.buffers[i].first] = i;
+    for (KernelLine &k : gt.kernels) {
+      k.args = k.reads;
+      k.args.insert(k.args.end(), k.writes.begin(), k.writes.end());
+      std::sort(k.args.begin(), k.args.end(), [&](auto &x, auto &y) { return id.at(x) < id.at(y); });
+      k.args.erase(std::unique(k.args.begin(), k.args.end()), k.args.end());
     }
   }
   return out;
@@ -298,11 +312,13 @@ struct Buffers {
 };
 
 std::string programName() { return AOTC_CUDA_PROGRAM.base.name; }
+/// "<program>_fwd_" / "<program>_bwd_": kernel symbols are this + the kernel name.
+std::string symbolPrefix(const std::string &graph) { return programName() + (graph == "forward" ? "_fwd_" : "_bwd_"); }
 
 /// Checks the recorded events of one entry point against its graph's text.
 void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, const aotc_cuda_exec &exec,
                 const std::vector<BlasCall> &cpuCalls, const Buffers &cpuBufs) {
-  std::string prefix = programName() + (std::string(graph) == "forward" ? "_fwd_" : "_bwd_");
+  std::string prefix = symbolPrefix(graph);
   std::map<std::string, size_t> id;
   for (size_t i = 0; i < gt.buffers.size(); ++i) id[gt.buffers[i].first] = i;
   size_t ev = 0, cpu = 0;
@@ -318,10 +334,7 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
       EXPECT(e.grid == k.grid && e.block == k.block,
              sym << ": grid/block " << e.grid << "/" << e.block << " vs text " << k.grid << "/" << k.block);
       EXPECT(e.exec == &exec, sym << ": exec pointer");
-      std::vector<std::string> names = k.reads;
-      names.insert(names.end(), k.writes.begin(), k.writes.end());
-      std::sort(names.begin(), names.end(), [&](auto &x, auto &y) { return id.at(x) < id.at(y); });
-      names.erase(std::unique(names.begin(), names.end()), names.end());
+      const std::vector<std::string> &names = k.args;
       // (How many arguments the fake reads comes from the same kernel line, so their number is
       // not checked here: check_ptx.py compares it with the PTX entry's parameters.)
       for (size_t i = 0; i < names.size() && i < e.args.size(); ++i) {
@@ -400,13 +413,8 @@ int main(int argc, char **argv) {
   auto text = parseKernels(argv[1]);
   for (const char *graph : {"forward", "backward"})
     for (auto &k : text[graph].kernels) {
-      std::string sym = programName() + (std::string(graph) == "forward" ? "_fwd_" : "_bwd_") + k.name;
-      size_t n = k.reads.size() + k.writes.size(); // upper bound; exact count below
-      std::vector<std::string> u = k.reads;
-      u.insert(u.end(), k.writes.begin(), k.writes.end());
-      std::sort(u.begin(), u.end());
-      n = std::unique(u.begin(), u.end()) - u.begin();
-      argCount[sym] = n + (k.checked ? 1 : 0) + (k.finalGrid ? 1 : 0);
+      std::string sym = symbolPrefix(graph) + k.name;
+      argCount[sym] = k.pointerArgs();
       if (k.finalGrid) argCount[sym + "_final"] = argCount[sym];
     }
 
