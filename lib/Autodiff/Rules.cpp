@@ -114,6 +114,9 @@ void DerivativeRules::loadString(const std::string &text, const std::string &fil
     bool hasName = false;
     for (auto it = entry.begin(); it != entry.end(); ++it)
       if (it->first.IsScalar() && it->first.Scalar() == "name") {
+        // Checked before assigning: yaml-cpp's Node::operator= between two valid nodes
+        // rewrites the first node in the document instead of rebinding.
+        if (hasName) userError(markLoc(filename, it->first.Mark()), "'name' given twice in one entry");
         nameNode = it->second;
         hasName = true;
       }
@@ -177,7 +180,9 @@ void DerivativeRules::loadString(const std::string &text, const std::string &fil
                             ", not a tensor; only tensor inputs have derivatives");
       if (rule.formulas.count(key) || rule.nonDifferentiable.count(key))
         userError(kloc, "input '" + key + "' given twice");
-      const YAML::Node &v = it->second;
+      // A copy, not a reference: yaml-cpp's iterator returns a temporary proxy whose
+      // `second` dies at the end of this statement (ASan: stack-use-after-scope).
+      const YAML::Node v = it->second;
       SourceLoc vloc = markLoc(filename, v.Mark());
       if (!v.IsScalar() || v.Scalar().empty())
         userError(vloc, "the derivative of '" + key + "' must be a formula or non_differentiable");

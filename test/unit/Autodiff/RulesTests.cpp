@@ -171,3 +171,36 @@ TEST_CASE("a rule that misbehaves while building is reported at the rule", "[rul
   Program p3 = b3.done({b3.call("aten.exp.default", {x3})});
   CHECK_THROWS_WITH(buildJoint(p3, r), Catch::StartsWith("bad.yaml:2:9: error: in the derivative of 'self'"));
 }
+
+// Regression (issue 9): loadString bound `const YAML::Node &` to the `second` of the
+// temporary proxy that yaml-cpp's iterator returns, so every formula was read through a
+// dead stack object (ASan: stack-use-after-scope in DerivativeRules::loadString). Under
+// scripts/test.sh --sanitize=address this case fails without the fix; in every build it
+// checks that each key's formula, non_differentiable mark and location survive loading.
+TEST_CASE("formulas of every key survive loading (yaml-cpp iterator proxies)", "[rules]") {
+  DerivativeRules r;
+  r.loadString("- name: aten.mul.Tensor\n"
+               "  self: mul(grad, other)\n"
+               "  other: mul(grad, self)\n"
+               "- name: aten.where.self\n"
+               "  condition: non_differentiable\n"
+               "  let:\n"
+               "    z: zeros_like(grad)\n"
+               "  self: where(condition, grad, z)\n"
+               "  other: where(condition, z, grad)\n",
+               "proxy.yaml");
+  const DerivativeRule *mul = r.find("aten.mul.Tensor");
+  REQUIRE(mul);
+  REQUIRE(mul->formulas.size() == 2);
+  CHECK(mul->formulas.count("self") == 1);
+  CHECK(mul->formulas.count("other") == 1);
+  const DerivativeRule *where = r.find("aten.where.self");
+  REQUIRE(where);
+  CHECK(where->nonDifferentiable.count("condition") == 1);
+  CHECK(where->formulas.size() == 2);
+  REQUIRE(where->lets.size() == 1);
+  CHECK(where->lets[0].first == "z");
+  // A bad formula of the last key is located at its own line, read from the live node.
+  CHECK(loadError("- name: aten.mul.Tensor\n  self: mul(grad, other)\n  other: nosuchfn(grad)\n")
+            .find("extra.yaml:3:") != std::string::npos);
+}
