@@ -47,13 +47,18 @@ Program readExportedProgram(const std::string &jsonText, const std::string &wher
 /// shape x strides x itemsize) even when `weights` is null. The torch 2.6/2.7
 /// layout (serialized_exported_program.json) and legacy pickled weights are
 /// recognised and rejected with a re-export hint.
-Program readPt2(const std::string &path, std::vector<Weight> *weights);
+/// A weight whose view expands its storage (stride 0) beyond `maxTensorBytes` is a user error.
+Program readPt2(const std::string &path, std::vector<Weight> *weights,
+                int64_t maxTensorBytes = kDefaultMaxTensorBytes);
 
 /// Applies --requires-grad / --freeze: each name is a placeholder name or a
 /// parameter/buffer FQN of `p.forward`. Unknown names, names in both lists and
 /// non-floating inputs in `requiresGrad` are user errors.
 void applyRequiresGradFlags(Program &p, const CaptureOptions &opts);
 
+/// --max-tensor-bytes: a user error naming the first value (of either graph) whose type is
+/// larger than `maxTensorBytes` bytes. capture() calls it; so does --start-from.
+void checkTensorBytes(const Program &p, int64_t maxTensorBytes);
 /// `path`'s file name up to its first '.', made a C identifier ("ln_gelu.pt2" -> "ln_gelu").
 std::string programNameFromPath(const std::string &path);
 

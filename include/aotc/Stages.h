@@ -14,9 +14,15 @@
 
 namespace aotc {
 
+/// Default of --max-tensor-bytes: no tensor of the input program (a value, a placeholder, a
+/// weight once its view is expanded) may be larger, in bytes. 64 GiB: above any single
+/// tensor of the models aotc targets, far below what a hostile 20-byte file can claim.
+constexpr int64_t kDefaultMaxTensorBytes = int64_t(1) << 36;
+
 struct CaptureOptions {
   std::vector<std::string> requiresGrad; ///< --requires-grad: names (FQN or placeholder) forced on.
   std::vector<std::string> freeze;       ///< --freeze: names forced off.
+  int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (bytes).
 };
 
 /// Stage 1 (lib/Capture). Reads a .pt2 archive, a bare ExportedProgram JSON, or

@@ -147,6 +147,15 @@ private:
   FormulaExpr parsePrimary() {
     skipWs();
     if (pos_ >= s_.size()) fail("expected an expression before end of formula");
+    // Calls, lists and parentheses nest through recursion (here, and in validation,
+    // printing and evaluation): bounded, so a hostile rule file cannot overflow the stack.
+    static constexpr int kMaxNesting = 64;
+    if (depth_ >= kMaxNesting) fail("expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    struct Deeper {
+      int &d;
+      explicit Deeper(int &x) : d(++x) {}
+      ~Deeper() { --d; }
+    } deeper(depth_);
     size_t b = pos_;
     char c = s_[pos_];
     if (c == '-') {
@@ -283,6 +292,7 @@ private:
       return e;
     }
   }
+  int depth_ = 0; ///< Nesting of parsePrimary calls.
 };
 
 } // namespace

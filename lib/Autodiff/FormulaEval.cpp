@@ -545,7 +545,7 @@ void validateFormula(const FormulaExpr &e, const OpDef &op, const std::set<std::
     }
     if (n.rfind("result", 0) == 0 && n.size() > 6 &&
         std::all_of(n.begin() + 6, n.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
-      if (std::stoul(n.substr(6)) >= (size_t)nret)
+      if (n.size() > 12 || std::stoul(n.substr(6)) >= (size_t)nret)
         userError(e.loc, "'" + n + "' out of range: " + op.target() + " has " + std::to_string(nret) +
                              " result(s)");
       return;

@@ -8,6 +8,7 @@
 // registry's inference). Then --requires-grad / --freeze are applied.
 //===----------------------------------------------------------------------===//
 #include "aotc/Capture.h"
+#include "aotc/Diagnostics.h"
 #include "aotc/TextIR.h"
 
 #include <cctype>
@@ -69,6 +70,19 @@ void applyRequiresGradFlags(Program &p, const CaptureOptions &opts) {
   for (Node *ph : off) ph->requiresGrad = false;
 }
 
+void checkTensorBytes(const Program &p, int64_t maxTensorBytes) {
+  // Checked before any stage sizes buffers from a type: a hostile file can declare any
+  // shape in a few bytes.
+  for (const Graph *g : {&p.forward, &p.backward})
+    for (const auto &n : g->nodes())
+      for (const TensorType &t : n->types) {
+        int64_t b = 0;
+        if (__builtin_mul_overflow(t.numel(), itemSize(t.dtype), &b) || b > maxTensorBytes)
+          nodeError(*n, "value of type " + t.str() + " is larger than --max-tensor-bytes=" +
+                            std::to_string(maxTensorBytes) + " bytes");
+      }
+}
+
 Program capture(const std::string &path, const CaptureOptions &opts, std::vector<Weight> *weights) {
   std::ifstream in(path, std::ios::binary);
   if (!in) userError("cannot open input file '" + path + "'");
@@ -79,7 +93,7 @@ Program capture(const std::string &path, const CaptureOptions &opts, std::vector
   Program p;
   switch (detectFormat(bytes)) {
   case InputFormat::Pt2Zip:
-    p = readPt2(path, weights);
+    p = readPt2(path, weights, opts.maxTensorBytes);
     p.name = programNameFromPath(path);
     break;
   case InputFormat::ExportJson:
@@ -103,6 +117,7 @@ Program capture(const std::string &path, const CaptureOptions &opts, std::vector
   }
   p.origin = SourceLoc{path};
   p.stage = "capture";
+  checkTensorBytes(p, opts.maxTensorBytes);
   applyRequiresGradFlags(p, opts);
   p.forward.verify();
   return p;

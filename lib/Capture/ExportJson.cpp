@@ -88,6 +88,13 @@ private:
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
 };
 
+/// A JSON value for a message: scalars as JSON text, containers by their type name only
+/// (dump() recurses once per nesting level: a deeply nested hostile value would overflow
+/// the stack).
+static std::string scalarText(const json &v) {
+  return v.is_primitive() ? v.dump() : std::string(v.type_name());
+}
+
 void Reader::failNode(const json &jn, const std::string &msg) const {
   std::string s = "node '" + jsonNodeName(jn) + "'";
   if (jn.is_object() && jn.contains("target") && jn["target"].is_string())
@@ -220,7 +227,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     for (const json &x : list) {
       if (x.is_object()) { // as_sym_ints entries
         auto [kk, xv] = unionOf(x, ctx);
-        if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + xv->dump() + "': dynamic shapes not supported yet");
+        if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + scalarText(*xv) + "': dynamic shapes not supported yet");
         if (kk != "as_int") failNode(jn, ctx + ": unexpected '" + kk + "'");
         r.push_back(jsonInt(*xv, ctx));
       } else {
@@ -256,7 +263,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     int64_t n;
     if (k == "as_sym_int") {
       auto [kk, xv] = unionOf(v, ctx);
-      if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + xv->dump() + "': dynamic shapes not supported yet");
+      if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + scalarText(*xv) + "': dynamic shapes not supported yet");
       n = jsonInt(*xv, ctx);
     } else {
       n = jsonInt(v, ctx);
@@ -681,6 +688,9 @@ Program readExportedProgram(const std::string &text, const std::string &where) {
     size_t c = msg.find(": ", msg.find("parse error"));
     if (c != std::string::npos) msg = msg.substr(c + 2);
     userError(SourceLoc{where, line, col}, "invalid JSON: " + msg);
+  } catch (const json::exception &e) {
+    // e.g. out_of_range.406, a number such as 1e400 that overflows a double.
+    userError(SourceLoc{where}, std::string("invalid JSON: ") + e.what());
   }
   try {
     return Reader(j, where).run();

@@ -62,21 +62,42 @@ public:
     return std::find(names_.begin(), names_.end(), name) != names_.end();
   }
   /// The member's bytes; std::nullopt when absent. A read failure is a user error.
+  /// The size the central directory declares is never trusted for an allocation: it must
+  /// be possible for the compressed bytes that are present (stored: equal; deflate: at most
+  /// 1032:1, the format's maximum ratio), and the data is read in chunks, so memory grows
+  /// only with bytes actually decompressed.
   std::optional<std::string> read(const std::string &name) const {
     zip_stat_t st;
     zip_stat_init(&st);
     if (zip_stat(za_, name.c_str(), 0, &st) != 0) return std::nullopt;
     if (!(st.valid & ZIP_STAT_SIZE)) userError(SourceLoc{path_}, "archive member '" + name + "' has no size");
-    zip_file_t *f = zip_fopen(za_, name.c_str(), 0);
+    if ((st.valid & ZIP_STAT_COMP_SIZE) && (st.valid & ZIP_STAT_COMP_METHOD)) {
+      zip_uint64_t bound = st.comp_method == ZIP_CM_STORE
+                               ? st.comp_size
+                               : (st.comp_size > (UINT64_MAX - 64) / 1032 ? UINT64_MAX
+                                                                           : st.comp_size * 1032 + 64);
+      if (st.size > bound)
+        userError(SourceLoc{path_}, "archive member '" + name + "' declares " + std::to_string(st.size) +
+                                        " bytes but holds only " + std::to_string(st.comp_size) +
+                                        " compressed bytes (corrupt archive)");
+    }
+    std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> f(zip_fopen(za_, name.c_str(), 0), zip_fclose);
     if (!f)
       userError(SourceLoc{path_}, "cannot open archive member '" + name + "': " + zip_strerror(za_));
-    std::string data(st.size, '\0');
-    zip_int64_t got = st.size ? zip_fread(f, data.data(), st.size) : 0;
-    std::string err = got < 0 ? zip_file_strerror(f) : "";
-    zip_fclose(f);
-    if (got < 0 || (zip_uint64_t)got != st.size)
-      userError(SourceLoc{path_}, "cannot read archive member '" + name + "'" +
-                                      (err.empty() ? std::string(" (truncated)") : ": " + err));
+    std::string data;
+    char chunk[1 << 16];
+    for (;;) {
+      zip_int64_t got = zip_fread(f.get(), chunk, sizeof chunk);
+      if (got < 0)
+        userError(SourceLoc{path_}, "cannot read archive member '" + name + "': " + zip_file_strerror(f.get()));
+      if (got == 0) break;
+      if (data.size() + (zip_uint64_t)got > st.size) break; // longer than declared: reported below
+      data.append(chunk, (size_t)got);
+    }
+    if (data.size() != st.size)
+      userError(SourceLoc{path_}, "cannot read archive member '" + name + "' (" +
+                                      std::to_string(data.size()) + " of the " + std::to_string(st.size) +
+                                      " declared bytes: truncated or corrupt)");
     return data;
   }
 
@@ -103,7 +124,8 @@ struct Payload {
 
 class Pt2Reader {
 public:
-  Pt2Reader(const std::string &path) : path_(path), zip_(path) {}
+  Pt2Reader(const std::string &path, int64_t maxWeightBytes)
+      : path_(path), zip_(path), maxWeightBytes_(maxWeightBytes) {}
   Program run(std::vector<Weight> *weights);
 
 private:
@@ -116,7 +138,14 @@ private:
   std::string root_;
   std::list<json> configs_;   // kept alive: Payload::meta points into them
   std::map<std::string, Payload> payloads_;
+  int64_t maxWeightBytes_;
 };
+
+std::string joinInts(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
 
 void Pt2Reader::readConfig(const std::string &member, const std::string &dir) {
   auto text = zip_.read(root_ + member);
@@ -200,23 +229,44 @@ Weight Pt2Reader::loadWeight(const Node &ph) {
   Weight w;
   w.fqn = ph.fqn;
   w.type = ty;
-  int64_t numel = ty.numel();
-  w.bytes.assign((size_t)(numel * item), 0);
-  if (data->empty() || numel == 0) return w; // torch writes 0 bytes for an all-zero-size storage
+  // Checked arithmetic: the sizes, strides and offset come from the archive.
+  int64_t numel = 1, nbytes = 0;
+  for (int64_t d : sizes)
+    if (__builtin_mul_overflow(numel, d, &numel)) fail(what + ": " + ty.str() + " has too many elements");
+  if (__builtin_mul_overflow(numel, item, &nbytes)) fail(what + ": " + ty.str() + " has too many bytes");
+  if (numel == 0) return w;
+  if (data->empty()) {
+    w.bytes.assign((size_t)nbytes, 0); // torch writes 0 bytes for an all-zero storage
+    return w;
+  }
   if ((int64_t)data->size() % item != 0)
     fail("weight file '" + pl.path + "' for " + what + " has " + std::to_string(data->size()) +
          " bytes, not a multiple of the " + std::to_string(item) + "-byte " + dtypeAbbr(ty.dtype) + " element");
   int64_t storage = (int64_t)data->size() / item;
-  // Extent of the strided view.
+  // Extent of the strided view, without overflow: every index stays below `storage`.
+  if (offset < 0) fail(what + ": negative storage offset " + std::to_string(offset));
+  bool overflow = false;
   int64_t maxIdx = offset;
-  for (size_t d = 0; d < sizes.size(); ++d) {
+  for (size_t d = 0; d < sizes.size() && !overflow; ++d) {
     if (strides[d] < 0) fail(what + ": negative strides are not supported");
-    maxIdx += (sizes[d] - 1) * strides[d];
+    int64_t step = 0;
+    overflow = __builtin_mul_overflow(sizes[d] - 1, strides[d], &step) ||
+               __builtin_add_overflow(maxIdx, step, &maxIdx);
   }
-  if (offset < 0 || maxIdx >= storage)
+  int64_t need = 0;
+  if (overflow || maxIdx >= storage) {
+    std::string needs = !overflow && !__builtin_mul_overflow(maxIdx + 1, item, &need)
+                            ? std::to_string(need)
+                            : std::string("more than 2^63");
     fail("weight file '" + pl.path + "' for " + what + " has " + std::to_string(data->size()) +
-         " bytes, but " + ty.str() + " needs " + std::to_string((maxIdx + 1) * item) +
-         " (shape x itemsize" + (offset ? std::string(" + storage offset") : "") + ")");
+         " bytes, but " + ty.str() + " needs " + needs + " (shape x itemsize" +
+         (offset ? std::string(" + storage offset") : "") + ")");
+  }
+  // A view may repeat storage (stride 0): the tensor it expands to is bounded separately.
+  if (nbytes > maxWeightBytes_)
+    fail(what + ": " + ty.str() + " is " + std::to_string(nbytes) + " bytes, above --max-tensor-bytes=" +
+         std::to_string(maxWeightBytes_));
+  w.bytes.assign((size_t)nbytes, 0);
   // Gather into row-major order.
   std::vector<int64_t> idx(sizes.size(), 0);
   for (int64_t flat = 0; flat < numel; ++flat) {
@@ -285,9 +335,9 @@ Program Pt2Reader::run(std::vector<Weight> *weights) {
 
 } // namespace
 
-Program readPt2(const std::string &path, std::vector<Weight> *weights) {
+Program readPt2(const std::string &path, std::vector<Weight> *weights, int64_t maxTensorBytes) {
   try {
-    return Pt2Reader(path).run(weights);
+    return Pt2Reader(path, maxTensorBytes).run(weights);
   } catch (const nlohmann::json::exception &e) {
     userError(SourceLoc{path}, std::string("malformed archive metadata: ") + e.what());
   }

@@ -32,7 +32,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -151,6 +150,7 @@ private:
   std::vector<std::string> lines_;
   std::vector<Tok> toks_;
   size_t pos_ = 0;
+  int depth_ = 0; ///< Nesting of the list parseValue is reading.
 
   Program prog_;
   bool hasHeader_ = false;
@@ -250,8 +250,10 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
   } else if (key == "num_forward_outputs") {
     need(2);
     char *end = nullptr;
+    errno = 0;
     long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || v < 0) userError(loc, "num_forward_outputs must be a non-negative integer");
+    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
+      userError(loc, "num_forward_outputs must be a non-negative integer (at most 2^31-1)");
     prog_.numForwardOutputs = (int)v;
   } else if (key == "grad_of") {
     for (size_t k = 1; k < w.size(); ++k) gradOfLocs_.push_back({w[k], loc});
@@ -260,12 +262,39 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
   } else if (key == "mutated_input") {
     need(3);
     char *end = nullptr;
+    errno = 0;
     long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || v < 0) userError(loc, "mutated_input: output index must be a non-negative integer");
+    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
+      userError(loc, "mutated_input: output index must be a non-negative integer (at most 2^31-1)");
     mutatedLocs_.push_back({{(int)v, w[2]}, loc});
   } else {
     userError(loc, "unknown '# aotc:' header key '" + key + "'");
   }
+}
+
+/// The 0-based column of `class` in a `class Name(...):` line (preceded by the line start
+/// or a blank, as after a log prefix), or -1. Written by hand: libstdc++'s std::regex
+/// recursed once per character and overflowed the stack on a long line.
+static int classHeaderColumn(const std::string &s) {
+  auto blank = [](char c) { return std::isspace((unsigned char)c) != 0; };
+  size_t end = s.size();
+  while (end > 0 && blank(s[end - 1])) --end;
+  if (end == 0 || s[end - 1] != ':') return -1;
+  --end;
+  while (end > 0 && blank(s[end - 1])) --end;
+  if (end == 0 || s[end - 1] != ')') return -1;
+  const size_t close = end - 1; // the last ')', before the ':'
+  for (size_t pos = s.find("class"); pos != std::string::npos; pos = s.find("class", pos + 1)) {
+    if (pos > 0 && !blank(s[pos - 1])) continue;
+    size_t j = pos + 5;
+    if (j >= s.size() || !blank(s[j])) continue;
+    while (j < s.size() && blank(s[j])) ++j;
+    if (j >= s.size() || !(std::isalpha((unsigned char)s[j]) || s[j] == '_')) continue;
+    while (j < s.size() && (std::isalnum((unsigned char)s[j]) || s[j] == '_')) ++j;
+    while (j < s.size() && blank(s[j])) ++j;
+    if (j < close && s[j] == '(') return (int)pos;
+  }
+  return -1;
 }
 
 Program Parser::run() {
@@ -281,11 +310,9 @@ Program Parser::run() {
       parseHeaderLine(s.substr(c + 7), (int)i + 1, (int)c + 1);
       continue;
     }
-    static const std::regex classRe(R"((^|\s)class\s+[A-Za-z_]\w*\s*\(.*\)\s*:\s*$)");
-    std::smatch m;
-    if (std::regex_search(s, m, classRe)) {
+    if (int c = classHeaderColumn(s); c >= 0) {
       classLine = (int)i;
-      classCol = (int)(m.position(0) + m.length(1));
+      classCol = c;
       break;
     }
     if (t.rfind("def forward(", 0) == 0) {
@@ -751,6 +778,14 @@ PyVal Parser::parseValue() {
   }
   if (isOp(t, "[") || isOp(t, "(")) {
     std::string close = t.text == "[" ? "]" : ")";
+    // Lists nest through recursion: bounded, so a hostile file cannot overflow the stack.
+    static constexpr int kMaxNesting = 64;
+    if (depth_ >= kMaxNesting) fail(t, "lists nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    struct Deeper {
+      int &d;
+      explicit Deeper(int &x) : d(++x) {}
+      ~Deeper() { --d; }
+    } deeper(depth_);
     next();
     v.kind = PyVal::List;
     bool comma = false;

@@ -18,7 +18,6 @@
 #include "aotc/TextIR.h"
 
 #include <optional>
-#include <regex>
 #include <sstream>
 
 namespace aotc {
@@ -53,6 +52,31 @@ std::string pyArg(const Arg &a) {
 /// "File: <file>:<line> in <fn>, code: <code>" from the last frame of a
 /// Python traceback. A trace that already is a summary is returned unchanged,
 /// so printing is idempotent through parse.
+///
+/// A Python traceback frame line, `  File "<file>", line <N>, in <fn>` (the file being the
+/// longest prefix that fits, as a greedy regex would take it). Written by hand: libstdc++'s
+/// std::regex recurses once per character and overflowed the stack on a long
+/// stack_trace line from a user's file.
+bool matchTraceFrame(const std::string &l, std::string &file, std::string &line, std::string &fn) {
+  size_t b = l.find_first_not_of(" \t\n\r\f\v");
+  if (b == std::string::npos || l.compare(b, 6, "File \"") != 0) return false;
+  const size_t f0 = b + 6;
+  static const std::string sep = "\", line ";
+  for (size_t q = l.rfind(sep); q != std::string::npos && q > f0; q = q ? l.rfind(sep, q - 1) : std::string::npos) {
+    size_t d = q + sep.size(), e = d;
+    while (e < l.size() && std::isdigit((unsigned char)l[e])) ++e;
+    if (e == d || l.compare(e, 5, ", in ") != 0) continue;
+    size_t r = e + 5;
+    if (r >= l.size()) continue;
+    size_t last = l.find_last_not_of(" \t\n\r\f\v");
+    file = l.substr(f0, q - f0);
+    line = l.substr(d, e - d);
+    fn = last == std::string::npos || last < r ? l.substr(r, 1) : l.substr(r, last - r + 1);
+    return true;
+  }
+  return false;
+}
+
 std::string traceSummary(const std::string &st) {
   if (st.empty()) return "";
   std::vector<std::string> lines;
@@ -65,13 +89,12 @@ std::string traceSummary(const std::string &st) {
     if (b == std::string::npos) return std::string();
     return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
   };
-  static const std::regex frame(R"re(^\s*File "(.+)", line (\d+), in (.+?)\s*$)re");
   for (size_t i = lines.size(); i-- > 0;) {
-    std::smatch m;
-    if (std::regex_match(lines[i], m, frame)) {
+    std::string file, line, fn;
+    if (matchTraceFrame(lines[i], file, line, fn)) {
       std::string code = i + 1 < lines.size() ? strip(lines[i + 1]) : "";
       // Trailing blanks are stripped so that the parsed comment prints back identically.
-      return strip("File: " + m[1].str() + ":" + m[2].str() + " in " + m[3].str() + ", code: " + code);
+      return strip("File: " + file + ":" + line + " in " + fn + ", code: " + code);
     }
   }
   for (const std::string &l : lines) {

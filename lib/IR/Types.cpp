@@ -4,6 +4,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/Types.h"
 
+#include "aotc/Diagnostics.h"
+
 namespace aotc {
 
 int64_t itemSize(DType dt) {
@@ -92,8 +94,12 @@ DType promoteTypes(DType a, DType b) {
 }
 
 int64_t numelOf(const Shape &s) {
+  // Checked: shapes come from user files. Readers bound each dimension and report a located
+  // error first; this is the last line against a product that does not fit in int64.
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      userError("shape " + shapeStr(s) + " has more than 2^63 elements");
   return n;
 }
 

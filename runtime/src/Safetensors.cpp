@@ -22,6 +22,12 @@ namespace {
   throw RuntimeError(what + ": safetensors: " + msg);
 }
 
+/// A header value for a message: scalars as JSON text, containers by type name (dump()
+/// recurses once per nesting level and would overflow the stack on a hostile header).
+std::string scalarText(const nlohmann::json &v) {
+  return v.is_primitive() ? v.dump() : std::string(v.type_name());
+}
+
 bool parseDTypeName(const std::string &s, DType &out) {
   if (s == "F32") out = DType::F32;
   else if (s == "F64") out = DType::F64;
@@ -48,7 +54,7 @@ uint64_t getIndex(const nlohmann::json &j, const std::string &what, const std::s
   if (j.is_number_integer() && j.get<int64_t>() >= 0)
     return (uint64_t)j.get<int64_t>();
   fail(what, "tensor '" + name + "': " + field + " must hold non-negative integers, got " +
-                 j.dump());
+                 scalarText(j));
 }
 
 struct Entry {
@@ -91,7 +97,8 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(hb, hb + headerLen);
-  } catch (const nlohmann::json::parse_error &e) {
+  } catch (const nlohmann::json::exception &e) {
+    // parse_error, and out_of_range.406 (a number such as 1e400 that overflows a double).
     fail(what, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object())
@@ -119,7 +126,7 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
       fail(what, "tensor '" + name + "': entry needs dtype, shape and data_offsets");
     Entry e{name, DType::F32, {}, 0, 0};
     if (!v["dtype"].is_string() || !parseDTypeName(v["dtype"].get<std::string>(), e.dtype))
-      fail(what, "tensor '" + name + "': unsupported dtype " + v["dtype"].dump() +
+      fail(what, "tensor '" + name + "': unsupported dtype " + scalarText(v["dtype"]) +
                      " (aotc supports F32, F64, I64, BOOL, I32, U8)");
     if (!v["shape"].is_array())
       fail(what, "tensor '" + name + "': shape must be an array");

@@ -39,6 +39,7 @@ struct CompileOptions {
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
   bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
+  int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (Stages.h).
 };
 
 /// What runPipeline produces.

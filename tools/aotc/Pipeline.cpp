@@ -11,6 +11,7 @@
 #include "Driver.h"
 
 #include "aotc/Autodiff.h"
+#include "aotc/Capture.h"
 #include "aotc/Codegen.h"
 #include "aotc/Diagnostics.h"
 #include "aotc/Kernels.h"
@@ -101,7 +102,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   Program p;
   bool named = false; // the text carried a `# aotc: name` header
   if (from < 0) {
-    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze}, &r.weights);
+    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes}, &r.weights);
   } else {
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
@@ -109,6 +110,7 @@ CompileResult runPipeline(const CompileOptions &o) {
       userError(SourceLoc{o.input, 0, 0}, "--start-from=" + o.startFrom + " but the input is a '" +
                                               p.stage + "' program");
     named = text.find("# aotc: name ") != std::string::npos;
+    checkTensorBytes(p, o.maxTensorBytes);
     applyGradFlags(p, o);
   }
   if (!o.name.empty())

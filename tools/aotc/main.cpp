@@ -64,7 +64,7 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
       ->delimiter(',')
       ->check(CLI::Validator(
           [](std::string &s) -> std::string {
-            if (s.size() < 5 || s.rfind("sm_", 0) != 0 ||
+            if (s.size() < 5 || s.size() > 7 || s.rfind("sm_", 0) != 0 ||
                 s.find_first_not_of("0123456789", 3) != std::string::npos || std::stoi(s.substr(3)) < 50)
               return "expected sm_<NN> (sm_50 or newer), got '" + s + "'";
             return "";
@@ -79,6 +79,11 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
                  "Inputs (FQN or placeholder name) that get a gradient")
       ->delimiter(',');
   app.add_option("--freeze", o.freeze, "Inputs that get no gradient")->delimiter(',');
+  app.add_option("--max-tensor-bytes", o.maxTensorBytes,
+                 "Largest tensor (bytes) the input may declare: a value, an input, a weight once "
+                 "its view is expanded; larger is a user error naming it")
+      ->check(CLI::PositiveNumber)
+      ->default_str(std::to_string(kDefaultMaxTensorBytes));
   app.add_option("--derivatives", o.derivatives, "Extra derivative rules (YAML), repeatable")
       ->check(CLI::ExistingFile);
 }
