@@ -43,7 +43,8 @@ double relErr(const Tensor &a, const Tensor &g) {
 
 int run(const std::string &weightsPath, const std::string &goldenPath, const std::string &outPath) {
   aotc::rt::DifferentiableFunction step(mlp_program);
-  aotc::rt::SafetensorsFile weights = aotc::rt::readSafetensors(weightsPath);
+  // The weights of the same aotc run as mlp.o (checked by build id).
+  aotc::rt::SafetensorsFile weights = aotc::rt::readWeights(mlp_program, weightsPath);
   aotc::rt::SafetensorsFile golden = aotc::rt::readSafetensors(goldenPath);
 
   // Program inputs in order: parameters by FQN from the weights file, user inputs

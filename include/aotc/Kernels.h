@@ -213,12 +213,25 @@ struct KernelProgram {
   int backwardErrorBase = 0;        ///< Backward DynIndex::error + this = program error index.
   int64_t savedBytes = 0;
   int64_t scratchBytes = 0;         ///< max(forward, backward).
+  bool checkedArena = false;        ///< FusionOptions::checkedArena was set (abi.h).
+  /// aotc_program::build_id (32 hex digits; the driver sets it from the compile's inputs);
+  /// empty in unit tests, where the descriptor gets "0" x 32.
+  std::string buildId;
+  /// Byte offset in scratch of the error value ({code, value} pair at 0): 8 when an entry
+  /// point can fail, else -1 (aotc_program::error_value_offset).
+  int64_t errorValueOffset() const { return errors.empty() ? -1 : 8; }
 };
 
 struct FusionOptions {
   bool fuse = true;            ///< false: one kernel per op (for tests/debugging).
   int64_t parallelMinWork = 4096; ///< Domains smaller than this (elements) stay sequential.
+  /// --sanitize=address: the checked arena (abi.h AOTC_PROGRAM_CHECKED_ARENA). Every saved and
+  /// scratch buffer is followed by kArenaRedzone unused bytes, so neighbours never touch;
+  /// the entry points poison what is not live.
+  bool checkedArena = false;
 };
+/// Bytes between two planned buffers in a checked arena.
+constexpr int64_t kArenaRedzone = 64;
 
 /// Plans one graph whose placeholders/outputs are bound to `bind*` buffers
 /// (already in `kg.buffers`): builds fused kernels in execution order, then
@@ -243,7 +256,8 @@ std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
                                int64_t alignment = 64);
 /// Computes liveness of the Scratch buffers of `kg` from kernel order and assigns
 /// their offsets (after the status slot when a kernel may fail).
-void planScratch(KernelGraph &kg);
+/// `redzone` bytes (kArenaRedzone for a checked arena, else 0) are added after every buffer.
+void planScratch(KernelGraph &kg, int64_t redzone = 0);
 
 /// A Loop kernel without accumulating stores with a reduce phase that walks its inner
 /// domain with a stride while neighbouring outer iterations read neighbouring elements

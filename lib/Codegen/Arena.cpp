@@ -65,7 +65,7 @@ bool Kernel::mayFail() const {
   return false;
 }
 
-void planScratch(KernelGraph &kg) {
+void planScratch(KernelGraph &kg, int64_t redzone) {
   std::vector<int> ids;
   std::vector<std::pair<int, int>> live;
   std::vector<int64_t> sizes;
@@ -89,7 +89,7 @@ void planScratch(KernelGraph &kg) {
     }
     ids.push_back((int)b);
     live.push_back(range[b]);
-    sizes.push_back(kg.buffers[b].bytes());
+    sizes.push_back(kg.buffers[b].bytes() + redzone);
   }
   int64_t total = 0;
   auto off = planArena(live, sizes, total);

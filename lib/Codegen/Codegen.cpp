@@ -86,9 +86,15 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
        << " *   rc = " << n << "_backward(in, saved, tangents, grads, scratch);\n"
        << " *   if (rc != 0) fprintf(stderr, \"%s (value %lld)\\n\", " << n
        << "_program.errors[rc - 1],\n"
-       << " *                        (long long)*" << n << "_program.error_value);\n";
+       << " *       (long long)*(int64_t *)((char *)scratch + " << n
+       << "_program.error_value_offset));\n";
   }
-  os << " */\n"
+  const std::string id = kp.buildId.empty() ? std::string(32, '0') : kp.buildId;
+  os << " *\n"
+     << " * Build " << id << ": the object's " << n << "_program" << (cuda ? ".base" : "")
+     << ".build_id and the weights file's\n"
+     << " * \"aotc.build_id\" hold the same id when all three come from one aotc run.\n"
+     << " */\n"
      << "#ifndef AOTC_GENERATED_" << guard << "_H\n"
      << "#define AOTC_GENERATED_" << guard << "_H\n\n"
      << "#include \"aotc/abi.h\"\n\n"
@@ -101,7 +107,8 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << "/* Sizes rounded up to a non-zero multiple of " << al
      << (cuda ? ". */\n" : " (for aligned_alloc). */\n")
      << "#define " << n << "_SAVED_BYTES_ALLOC " << rounded(kp.savedBytes) << "\n"
-     << "#define " << n << "_SCRATCH_BYTES_ALLOC " << rounded(scratchBytes) << "\n\n";
+     << "#define " << n << "_SCRATCH_BYTES_ALLOC " << rounded(scratchBytes) << "\n"
+     << "#define " << n << "_BUILD_ID \"" << id << "\"\n\n";
   if (cuda) {
     os << "int " << n << "_forward(const void *const *in, void *const *out, void *saved, void *scratch,\n"
        << "    const aotc_cuda_exec *exec);\n"
@@ -114,7 +121,29 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
        << "    const void *const *tangents, void *const *grads, void *scratch);\n"
        << "extern const aotc_program " << n << "_program;\n\n";
   }
-  os << "#ifdef __cplusplus\n}\n#endif\n\n"
+  const std::string prog = n + "_program" + (cuda ? ".base" : "");
+  os << "/* 1 when the linked object comes from the same aotc run as this header. */\n"
+     << "static inline int " << n << "_build_matches(void) {\n"
+     << "  const char *a = " << prog << ".build_id, *b = " << n << "_BUILD_ID;\n"
+     << "  while (*a && *a == *b) ++a, ++b;\n"
+     << "  return *a == *b;\n"
+     << "}\n\n"
+     << "#ifdef __cplusplus\n}\n\n"
+     << "/* C++: an object from another aotc run than this header is refused at startup (the\n"
+     << " * tensor lists and sizes above would not describe it). */\n"
+     << "#include <cstdio>\n#include <cstdlib>\n"
+     << "namespace aotc_generated_" << n << " {\n"
+     << "inline const bool build_checked = [] {\n"
+     << "  if (!" << n << "_build_matches()) {\n"
+     << "    std::fprintf(stderr, \"aotc: error: " << n << ".h is build %s but the linked object's "
+     << prog << " is build %s: they come from different aotc runs; use the .o, .h and "
+     << ".weights.safetensors of one run\\n\", " << n << "_BUILD_ID, " << prog << ".build_id);\n"
+     << "    std::abort();\n"
+     << "  }\n"
+     << "  return true;\n"
+     << "}();\n"
+     << "} // namespace aotc_generated_" << n << "\n"
+     << "#endif\n\n"
      << "#endif /* AOTC_GENERATED_" << guard << "_H */\n";
   return os.str();
 }

@@ -76,17 +76,16 @@ llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryAr
 /// puts b at the start of its entry block.
 llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &name,
                                 unsigned nPtrParams);
-/// The internal `i64 <prog>_error_value` global (aotc_program::error_value).
-llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog);
 /// A private, unnamed_addr constant global holding `init`.
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
 /// A NUL-terminated private string constant.
 llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
 /// The initializer of the `aotc_program` descriptor (abi.h) of kp with error table `errors`;
-/// fwd/bwd/errorValue may be NULL (the CUDA object's base descriptor has no CPU entry points).
+/// fwd/bwd may be NULL (the CUDA object's base descriptor has no CPU entry points).
+/// errorValueOffset: aotc_program::error_value_offset; flags: AOTC_PROGRAM_* bits.
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
-                                  llvm::Constant *bwd, llvm::Constant *errorValue);
+                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags);
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

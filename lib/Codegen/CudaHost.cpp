@@ -51,7 +51,6 @@ struct CudaHostBuilder {
   llvm::LLVMContext &C;
   llvm::IRBuilder<> b;
   llvm::Type *ptr;
-  llvm::GlobalVariable *errorValue = nullptr;
   llvm::Constant *module = nullptr;
   llvm::FunctionCallee launchFn, matmulFn;
   std::vector<std::string> errors;        ///< kp.errors, then the alignment messages.
@@ -100,7 +99,7 @@ struct CudaHostBuilder {
     return (int)errors.size();
   }
 
-  /// if (p % 256 != 0) { *error_value = p; return code; }
+  /// if (p % 256 != 0) { if (exec->host_error_value) *exec->host_error_value = p; return code; }
   void checkAligned(Value *p, int code, const std::string &label) {
     llvm::Function *F = b.GetInsertBlock()->getParent();
     Value *bits = b.CreateAnd(b.CreatePtrToInt(p, b.getInt64Ty()), b.getInt64(kCudaAlignment - 1));
@@ -108,7 +107,15 @@ struct CudaHostBuilder {
     auto *ok = llvm::BasicBlock::Create(C, label + ".aligned", F);
     b.CreateCondBr(b.CreateICmpNE(bits, b.getInt64(0)), bad, ok);
     b.SetInsertPoint(bad);
-    b.CreateAlignedStore(b.CreatePtrToInt(p, b.getInt64Ty()), errorValue, llvm::Align(8));
+    // aotc_cuda_exec::host_error_value: after 6 pointer-sized fields and two int32 (offset 56).
+    Value *hev = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), exec, 56), llvm::Align(8));
+    auto *store = llvm::BasicBlock::Create(C, label + ".report", F);
+    auto *ret = llvm::BasicBlock::Create(C, label + ".return", F);
+    b.CreateCondBr(b.CreateIsNotNull(hev), store, ret);
+    b.SetInsertPoint(store);
+    b.CreateAlignedStore(b.CreatePtrToInt(p, b.getInt64Ty()), hev, llvm::Align(8));
+    b.CreateBr(ret);
+    b.SetInsertPoint(ret);
     b.CreateRet(b.getInt32(code));
     b.SetInsertPoint(ok);
   }
@@ -221,7 +228,6 @@ struct CudaHostBuilder {
   }
 
   void build() {
-    errorValue = errorValueGlobal(M, kp.name);
     std::vector<std::string> names = kernelSymbols();
     llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
     launchFn = M.getOrInsertFunction("aotc_cuda_launch",
@@ -267,7 +273,7 @@ struct CudaHostBuilder {
 
     KernelProgram sized = kp; // the descriptor's scratch size includes the SplitRow partials
     sized.scratchBytes = gpuScratchBytes(kp);
-    llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, errorValue);
+    llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, -1, 0);
     std::ostringstream archs;
     for (size_t i = 0; i < opts.cuda.archs.size(); ++i) archs << (i ? "," : "") << opts.cuda.archs[i];
     auto *progTy = llvm::StructType::create(C, {base->getType(), ptr, ptr, ptr, ptr, ptr}, "aotc_cuda_program");

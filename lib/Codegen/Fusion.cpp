@@ -980,7 +980,7 @@ void GraphFuser::run() {
     }
     kg_.kernels.push_back(flattenKernel(k, "k" + std::to_string(id++), opts_, kg_.buffers));
   }
-  planScratch(kg_);
+  planScratch(kg_, opts_.checkedArena ? kArenaRedzone : 0);
 }
 
 } // namespace

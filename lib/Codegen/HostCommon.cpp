@@ -8,6 +8,7 @@
 #include "CodegenInternal.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/abi.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 
@@ -15,6 +16,9 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
+#include "llvm/Transforms/Instrumentation/ThreadSanitizer.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -59,14 +63,6 @@ llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std
   return f;
 }
 
-llvm::GlobalVariable *errorValueGlobal(llvm::Module &M, const std::string &prog) {
-  llvm::Type *i64 = llvm::Type::getInt64Ty(M.getContext());
-  auto *ev = new llvm::GlobalVariable(M, i64, false, llvm::GlobalValue::InternalLinkage,
-                                      llvm::ConstantInt::get(i64, 0), prog + "_error_value");
-  ev->setAlignment(llvm::Align(8));
-  return ev;
-}
-
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name) {
   auto *g = new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
   g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
@@ -109,7 +105,7 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
 
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
-                                  llvm::Constant *bwd, llvm::Constant *errorValue) {
+                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -117,7 +113,8 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
   if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, p}, "aotc_program");
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t},
+      "aotc_program");
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
   if (!kp.gradInputIndex.empty()) {
@@ -132,12 +129,14 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
     errs = privateConstant(M, llvm::ConstantArray::get(at, ms), kp.name + ".errors");
   }
   return llvm::ConstantStruct::get(
-      progTy, {b.getInt32(1), stringConstant(M, kp.name), b.getInt32((int)kp.inputs.size()),
+      progTy, {b.getInt32(AOTC_ABI_VERSION), stringConstant(M, kp.name), b.getInt32((int)kp.inputs.size()),
                tensorArray(M, kp.name, kp.inputs, descTy, "inputs"), b.getInt32((int)kp.outputs.size()),
                tensorArray(M, kp.name, kp.outputs, descTy, "outputs"), b.getInt32((int)kp.grads.size()),
                tensorArray(M, kp.name, kp.grads, descTy, "grads"), gii, b.getInt64(kp.savedBytes),
                b.getInt64(kp.scratchBytes), fwd ? fwd : null, bwd ? bwd : null,
-               b.getInt32((int)errors.size()), errs, errorValue ? errorValue : null});
+               b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
+               stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
+               b.getInt32(flags), b.getInt32(0)});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {
@@ -164,6 +163,36 @@ void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions
     llvm::raw_string_ostream os(msg);
     os << e;
     internalError("codegen: LLVM optimization failed: " + os.str());
+  }
+  // --sanitize: LLVM's instrumentation, after -O3 as clang places it (OptimizerLastEP),
+  // on every function aotc defined (kernels, OpenMP outlined bodies, entry points).
+  if (!opts.sanitize.empty()) {
+    bool asan = opts.sanitize == "address";
+    if (!asan && opts.sanitize != "thread")
+      internalError("codegen: unknown sanitizer '" + opts.sanitize + "'");
+    for (llvm::Function &f : M)
+      if (!f.isDeclaration())
+        f.addFnAttr(asan ? llvm::Attribute::SanitizeAddress : llvm::Attribute::SanitizeThread);
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    if (asan) {
+      llvm::AddressSanitizerOptions ao;
+      ao.UseAfterScope = true;
+      mpm.addPass(llvm::AddressSanitizerPass(ao));
+    } else {
+      mpm.addPass(llvm::ModuleThreadSanitizerPass());
+      mpm.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::ThreadSanitizerPass()));
+    }
+    mpm.run(M, mam);
   }
   if (opts.emitLLVM) {
     llvm::raw_string_ostream os(out.llvmText);

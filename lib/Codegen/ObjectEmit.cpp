@@ -7,8 +7,11 @@
 //    as saved/scratch + offset; kernels are called in order, a Gemm kernel as
 //    its init loop (if any) then its GEMM function (MLIRGen.cpp: blocks of
 //    cblas_sgemm/cblas_dgemm calls, parallel over blocks);
-//    after a bounds-checked kernel a non-zero status code is returned with its
-//    value stored in the error_value global;
+//    after a bounds-checked kernel a non-zero status code is returned, its value
+//    left in the caller's scratch at error_value_offset (per call, abi.h);
+//    with a checked arena (--sanitize=address) the entry points poison the saved
+//    area and scratch, unpoison each buffer while it is live (scratch: from the
+//    first kernel touching it to the last) and unpoison everything before returning;
 //  * the `const aotc_program <name>_program` descriptor.
 // Then HostCommon.cpp's finishObject optimizes at -O3 (mlir::makeOptimizingTransformer)
 // for the requested CPU (default x86-64-v2) and emits a PIC ELF object. Kernel
@@ -18,6 +21,7 @@
 #include "CodegenInternal.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/abi.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
@@ -36,13 +40,50 @@ struct EntryBuilder {
   llvm::Module &M;
   const KernelProgram &kp;
   llvm::LLVMContext &C;
-  llvm::GlobalVariable *errorValue;
+  uint32_t flags;
   IRBuilder<> b;
+  llvm::FunctionCallee poisonFn, unpoisonFn; ///< ASan's manual poisoning (checked arena only)
 
-  EntryBuilder(llvm::Module &m, const KernelProgram &p, llvm::GlobalVariable *ev)
-      : M(m), kp(p), C(m.getContext()), errorValue(ev), b(m.getContext()) {}
+  EntryBuilder(llvm::Module &m, const KernelProgram &p, uint32_t fl)
+      : M(m), kp(p), C(m.getContext()), flags(fl), b(m.getContext()) {
+    if (kp.checkedArena) {
+      auto *fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getInt64Ty()}, false);
+      poisonFn = M.getOrInsertFunction("__asan_poison_memory_region", fty);
+      unpoisonFn = M.getOrInsertFunction("__asan_unpoison_memory_region", fty);
+    }
+  }
+
+  /// Checked arena: (un)poisons [base + off, base + off + bytes).
+  void poison(bool on, Value *base, int64_t off, int64_t bytes) {
+    if (!kp.checkedArena || bytes <= 0) return;
+    b.CreateCall(on ? poisonFn : unpoisonFn,
+                 {b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, off), b.getInt64(bytes)});
+  }
+  /// Before every return: the caller owns the whole arena again.
+  void unpoisonArena(const cg::EntryArgs &ea) {
+    if (ea.saved) poison(false, ea.saved, 0, kp.savedBytes);
+    poison(false, ea.scratch, 0, kp.scratchBytes);
+  }
 
   void emitGraph(const KernelGraph &kg, bool bwd, const cg::EntryArgs &ea) {
+    // Checked arena: everything but the status pair and the saved tensors is poisoned;
+    // scratch buffers are unpoisoned while live (first to last kernel touching them).
+    std::vector<int> firstUse(kg.buffers.size(), -1), lastUse(kg.buffers.size(), -1);
+    if (kp.checkedArena) {
+      for (size_t k = 0; k < kg.kernels.size(); ++k)
+        for (const std::vector<int> *ids : {&kg.kernels[k].reads, &kg.kernels[k].writes})
+          for (int id : *ids) {
+            if (firstUse[id] < 0) firstUse[id] = (int)k;
+            lastUse[id] = (int)k;
+          }
+      int64_t base = kg.statusOffset >= 0 ? 64 : 0;
+      poison(true, ea.scratch, base, kp.scratchBytes - base);
+      if (ea.saved) {
+        poison(true, ea.saved, 0, kp.savedBytes);
+        for (const Buffer &bf : kg.buffers)
+          if (bf.kind == BufferKind::Saved) poison(false, ea.saved, bf.offset, bf.bytes());
+      }
+    }
     Value *status = nullptr;
     if (kg.statusOffset >= 0) {
       status = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), ea.scratch, kg.statusOffset, "status");
@@ -50,7 +91,11 @@ struct EntryBuilder {
       b.CreateAlignedStore(b.getInt64(0), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1),
                            llvm::Align(8));
     }
-    for (const Kernel &k : kg.kernels) {
+    for (size_t ki = 0; ki < kg.kernels.size(); ++ki) {
+      const Kernel &k = kg.kernels[ki];
+      for (size_t id = 0; id < kg.buffers.size(); ++id)
+        if (firstUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)
+          poison(false, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
       std::vector<Value *> ptrs(kg.buffers.size(), nullptr);
       auto need = [&](int id) {
         if (!ptrs[id]) ptrs[id] = cg::bufferPointer(b, kg.buffers[id], ea);
@@ -70,9 +115,8 @@ struct EntryBuilder {
           auto *cont = llvm::BasicBlock::Create(C, k.name + ".ok", F);
           b.CreateCondBr(b.CreateICmpNE(code, b.getInt64(0)), err, cont);
           b.SetInsertPoint(err);
-          Value *v = b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1),
-                                         llvm::Align(8));
-          b.CreateAlignedStore(v, errorValue, llvm::Align(8));
+          // The value stays where the kernel wrote it: scratch + error_value_offset.
+          unpoisonArena(ea);
           b.CreateRet(b.CreateTrunc(code, b.getInt32Ty()));
           b.SetInsertPoint(cont);
         }
@@ -82,7 +126,11 @@ struct EntryBuilder {
         AOTC_ASSERT(gf, "codegen: GEMM function missing: " + k.name);
         b.CreateCall(gf, {need(k.gemm.a), need(k.gemm.b), need(k.gemm.c)});
       }
+      for (size_t id = 0; id < kg.buffers.size(); ++id)
+        if (lastUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)
+          poison(true, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
     }
+    unpoisonArena(ea);
     b.CreateRet(b.getInt32(0));
   }
 
@@ -101,7 +149,8 @@ struct EntryBuilder {
   }
 
   void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd) {
-    llvm::Constant *init = cg::programDescriptor(M, kp, kp.errors, fwd, bwd, errorValue);
+    llvm::Constant *init =
+        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags);
     new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }
@@ -130,7 +179,11 @@ void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &o
       cg::buildKernelModule(kp, ctx, opts.emitMLIR ? &out.mlirText : nullptr);
   for (llvm::Function &f : *M)
     if (!f.isDeclaration()) f.setLinkage(llvm::GlobalValue::InternalLinkage);
-  EntryBuilder eb(*M, kp, cg::errorValueGlobal(*M, kp.name));
+  uint32_t flags = opts.sanitize == "address" ? AOTC_PROGRAM_ASAN
+                   : opts.sanitize == "thread" ? AOTC_PROGRAM_TSAN
+                                               : 0u;
+  if (kp.checkedArena) flags |= AOTC_PROGRAM_CHECKED_ARENA;
+  EntryBuilder eb(*M, kp, flags);
   eb.build();
   cg::finishObject(*M, kp.name, opts, out);
 }

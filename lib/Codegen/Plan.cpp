@@ -134,9 +134,11 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   int64_t so = 0;
   for (size_t s = 0; s < p.saved.size(); ++s) {
     savedOff.push_back(so);
-    so += alignUp(std::max<int64_t>(fouts[nUser + s]->type().bytes(), 1), 64);
+    so += alignUp(std::max<int64_t>(fouts[nUser + s]->type().bytes(), 1), 64) +
+          (opts.checkedArena ? kArenaRedzone : 0);
   }
   kp.savedBytes = so;
+  kp.checkedArena = opts.checkedArena;
 
   // Forward.
   {

@@ -12,7 +12,8 @@ Semantics follow the C++ runtime (`aotc::rt::DifferentiableFunction`, docs/runti
 inputs are checked against their descriptors, `forward` returns the outputs and a
 context owning the saved area, `backward` consumes the context; a missing cotangent is
 1 for a 0-d output (a loss) and 0 otherwise; a non-zero return code becomes an
-`AotcError` naming the node and the offending value (`errors[k-1]`, `*error_value`).
+`AotcError` naming the node and the offending value (`errors[k-1]`, and the int64 at
+`scratch + error_value_offset` of that call).
 """
 import array
 import ctypes
@@ -24,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 1
+ABI_VERSION = 2
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -83,7 +84,10 @@ class aotc_program(ctypes.Structure):
         ("backward", aotc_backward_fn),
         ("num_errors", ctypes.c_int32),
         ("errors", ctypes.POINTER(ctypes.c_char_p)),
-        ("error_value", ctypes.POINTER(ctypes.c_int64)),
+        ("error_value_offset", ctypes.c_int64),
+        ("build_id", ctypes.c_char_p),
+        ("flags", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
     ]
 
 
@@ -429,6 +433,12 @@ class Program:
             if not 0 <= i < len(self.inputs):
                 raise AbiError(f"{what}: grad {j} refers to input {i} of {len(self.inputs)}")
         self.saved_bytes, self.scratch_bytes = c.saved_bytes, c.scratch_bytes
+        self.error_value_offset = c.error_value_offset
+        if c.num_errors > 0 and not 0 <= c.error_value_offset <= c.scratch_bytes - 8:
+            raise AbiError(f"{what}: invalid descriptor (error_value_offset "
+                           f"{c.error_value_offset} outside the scratch arena)")
+        self.build_id = (c.build_id or b"").decode("ascii", "replace")
+        self.flags = c.flags
         self.errors = [(c.errors[k] or b"").decode("utf-8", "replace")
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
@@ -447,23 +457,35 @@ class Program:
         """Position in `grads` of the gradient of input `name`, -1 when absent."""
         return next((d.index for d in self.grads if d.name == name), -1)
 
-    @property
-    def error_value(self):
-        """*error_value: the offending value of the last error (object-global)."""
-        p = self._c.error_value
-        return p[0] if p else 0
+    def error_value(self, scratch_ptr=None):
+        """The offending value of the last failed call that used scratch arena
+        `scratch_ptr` (None: this Program's own arena): the int64 at
+        scratch + error_value_offset (per call, abi.h)."""
+        if self.error_value_offset < 0:
+            return 0
+        base = self._scratch.ptr if scratch_ptr is None else scratch_ptr
+        return ctypes.c_int64.from_address(base + self.error_value_offset).value
+
+    def check_weights(self, metadata, path):
+        """Raises InputError unless a weights file's metadata carries this object's
+        build id ("aotc.build_id"): a weights file from another aotc run is refused."""
+        got = metadata.get("aotc.build_id")
+        if got != self.build_id:
+            raise InputError(f"{path} is from aotc build {got or '(none)'} but {self.path}'s "
+                             f"{self.name}_program is build {self.build_id}: use the object "
+                             f"and weights of one aotc run")
 
     def __repr__(self):
         return (f"aotc.Program({self.name!r}: {len(self.inputs)} inputs, "
                 f"{len(self.outputs)} outputs, {len(self.grads)} grads)")
 
     # -- raw entry points ----------------------------------------------------------------
-    def _check_rc(self, entry, rc):
+    def _check_rc(self, entry, rc, scratch_ptr=None):
         if rc == 0:
             return
         msg = (self.errors[rc - 1] if 0 < rc <= len(self.errors)
                else f"unknown error code (the program lists {len(self.errors)})")
-        raise AotcError(self.name, entry, rc, msg, self.error_value)
+        raise AotcError(self.name, entry, rc, msg, self.error_value(scratch_ptr))
 
     def call_forward(self, in_ptrs, out_ptrs, saved_ptr, scratch_ptr=None):
         """`<name>_forward` on raw addresses (ints; every buffer 64-byte aligned and of
@@ -472,11 +494,10 @@ class Program:
         ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
         outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
         if scratch_ptr is None:
-            with self._lock:
-                rc = self._forward(ins, outs, saved_ptr, self._scratch.ptr)
+            with self._lock:  # the error value is read from the arena under the lock
+                self._check_rc("forward", self._forward(ins, outs, saved_ptr, self._scratch.ptr))
         else:
-            rc = self._forward(ins, outs, saved_ptr, scratch_ptr)
-        self._check_rc("forward", rc)
+            self._check_rc("forward", self._forward(ins, outs, saved_ptr, scratch_ptr), scratch_ptr)
 
     def call_backward(self, in_ptrs, saved_ptr, tangent_ptrs, grad_ptrs, scratch_ptr=None):
         """`<name>_backward` on raw addresses; tangent_ptrs entries may be None (NULL) for
@@ -486,10 +507,11 @@ class Program:
         grads = (ctypes.c_void_p * max(1, len(grad_ptrs)))(*grad_ptrs)
         if scratch_ptr is None:
             with self._lock:
-                rc = self._backward(ins, saved_ptr, tans, grads, self._scratch.ptr)
+                self._check_rc("backward",
+                               self._backward(ins, saved_ptr, tans, grads, self._scratch.ptr))
         else:
-            rc = self._backward(ins, saved_ptr, tans, grads, scratch_ptr)
-        self._check_rc("backward", rc)
+            self._check_rc("backward", self._backward(ins, saved_ptr, tans, grads, scratch_ptr),
+                           scratch_ptr)
 
     # -- checked calls -----------------------------------------------------------------
     def _as_tensor(self, value, desc, what):

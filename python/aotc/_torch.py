@@ -159,6 +159,8 @@ class CompiledModule(torch.nn.Module):
         self.program = program
         self.build = build
         values = _safetensors.read(weights) if weights else None
+        if values is not None:
+            program.check_weights(values.metadata, weights)
         self.input_names = []
         self._param_paths = {}
         for d in program.inputs:

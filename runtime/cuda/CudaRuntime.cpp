@@ -269,6 +269,7 @@ int aotc_cuda_exec_create(aotc_cuda_exec *exec, void *stream, int64_t workspaceB
     return fail("aotc_cuda: cublasLtCreate: " + std::string(cublasGetStatusString(st)));
   }
   exec->cublaslt = lt;
+  exec->host_error_value = new int64_t(0);
   cudaError_t e = cudaMalloc(&exec->workspace, (size_t)exec->workspace_bytes);
   if (e == cudaSuccess) e = cudaMalloc((void **)&exec->error_word, AOTC_CUDA_ERROR_WORD_BYTES);
   if (e == cudaSuccess)
@@ -287,6 +288,7 @@ void aotc_cuda_exec_destroy(aotc_cuda_exec *exec) {
   if (exec->error_word) cudaFree(exec->error_word);
   if (exec->cublaslt) cublasLtDestroy((cublasLtHandle_t)exec->cublaslt);
   if (exec->cublas) cublasDestroy((cublasHandle_t)exec->cublas);
+  delete exec->host_error_value;
   std::memset(exec, 0, sizeof *exec);
 }
 

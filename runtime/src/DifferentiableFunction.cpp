@@ -9,7 +9,12 @@
 #include "aotc/runtime.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+
+// The CUDA entry points read these two fields at fixed offsets (lib/Codegen/CudaHost.cpp).
+static_assert(offsetof(aotc_cuda_exec, error_word) == 40, "aotc_cuda_exec layout");
+static_assert(offsetof(aotc_cuda_exec, host_error_value) == 56, "aotc_cuda_exec layout");
 
 /// OpenBLAS's thread-count setter, when the process links OpenBLAS (weak: any
 /// other CBLAS works too and the call is then skipped).
@@ -89,8 +94,12 @@ void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
   if (rc > 0 && rc <= p.num_errors && p.errors) {
     msg += ": ";
     msg += p.errors[rc - 1];
-    if (p.error_value)
-      msg += " (value " + std::to_string(*p.error_value) + ")";
+    // The value of this call: in this instance's scratch arena (abi.h).
+    if (p.error_value_offset >= 0 && p.error_value_offset + 8 <= scratch_.size()) {
+      int64_t v;
+      std::memcpy(&v, scratch_.data() + p.error_value_offset, sizeof v);
+      msg += " (value " + std::to_string(v) + ")";
+    }
   } else {
     msg += " (not a documented error code of this program)";
   }

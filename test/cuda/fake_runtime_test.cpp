@@ -449,7 +449,9 @@ int main(int argc, char **argv) {
   // The CUDA entry points on host memory.
   Buffers b(p);
   int64_t *errorWord = (int64_t *)alloc256(AOTC_CUDA_ERROR_WORD_BYTES);
+  int64_t hostErrorValue = 0;
   aotc_cuda_exec exec{};
+  exec.host_error_value = &hostErrorValue;
   exec.stream = (void *)0x1000;
   exec.error_word = errorWord;
   rc = cp.forward(b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
@@ -470,7 +472,7 @@ int main(int argc, char **argv) {
   std::string want = "in[" + std::to_string(last) + "] '" + p.inputs[last].name + "'";
   EXPECT(msg.find(want) != std::string::npos && msg.find("256-byte aligned") != std::string::npos,
          "misaligned input: rc " << rc << " message '" << msg << "'");
-  EXPECT(*p.error_value == (int64_t)(intptr_t)b.in[last], "error_value is not the pointer");
+  EXPECT(hostErrorValue == (int64_t)(intptr_t)b.in[last], "host_error_value is not the pointer");
   EXPECT(events.empty(), "launched before checking alignment");
   b.in[last] = saveIn;
   std::printf("misaligned: %s\n", msg.c_str());

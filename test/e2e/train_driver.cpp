@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
   }
   try {
     std::string mode = argv[1];
-    SafetensorsFile weights = aotc::rt::readSafetensors(argv[2]);
+    SafetensorsFile weights = aotc::rt::readWeights(kProg, argv[2]);
     SafetensorsFile golden = aotc::rt::readSafetensors(argv[3]);
     Model m(weights, golden);
     if (mode == "train" && argc >= 5)

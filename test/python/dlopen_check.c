@@ -75,7 +75,10 @@ static int layout(void) {
   FIELD(aotc_program, backward); printf(", ");
   FIELD(aotc_program, num_errors); printf(", ");
   FIELD(aotc_program, errors); printf(", ");
-  FIELD(aotc_program, error_value);
+  FIELD(aotc_program, error_value_offset); printf(", ");
+  FIELD(aotc_program, build_id); printf(", ");
+  FIELD(aotc_program, flags); printf(", ");
+  FIELD(aotc_program, reserved);
   printf("}},\n \"AOTC_ABI_VERSION\": %d, \"AOTC_ALIGNMENT\": %d}\n", AOTC_ABI_VERSION,
          AOTC_ALIGNMENT);
   return 0;
@@ -150,7 +153,8 @@ int main(int argc, char **argv) {
   if (rc == 0) rc = p->backward(in, saved, tan, grads, scratch);
   if (rc != 0) {
     fprintf(stderr, "error: code %d: %s (value %lld)\n", rc,
-            rc <= p->num_errors ? p->errors[rc - 1] : "?", (long long)*p->error_value);
+            rc <= p->num_errors ? p->errors[rc - 1] : "?",
+            p->error_value_offset >= 0 ? (long long)*(const int64_t *)((const char *)scratch + p->error_value_offset) : 0LL);
     return 1;
   }
   for (int i = 0; i < p->num_outputs; ++i)

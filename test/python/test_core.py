@@ -112,7 +112,7 @@ class MlpSharedLibrary(unittest.TestCase):
 
     def test_descriptor_matches_golden(self):
         p, g = self.p, self.golden
-        self.assertEqual((p.name, p.abi_version), ("mlp", 1))
+        self.assertEqual((p.name, p.abi_version), ("mlp", 2))
         self.assertEqual([d.name for d in p.inputs],
                          ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "x", "target"])
         for d in p.inputs:
@@ -293,7 +293,8 @@ FAKE_C = r"""
 static int fwd(const void *const *i, void *const *o, void *s, void *t) { return 0; }
 static int bwd(const void *const *i, const void *s, const void *const *t, void *const *g,
                void *x) { return 0; }
-const aotc_program fake_program = {VERSION, "fake", 0, 0, 0, 0, 0, 0, 0, 0, 0, fwd, bwd, 0, 0, 0};
+const aotc_program fake_program = {VERSION, "fake", 0, 0, 0, 0, 0, 0, 0, 0, 0, fwd, bwd, 0, 0,
+                                   -1, "00000000000000000000000000000000", 0, 0};
 """
 
 
@@ -310,21 +311,21 @@ class AbiChecks(unittest.TestCase):
         return lib
 
     def test_other_abi_version_is_refused(self):
-        with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 2, "
-                                                   r"this module expects 1"):
-            aotc.Program(self._fake(2), "fake")
+        with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 1, "
+                                                   r"this module expects 2"):
+            aotc.Program(self._fake(1), "fake")
 
     def test_missing_symbol(self):
-        lib = self._fake(1)
+        lib = self._fake(2)
         with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'other_program'"):
             aotc.Program(lib, "other")
-        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake1_program'"):
-            aotc.Program(lib)  # libfake1.so -> default name 'fake1'
+        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake2_program'"):
+            aotc.Program(lib)  # libfake2.so -> default name 'fake2'
         p = aotc.Program(lib, "fake")
         self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
 
-    def test_version_1_empty_program_runs(self):
-        p = aotc.Program(self._fake(1), "fake")
+    def test_version_2_empty_program_runs(self):
+        p = aotc.Program(self._fake(2), "fake")
         outs, ctx = p.forward([])
         self.assertEqual((outs, p.backward(ctx)), ([], []))
 

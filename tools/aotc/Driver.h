@@ -11,6 +11,7 @@
 
 #include "aotc/Graph.h"
 #include "aotc/Stages.h"
+#include "aotc/abi.h"
 
 #include <cstdint>
 #include <string>
@@ -40,6 +41,7 @@ struct CompileOptions {
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
   bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (Stages.h).
+  std::string sanitize;                   ///< --sanitize: "", "address" or "thread" (CPU target).
 };
 
 /// What runPipeline produces.
@@ -50,12 +52,17 @@ struct CompileResult {
   std::vector<Weight> weights;  ///< Parameter/buffer values from a .pt2 / JSON archive.
   std::vector<uint8_t> object;  ///< The relocatable object.
   std::string header;           ///< The C header.
+  std::string buildId;          ///< buildId(opts): in the object, the header and the weights' metadata.
 };
 
 /// The whole pipeline: capture (or parse, with --start-from) -> functionalize ->
 /// decompose -> joint -> lower -> partition -> codegen. Stops after
 /// `opts.emit` with that stage's text.
 CompileResult runPipeline(const CompileOptions &opts);
+
+/// The compile's build id (BuildId.cpp): 32 hex digits of a SHA-256 over aotc's version,
+/// the bytes of IN and the --derivatives files, and every option that changes the outputs.
+std::string buildId(const CompileOptions &opts);
 
 /// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
 /// the file name up to its first '.', non-identifier characters replaced by '_'.
@@ -65,6 +72,28 @@ std::string readFile(const std::string &path);
 /// Writes a file, refusing (user error) when `path` is one of `inputs` (same file).
 void writeFile(const std::string &path, const void *data, size_t size,
                const std::vector<std::string> &inputs);
+/// A compile's output files, written atomically (Outputs.cpp): add() writes each to a
+/// temporary file beside its target (user error on failure, naming the target);
+/// commit() renames them all into place, restoring the earlier files if a rename fails.
+/// Temporaries not committed are removed by the destructor. Inputs are never overwritten.
+class OutputSet {
+public:
+  explicit OutputSet(std::vector<std::string> inputs) : inputs_(std::move(inputs)) {}
+  ~OutputSet();
+  OutputSet(const OutputSet &) = delete;
+  OutputSet &operator=(const OutputSet &) = delete;
+  void add(const std::string &path, const void *data, size_t size);
+  void commit();
+
+private:
+  struct Pending {
+    std::string path, tmp;
+  };
+  std::vector<std::string> inputs_;
+  std::vector<Pending> files_;
+  int writes_ = 0, renames_ = 0;
+};
+
 /// Every file the options read (IN, --derivatives), for the overwrite check.
 std::vector<std::string> inputFiles(const CompileOptions &opts);
 

@@ -77,6 +77,11 @@ CompileResult runPipeline(const CompileOptions &o) {
     userError("--emit=" + o.emit + " needs --target=cuda");
   if (o.allowTf32 && o.target != "cuda")
     userError("--allow-tf32 needs --target=cuda (the CPU target's GEMMs are always f32)");
+  if (!o.sanitize.empty() && o.sanitize != "address" && o.sanitize != "thread")
+    userError("unsupported --sanitize '" + o.sanitize + "' (supported: address, thread)");
+  if (!o.sanitize.empty() && o.target != "cpu")
+    userError("--sanitize=" + o.sanitize + " instruments the CPU target's code; it cannot be "
+              "combined with --target=" + o.target);
   if (o.emit == "llvm" && o.target == "cuda")
     userError("--emit=llvm is the CPU target's; with --target=cuda use --emit=mlir or --emit=ptx");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
@@ -166,7 +171,11 @@ CompileResult runPipeline(const CompileOptions &o) {
   // 6. kernels: fusion into target-neutral loop nests + scratch arena planning.
   CodegenOptions cg;
   cg.name = p.name;
+  cg.sanitize = o.sanitize;
+  cg.fusion.checkedArena = o.sanitize == "address";
   KernelProgram kp = planProgram(p, cg.fusion);
+  r.buildId = buildId(o);
+  kp.buildId = r.buildId;
   cg.target = o.target;
   cg.cuda.archs = o.cudaArchs;
   cg.cuda.toolkit = o.cudaToolkit;
@@ -217,17 +226,9 @@ std::string readFile(const std::string &path) {
 
 void writeFile(const std::string &path, const void *data, size_t size,
                const std::vector<std::string> &inputs) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const std::string &in : inputs)
-    if (path == in || (fs::exists(path) && fs::exists(in) && fs::equivalent(path, in, ec)))
-      userError("refusing to overwrite input file '" + in + "'");
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    userError(SourceLoc{path, 0, 0}, "cannot open for writing");
-  out.write(static_cast<const char *>(data), (std::streamsize)size);
-  if (!out)
-    userError(SourceLoc{path, 0, 0}, "write error");
+  OutputSet one(inputs);
+  one.add(path, data, size);
+  one.commit();
 }
 
 std::vector<std::string> inputFiles(const CompileOptions &o) {

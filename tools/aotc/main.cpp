@@ -84,6 +84,10 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
                  "its view is expanded; larger is a user error naming it")
       ->check(CLI::PositiveNumber)
       ->default_str(std::to_string(kDefaultMaxTensorBytes));
+  app.add_option("--sanitize", o.sanitize,
+                 "Instrument the generated code: address (ASan, with a checked arena: poisoned "
+                 "redzones between planned buffers) or thread (TSan); link with -fsanitize=...")
+      ->check(CLI::IsMember({"address", "thread"}));
   app.add_option("--derivatives", o.derivatives, "Extra derivative rules (YAML), repeatable")
       ->check(CLI::ExistingFile);
 }
@@ -137,8 +141,10 @@ int compileCommand(const CompileOptions &o, const std::string &output) {
       if (out == in || (std::filesystem::exists(out) && std::filesystem::exists(in) &&
                         std::filesystem::equivalent(out, in)))
         userError("refusing to overwrite input file '" + in + "' with output '" + out + "'");
-  writeFile(output, r.object.data(), r.object.size(), inputs);
-  writeFile(header, r.header.data(), r.header.size(), inputs);
+  // All three or none: temporaries beside the targets, renamed into place at the end.
+  OutputSet files(inputs);
+  files.add(output, r.object.data(), r.object.size());
+  files.add(header, r.header.data(), r.header.size());
   if (!r.weights.empty()) {
     // Parameters and buffers by FQN, with the archive's bytes unchanged.
     std::vector<rt::Tensor> tensors;
@@ -149,9 +155,11 @@ int compileCommand(const CompileOptions &o, const std::string &output) {
     std::vector<rt::NamedTensorRef> refs;
     for (size_t i = 0; i < tensors.size(); ++i)
       refs.push_back({r.weights[i].fqn, &tensors[i]});
-    std::vector<uint8_t> bytes = rt::serializeSafetensors(refs);
-    writeFile(weights, bytes.data(), bytes.size(), inputs);
+    // The object's build id: the runtime refuses weights from another compile.
+    std::vector<uint8_t> bytes = rt::serializeSafetensors(refs, {{"aotc.build_id", r.buildId}});
+    files.add(weights, bytes.data(), bytes.size());
   }
+  files.commit();
   return 0;
 }
 

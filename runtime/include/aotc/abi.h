@@ -20,8 +20,20 @@
  *                  are not differentiable (integer/bool dtype);
  *  - grads[j]    : gradient of input grad_input_index[j]; overwritten, never accumulated.
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
- * and *error_value holds the offending value (e.g. an out-of-range index).
+ * and the int64 at scratch + error_value_offset holds the offending value (e.g.
+ * an out-of-range index) of *that* call: two calls with distinct scratch arenas
+ * failing at once each report their own value.
  * Entry points are reentrant for distinct saved/scratch buffers.
+ *
+ * An object compiled with `aotc --sanitize=address` is instrumented by LLVM's
+ * AddressSanitizer and checks its arena (AOTC_PROGRAM_CHECKED_ARENA): planned
+ * buffers are separated by poisoned redzones and a scratch buffer is poisoned
+ * while it is not live, so a kernel writing into its neighbour is reported. Link
+ * such an object into a program built with -fsanitize=address (likewise
+ * `--sanitize=thread` and -fsanitize=thread). The flags field says which.
+ *
+ * build_id ties one compile's object, header (<NAME>_BUILD_ID) and weights file
+ * (metadata "aotc.build_id") together; the runtime refuses a mixed set.
  *
  * An object emitted with `--target=cuda` (docs/cuda.md) exports instead
  *
@@ -42,7 +54,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 1
+#define AOTC_ABI_VERSION 2
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -81,6 +93,11 @@ typedef int (*aotc_forward_fn)(const void *const *in, void *const *out, void *sa
 typedef int (*aotc_backward_fn)(const void *const *in, const void *saved,
                                 const void *const *tangents, void *const *grads, void *scratch);
 
+/** aotc_program::flags bits. */
+#define AOTC_PROGRAM_ASAN 1u          /**< Instrumented by AddressSanitizer (--sanitize=address). */
+#define AOTC_PROGRAM_TSAN 2u          /**< Instrumented by ThreadSanitizer (--sanitize=thread). */
+#define AOTC_PROGRAM_CHECKED_ARENA 4u /**< Redzones between planned buffers (--sanitize=address). */
+
 typedef struct aotc_program {
   uint32_t abi_version;          /**< AOTC_ABI_VERSION */
   const char *name;              /**< <name> */
@@ -97,7 +114,12 @@ typedef struct aotc_program {
   aotc_backward_fn backward;
   int32_t num_errors;
   const char *const *errors;     /**< Messages for return codes 1..num_errors. */
-  int64_t *error_value;          /**< Offending value of the last error (object-global). */
+  /** Byte offset in the scratch arena of the int64 offending value of a failed call;
+   *  -1 when no entry point can fail (num_errors == 0). CUDA objects: -1 (see below). */
+  int64_t error_value_offset;
+  const char *build_id;          /**< 32 hex digits: hash of the inputs, flags and aotc version. */
+  uint32_t flags;                /**< AOTC_PROGRAM_* bits. */
+  uint32_t reserved;             /**< 0 */
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*
@@ -108,8 +130,9 @@ typedef struct aotc_program {
  * whole training step can be captured in a CUDA graph. Return value:
  *   0   everything was enqueued;
  *   k>0 errors[k-1] of the descriptor: a tensor pointer that is not
- *       AOTC_CUDA_ALIGNMENT-aligned (the message names the tensor; *error_value
- *       holds the pointer). Data-dependent errors (an index out of range) happen
+ *       AOTC_CUDA_ALIGNMENT-aligned (the message names the tensor;
+ *       *exec->host_error_value, when not NULL, holds the pointer: per exec, so two
+ *       threads with their own execs report their own). Data-dependent errors (an index out of range) happen
  *       on the device: the kernel writes {code, value, program id} into
  *       exec->error_word and aotc_cuda_check() (aotc/cuda.h) reports them;
  *   <0  the runtime failed (a CUDA or cuBLAS error): aotc_cuda_last_error().
@@ -131,6 +154,7 @@ typedef struct aotc_cuda_exec {
   int64_t *error_word;    /**< Device memory, AOTC_CUDA_ERROR_WORD_BYTES, zeroed. */
   int32_t flags;          /**< 0 (reserved) */
   int32_t reserved;       /**< 0 */
+  int64_t *host_error_value; /**< Host memory or NULL: the misaligned pointer of a k>0 return. */
 } aotc_cuda_exec;
 
 /** The kernels of one CUDA object (a constant inside it). */

@@ -112,6 +112,7 @@ inline std::unique_ptr<Loaded> compileAndLoad(const Program &p, CodegenOptions o
 /// Runs forward (and backward when tangents are given) of a loaded program.
 struct RunResult {
   int fwdRc = -1, bwdRc = -1;
+  int64_t errorValue = 0; ///< The failing call's value from its scratch (error_value_offset).
   std::vector<RefTensor> outputs, grads;
 };
 
@@ -133,6 +134,11 @@ inline RunResult run(const Loaded &L, const std::vector<RefTensor> &inputs,
   }
   Buf saved(P.saved_bytes, 0xab), scratch(P.scratch_bytes, scratchFill);
   r.fwdRc = P.forward(inp.data(), outp.data(), saved.get(), scratch.get());
+  auto readError = [&] {
+    if (P.error_value_offset >= 0)
+      std::memcpy(&r.errorValue, static_cast<char *>(scratch.get()) + P.error_value_offset, 8);
+  };
+  if (r.fwdRc != 0) readError();
   for (int i = 0; i < P.num_outputs; ++i) {
     TensorType t{(DType)P.outputs[i].dtype, Shape(P.outputs[i].shape, P.outputs[i].shape + P.outputs[i].rank)};
     r.outputs.push_back(fromBuf(out[i], t));
@@ -152,6 +158,7 @@ inline RunResult run(const Loaded &L, const std::vector<RefTensor> &inputs,
   }
   std::memset(scratch.get(), scratchFill, std::max<int64_t>(64, (P.scratch_bytes + 63) / 64 * 64));
   r.bwdRc = P.backward(inp.data(), saved.get(), tgp.data(), grp.data(), scratch.get());
+  if (r.bwdRc != 0) readError();
   for (int j = 0; j < P.num_grads; ++j) {
     TensorType t{(DType)P.grads[j].dtype, Shape(P.grads[j].shape, P.grads[j].shape + P.grads[j].rank)};
     r.grads.push_back(fromBuf(gr[j], t));

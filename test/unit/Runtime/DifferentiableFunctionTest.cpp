@@ -6,7 +6,8 @@
 //             out1 = number of t > 0 (i64[], not differentiable)
 //   backward: u = g*(1 - t^2) (in scratch), grad_w = u*x, grad_x = u*w
 // Error 1: a non-NULL tangent for the integer output; error 2: |x| > 1000
-// (error_value = index), like a generated bounds check.
+// (the value = index, stored at scratch + 16 = error_value_offset), like a generated
+// bounds check.
 //===----------------------------------------------------------------------===//
 #include "aotc/runtime.h"
 
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 using namespace aotc::rt;
 
@@ -37,7 +39,7 @@ const char *const kErrors[] = {
     "node 'tangents_2' (placeholder): a tangent was given for a non-floating output",
     "node 'gather' (aten.gather.default): index out of range",
 };
-int64_t gErrorValue = 0;
+void setErrorValue(void *scratch, int64_t v) { std::memcpy(static_cast<char *>(scratch) + 16, &v, 8); }
 
 int fakeForward(const void *const *in, void *const *out, void *saved, void *scratch) {
   const float *w = static_cast<const float *>(in[0]);
@@ -46,7 +48,7 @@ int fakeForward(const void *const *in, void *const *out, void *saved, void *scra
   float *t = static_cast<float *>(saved);
   for (int i = 0; i < 4; ++i) {
     if (std::fabs(x[i]) > 1000) {
-      gErrorValue = i;
+      setErrorValue(scratch, i);
       return 2;
     }
     s[i] = w[i] * x[i];
@@ -66,7 +68,7 @@ int fakeForward(const void *const *in, void *const *out, void *saved, void *scra
 int fakeBackward(const void *const *in, const void *saved, const void *const *tangents,
                  void *const *grads, void *scratch) {
   if (tangents[1] != nullptr) {
-    gErrorValue = 1;
+    setErrorValue(scratch, 1);
     return 1;
   }
   const float *w = static_cast<const float *>(in[0]);
@@ -84,8 +86,8 @@ int fakeBackward(const void *const *in, const void *saved, const void *const *ta
 }
 
 const aotc_program kFake = {AOTC_ABI_VERSION, "fake", 2, kInputs, 2, kOutputs, 2, kGrads,
-                            kGradIndex,       16,     16, fakeForward, fakeBackward, 2, kErrors,
-                            &gErrorValue};
+                            kGradIndex,       16,     24, fakeForward, fakeBackward, 2, kErrors,
+                            16, "0123456789abcdef0123456789abcdef", 0, 0};
 
 Tensor vec4(float a, float b, float c, float d) {
   Tensor t(DType::F32, {4});

@@ -1,0 +1,121 @@
+//===- Outputs.cpp - Writing a compile's files atomically ---------------------===//
+//
+// OutputSet (Driver.h) writes each file to a temporary file in its own folder
+// ("<dir>/.<name>.aotc-tmp-XXXXXX", so rename stays within one file system), flushes
+// it, and only when every file is complete renames them into place. An existing
+// target is first hard-linked to a backup, so a rename that fails halfway puts back
+// what was there: a compile that fails leaves earlier outputs untouched.
+//
+// Fault injection for tests (docs/testing.md): AOTC_FAULT_INJECT=write:K makes the
+// K-th temporary-file write fail after half its bytes, rename:K the K-th rename.
+//===----------------------------------------------------------------------===//
+#include "Driver.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace aotc::driver {
+
+namespace {
+
+/// AOTC_FAULT_INJECT=<kind>:<k>: true when this is the k-th event of `kind`.
+bool injectFault(const char *kind, int &counter) {
+  ++counter;
+  const char *env = std::getenv("AOTC_FAULT_INJECT");
+  if (!env) return false;
+  std::string s = env;
+  size_t c = s.find(':');
+  if (c == std::string::npos || s.substr(0, c) != kind) return false;
+  return std::atoi(s.c_str() + c + 1) == counter;
+}
+
+std::string folderOf(const std::string &path) {
+  std::filesystem::path p = std::filesystem::path(path).parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+} // namespace
+
+OutputSet::~OutputSet() {
+  for (const Pending &f : files_)
+    if (!f.tmp.empty()) ::unlink(f.tmp.c_str());
+}
+
+void OutputSet::add(const std::string &path, const void *data, size_t size) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string &in : inputs_)
+    if (path == in || (fs::exists(path) && fs::exists(in) && fs::equivalent(path, in, ec)))
+      userError("refusing to overwrite input file '" + in + "' with output '" + path + "'");
+  std::string name = fs::path(path).filename().string();
+  std::string tmpl = folderOf(path) + "/." + name + ".aotc-tmp-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = ::mkstemp(buf.data());
+  if (fd < 0)
+    userError(SourceLoc{path, 0, 0}, std::string("cannot create a file in its folder: ") + std::strerror(errno));
+  files_.push_back({path, buf.data()});
+  // mkstemp creates 0600; outputs get the usual 0666 & ~umask.
+  mode_t um = ::umask(0);
+  ::umask(um);
+  ::fchmod(fd, 0666 & ~um);
+  const char *p = static_cast<const char *>(data);
+  size_t left = size;
+  bool fault = injectFault("write", writes_);
+  if (fault) left = size / 2;
+  int err = 0;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  if (fault && !err) err = EIO;
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (err) userError(SourceLoc{path, 0, 0}, std::string("write error: ") + std::strerror(err));
+}
+
+void OutputSet::commit() {
+  // Back up what each target holds now (a hard link: no copy), then rename every
+  // temporary into place; on a failure, restore the backups of the targets already replaced.
+  std::vector<std::string> backups(files_.size());
+  auto cleanupBackups = [&] {
+    for (const std::string &b : backups)
+      if (!b.empty()) ::unlink(b.c_str());
+  };
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (::access(files_[i].path.c_str(), F_OK) != 0) continue;
+    std::string b = files_[i].path + ".aotc-bak-" + std::to_string(::getpid());
+    ::unlink(b.c_str());
+    if (::link(files_[i].path.c_str(), b.c_str()) == 0) backups[i] = b;
+  }
+  for (size_t i = 0; i < files_.size(); ++i) {
+    int err = injectFault("rename", renames_) ? EIO : 0;
+    if (!err && ::rename(files_[i].tmp.c_str(), files_[i].path.c_str()) != 0) err = errno;
+    if (err) {
+      for (size_t j = 0; j < i; ++j) {
+        if (!backups[j].empty()) ::rename(backups[j].c_str(), files_[j].path.c_str());
+        else ::unlink(files_[j].path.c_str()); // it did not exist before
+        backups[j].clear();
+      }
+      cleanupBackups();
+      userError(SourceLoc{files_[i].path, 0, 0}, std::string("cannot move the new file into place: ") +
+                                                     std::strerror(err) + " (earlier outputs kept)");
+    }
+    files_[i].tmp.clear();
+  }
+  cleanupBackups();
+}
+
+} // namespace aotc::driver
