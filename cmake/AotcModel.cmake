@@ -1,12 +1,19 @@
-# aotc_model(<var> SOURCE <model> NAME <c-name> DIR <dir> [FLAGS <aotc flags>...] [DEPENDS <files>...])
+# aotc_model(<var> SOURCE <model> NAME <c-name> DIR <dir> [FLAGS <aotc flags>...] [DEPENDS <files>...]
+#            [NOSANITIZE])
 #
 # Compiles a model with aotc at build time (a custom command):
 #   <dir>/<name>.o, <dir>/<name>.h, <dir>/<name>.weights.safetensors
 # and sets <var>_OBJECT, <var>_HEADER, <var>_WEIGHTS, <var>_DIR in the caller's scope.
 # Add ${<var>_OBJECT} and ${<var>_HEADER} to an executable's sources and
 # ${<var>_DIR} to its include directories to link the compiled training step.
+# In a sanitizer build (AOTC_SANITIZER) CPU models are compiled with --sanitize=<mode>, so
+# the generated code runs instrumented in every test that links it; NOSANITIZE opts out
+# (an object compared byte for byte with a plain one, or linked without the runtime).
 function(aotc_model var)
-  cmake_parse_arguments(A "" "SOURCE;NAME;DIR" "FLAGS;DEPENDS" ${ARGN})
+  cmake_parse_arguments(A "NOSANITIZE" "SOURCE;NAME;DIR" "FLAGS;DEPENDS" ${ARGN})
+  if(AOTC_SANITIZER AND NOT A_NOSANITIZE AND NOT "--target=cuda" IN_LIST A_FLAGS)
+    list(APPEND A_FLAGS --sanitize=${AOTC_SANITIZER})
+  endif()
   set(_obj ${A_DIR}/${A_NAME}.o)
   set(_hdr ${A_DIR}/${A_NAME}.h)
   set(_wts ${A_DIR}/${A_NAME}.weights.safetensors)

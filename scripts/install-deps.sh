@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19 libomp-19-dev
       nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev
-      cmake ninja-build python3 pkg-config)
+      libclang-rt-19-dev cmake ninja-build python3 pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds, runs every test (Catch2 units,
-# lit stage tests, end-to-end tests) through ctest.
+# lit stage tests, end-to-end tests, fuzz replays) through ctest.
 # --with-torch: also run the PyTorch tests (ctest label 'torch'; they read
 # AOTC_WITH_TORCH=1 and use $AOTC_TORCH_PYTHON or tools/export/.venv); without it they
-# are skipped with the reason printed. Other arguments go to ctest.
+# are skipped with the reason printed.
+# --sanitize=address|thread: the same suite in a sanitizer build (build-asan/ or
+# build-tsan/, docs/testing.md "Sanitizer suites"), with the options of
+# scripts/sanitizer-env.sh. Other arguments go to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 args=()
 for a in "$@"; do
-  if [ "$a" = "--with-torch" ]; then export AOTC_WITH_TORCH=1; else args+=("$a"); fi
+  case "$a" in
+    --with-torch) export AOTC_WITH_TORCH=1 ;;
+    --sanitize=*) export AOTC_SANITIZE=${a#--sanitize=} ;;
+    *) args+=("$a") ;;
+  esac
 done
+start=$(date +%s)
 bash "$root/scripts/build.sh"
-build=${AOTC_BUILD_DIR:-$root/build}
+case "${AOTC_SANITIZE:-}" in
+  "") build=${AOTC_BUILD_DIR:-$root/build} ;;
+  address) build=${AOTC_BUILD_DIR:-$root/build-asan} ;;
+  thread) build=${AOTC_BUILD_DIR:-$root/build-tsan} ;;
+esac
+# shellcheck source=sanitizer-env.sh
+source "$root/scripts/sanitizer-env.sh"
+built=$(date +%s)
 cd "$build"
 log=$build/test-sh.log
 set +e
@@ -30,5 +45,7 @@ summary() { # $1: ctest name, $2: line prefix; prints that test's summary line f
 }
 summary conformance.summary "conformance: "
 summary parity.min-cut "partition-parity: "
+end=$(date +%s)
+echo "suite ${AOTC_SANITIZE:-normal}: build $((built - start)) s, tests $((end - built)) s"
 grep -E 'tests passed|tests failed' "$log" | tail -n 1
 exit "$rc"

@@ -18,6 +18,12 @@
 //     Times forward+backward (no update) ITERS times (default 50) after 3 warm-up
 //     steps; prints the median and minimum per step in milliseconds. Threads:
 //     OMP_NUM_THREADS (generated loops and GEMM blocks; BLAS is pinned to 1).
+//   train_driver two-threads-fail WEIGHTS GOLDEN [ITERS]
+//     Two threads, each with its own DifferentiableFunction (own scratch), run forwards
+//     at once whose integer user input (e.g. a class target) holds an out-of-range value,
+//     thread t its own (bound + t and -1 - t, alternating), ITERS times (default 200):
+//     every failure must report its own thread's value (the error value is per call,
+//     abi.h). Under TSan the object is instrumented, so a shared error slot is a race.
 //   train_driver compare-run WEIGHTS GOLDEN RUN
 //     RUN is `aotc run --inputs GOLDEN --out RUN`: its output_0 and grad_<name>
 //     must equal this process's step-0 outputs and gradients within 1e-6 (relative
@@ -35,6 +41,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using aotc::rt::SafetensorsFile;
@@ -96,6 +103,40 @@ struct Model {
 int fail(const std::string &msg) {
   std::fprintf(stderr, "FAIL: %s\n", msg.c_str());
   return 1;
+}
+
+int twoThreadsFail(const SafetensorsFile &weights, const SafetensorsFile &golden, int iters) {
+  int idx = -1;
+  for (int i = 0; i < kProg.num_inputs; ++i)
+    if (kProg.inputs[i].role == AOTC_ROLE_USER_INPUT && kProg.inputs[i].dtype == AOTC_I64 &&
+        kProg.inputs[i].numel > 0)
+      idx = i;
+  if (idx < 0) return fail("no i64 user input to put an out-of-range value into");
+  // Values far outside any bound (and negative ones), distinct per thread and call.
+  std::string wrong[2];
+  std::thread threads[2];
+  for (int t = 0; t < 2; ++t)
+    threads[t] = std::thread([&, t] {
+      Model m(weights, golden);
+      for (int k = 0; k < iters && wrong[t].empty(); ++k) {
+        int64_t v = k % 2 ? 1000000 + 1000 * t + k : -1 - 1000 * t - k;
+        m.inputs[idx].data<int64_t>()[t] = v;
+        try {
+          m.f.forward(m.ptrs());
+          wrong[t] = "forward succeeded with value " + std::to_string(v);
+        } catch (const aotc::rt::RuntimeError &e) {
+          std::string want = "(value " + std::to_string(v) + ")";
+          if (std::string(e.what()).find(want) == std::string::npos)
+            wrong[t] = "thread " + std::to_string(t) + " expected " + want + ", got: " + e.what();
+        }
+      }
+    });
+  for (auto &th : threads) th.join();
+  for (auto &w : wrong)
+    if (!w.empty()) return fail(w);
+  std::printf("%s: two threads, %d failing forwards each, every error value their own\n", kProg.name,
+              iters);
+  return 0;
 }
 
 int train(Model &m, const SafetensorsFile &golden, const std::string &out, int steps) {
@@ -231,6 +272,8 @@ int main(int argc, char **argv) {
       return train(m, golden, argv[4], argc >= 6 ? std::atoi(argv[5]) : 20);
     if (mode == "two-contexts")
       return twoContexts(m, golden);
+    if (mode == "two-threads-fail")
+      return twoThreadsFail(weights, golden, argc >= 5 ? std::max(1, std::atoi(argv[4])) : 200);
     if (mode == "bench")
       return bench(m, argc >= 5 ? std::max(1, std::atoi(argv[4])) : 50);
     if (mode == "compare-run" && argc >= 5)

@@ -13,6 +13,16 @@ llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_t
 config.substitutions.append(("%aotc", os.path.join(config.aotc_bin_dir, "tools", "aotc", "aotc")))
 config.substitutions.append(("%srcroot", config.aotc_src_root))
 config.substitutions.append(("%python", config.python_executable))
+# Sanitizer suites (docs/testing.md): the mode of this build, as a feature and as the flag
+# that compiles generated code the same way (`aotc run %sanitize`, empty elsewhere).
+san = getattr(config, "aotc_sanitizer", "")
+if san:
+    config.available_features.add({"address": "asan", "thread": "tsan"}[san])
+config.substitutions.append(("%sanitize_flag", f"--flag=--sanitize={san}" if san else ""))
+config.substitutions.append(("%sanitize", f"--sanitize={san}" if san else ""))
+# The sanitizers' runtime options (scripts/sanitizer-env.sh) reach aotc and the drivers.
+llvm_config.with_system_environment(["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+                                     "TSAN_OPTIONS", "OMP_TOOL_LIBRARIES", "ARCHER_OPTIONS"])
 
 # The CUDA target needs the toolkit's libdevice to build PTX and ptxas to check it
 # (docs/cuda.md); tests that need them say `REQUIRES: cuda-toolkit`.

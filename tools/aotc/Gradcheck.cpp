@@ -84,6 +84,7 @@ double objective(const std::vector<rt::Tensor> &outs,
 } // namespace
 
 int gradcheckCommand(const GradcheckOptions &o) {
+  requireSanitizerRuntime(o.compile.sanitize, "aotc gradcheck");
   CompileResult compiled = runPipeline(o.compile);
   AOTC_ASSERT(!compiled.stopped, "gradcheck never stops early");
   if (o.eps <= 0)

@@ -9,6 +9,7 @@
 
 #include "aotc/Diagnostics.h"
 
+#include <dlfcn.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Support/Error.h>
@@ -35,6 +36,17 @@ void check(llvm::Error e, const std::string &what) {
 struct LoadedObject::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
 };
+
+void requireSanitizerRuntime(const std::string &mode, const char *command) {
+  if (mode.empty()) return;
+  const char *sym = mode == "address" ? "__asan_init" : "__tsan_init";
+  if (!dlsym(RTLD_DEFAULT, sym))
+    userError(std::string(command) + " --sanitize=" + mode + " runs the instrumented code in this "
+              "process, which needs an aotc built with -fsanitize=" + mode +
+              " (AOTC_SANITIZE=" + mode + " scripts/build.sh); this aotc is not. Compile with "
+              "`aotc IN --sanitize=" + mode + " -o OUT.o` and link OUT.o into a program built with -fsanitize=" +
+              mode);
+}
 
 LoadedObject::LoadedObject(const std::vector<uint8_t> &object, const std::string &name)
     : impl_(std::make_unique<Impl>()) {

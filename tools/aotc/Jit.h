@@ -34,6 +34,10 @@ private:
   const aotc_program *program_ = nullptr;
 };
 
+/// `--sanitize=MODE` code links against MODE's runtime: a user error naming `command`
+/// unless this aotc process itself runs under that sanitizer (an AOTC_SANITIZE build).
+void requireSanitizerRuntime(const std::string &mode, const char *command);
+
 /// Builds the program's inputs in order. For input i (named n, FQN for
 /// parameters): `file` entries n, then input.<n> / param.<n>; for parameters and
 /// buffers then the archive weights; otherwise, when `fill` is set, a value

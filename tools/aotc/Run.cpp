@@ -25,6 +25,7 @@ int runCommand(const RunOptions &o) {
               "builds need not have one). Compile with `aotc IN --target=cuda -o OUT.o` and link the "
               "object with the CUDA runtime and a driver: tools/gpu/train_cuda.cpp, or "
               "scripts/gpu-check.sh (docs/cuda.md)");
+  requireSanitizerRuntime(o.compile.sanitize, "aotc run");
   CompileResult compiled = runPipeline(o.compile);
   AOTC_ASSERT(!compiled.stopped, "aotc run never stops early");
 
