@@ -589,7 +589,10 @@ void GraphFuser::defineReduction(const Node *n) {
   if (b == "sum" || b == "mean") {
     red.kind = ReduceKind::Sum;
     red.accType = isFloating(od) ? DType::F64 : DType::I64;
-    red.value = mkCast(body, red.accType);
+    // sum(x, dtype=torch.bool) is sum(x.to(torch.bool)): 0.5 counts as True, not as
+    // the 0 that a direct float -> i64 accumulator cast would give (libFuzzer find).
+    red.value = mkCast(od == DType::Bool && vt != DType::Bool ? mkCast(body, DType::Bool) : body,
+                       red.accType);
   } else if (b == "amax" || b == "amin") {
     red.kind = b == "amax" ? ReduceKind::Max : ReduceKind::Min;
     red.accType = vt == DType::Bool ? DType::I64 : vt;

@@ -126,13 +126,20 @@ Vals dropAlpha(Emitter &e, Node &n) {
   size_t ai = n.args.size() - 1;
   if (n.scalarArg(ai) == 1.0) return {};
   std::string base = n.target.substr(0, n.target.rfind('.'));
+  if (n.types[0].dtype == DType::Bool && std::holds_alternative<Node *>(n.args[1])) {
+    // Boolean result (torch computes in bool: x | (bool(alpha) & other)); other * alpha
+    // would promote to i64 (libFuzzer find: add(b8, b8, alpha=2) lowered to i64).
+    if (n.scalarArg(ai) != 0.0) return {e.call(n.target, {n.args[0], n.args[1]})};
+    return {e.call(n.target, {n.args[0], e.mul(n.args[1], Arg(false))})};
+  }
   Node *scaled = std::holds_alternative<Node *>(n.args[1])
                      ? e.mul(n.args[1], n.args[ai])
                      : nullptr;
   if (!scaled) {
-    double v = n.scalarArg(1) * n.scalarArg(ai);
     bool ints = !std::holds_alternative<double>(n.args[1]) && !std::holds_alternative<double>(n.args[ai]);
-    return {e.call(n.target, {n.args[0], ints ? Arg((int64_t)v) : Arg(v)})};
+    if (ints) // integer scalars: wrapping int64 product, as ATen's (never through double)
+      return {e.call(n.target, {n.args[0], Arg((int64_t)((uint64_t)n.intArg(1) * (uint64_t)n.intArg(ai)))})};
+    return {e.call(n.target, {n.args[0], Arg(n.scalarArg(1) * n.scalarArg(ai))})};
   }
   return {e.call(base + ".Tensor", {n.args[0], scaled})};
 }

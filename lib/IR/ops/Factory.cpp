@@ -27,6 +27,17 @@ DType fillDType(const Node &n, size_t i) {
   return isFloating(d) ? kDefaultFloat : d;
 }
 
+/// torch's "value cannot be converted to type int64_t without overflow": a fill value that
+/// does not fit an integer result (NaN, +-inf, beyond int64) is a user error (libFuzzer find:
+/// full_like(i64, nan) reached codegen, whose constant conversion was undefined).
+DType checkFill(const Node &n, size_t i, DType result) {
+  if (isFloating(result) || result == DType::Bool) return result;
+  if (auto *d = std::get_if<double>(&n.args.at(i)); d && !(*d >= -9.2233720368547758e18 && *d < 9.2233720368547758e18))
+    nodeError(n, "value " + argStr(n.args[i]) + " cannot be converted to type " + dtypeTorchName(result) +
+                     " without overflow");
+  return result;
+}
+
 RefTensor filled(const Node &n, double v) {
   const TensorType &t = n.types[0];
   return RefTensor(t.dtype, t.shape, castValue(t.dtype, v));
@@ -40,10 +51,18 @@ Range rangeOf(const Node &n, bool startStep) {
 }
 
 int64_t rangeLen(const Node &n, const Range &r) {
+  if (!std::isfinite(r.start) || !std::isfinite(r.end) || !std::isfinite(r.step))
+    nodeError(n, "arange: unsupported range: " + argStr(Arg(r.start)) + " -> " + argStr(Arg(r.end)) +
+                     " (step " + argStr(Arg(r.step)) + ")");
   if (r.step == 0) nodeError(n, "arange: step must be nonzero");
   if ((r.step > 0 && r.end < r.start) || (r.step < 0 && r.end > r.start))
     nodeError(n, "arange: upper bound and larger bound inconsistent with step sign");
-  return (int64_t)std::ceil((r.end - r.start) / r.step);
+  // Checked before the conversion: a huge range is a user error, not a wrapped size.
+  double len = std::ceil((r.end - r.start) / r.step);
+  if (!(len < 9.0e18))
+    nodeError(n, "arange: the range " + argStr(Arg(r.start)) + " -> " + argStr(Arg(r.end)) +
+                     " has too many elements");
+  return (int64_t)len;
 }
 
 void triangular(OpRegistry &r, const char *schema, bool lower) {
@@ -74,14 +93,14 @@ void registerFactoryOps(OpRegistry &r) {
     OpDef &d = r.add("full(SymInt[] size, Scalar fill_value, *, " + opts + ") -> Tensor", OpCategory::Factory);
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
-      return {{dtypeArg(n, 2).value_or(fillDType(n, 1)), sizeArg(n, 0)}};
+      return {{checkFill(n, 1, dtypeArg(n, 2).value_or(fillDType(n, 1))), sizeArg(n, 0)}};
     };
     setEval(d, [](const Node &n, const RefArgs &) { return filled(n, n.scalarArg(1)); });
   }
   {
     OpDef &d = r.add("scalar_tensor(Scalar s, *, " + opts + ") -> Tensor", OpCategory::Factory);
     d.nonDifferentiable = true;
-    d.infer = [](const Node &n) -> Types { return {{dtypeArg(n, 1).value_or(kDefaultFloat), {}}}; };
+    d.infer = [](const Node &n) -> Types { return {{checkFill(n, 0, dtypeArg(n, 1).value_or(kDefaultFloat)), {}}}; };
     setEval(d, [](const Node &n, const RefArgs &) { return filled(n, n.scalarArg(0)); });
   }
   for (auto [name, v] : {std::pair<const char *, double>{"zeros", 0.0}, {"ones", 1.0}}) {
@@ -107,7 +126,7 @@ void registerFactoryOps(OpRegistry &r) {
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
-      return {{dtypeArg(n, 2).value_or(t.dtype), t.shape}};
+      return {{checkFill(n, 1, dtypeArg(n, 2).value_or(t.dtype)), t.shape}};
     };
     setEval(d, [](const Node &n, const RefArgs &) { return filled(n, n.scalarArg(1)); });
   }
