@@ -91,23 +91,29 @@ struct Loaded {
   }
 };
 
+/// Links L->art.object into a shared library and loads <name>_program from it.
+inline void linkAndLoad(Loaded &L, const std::string &name) {
+  char tmpl[] = "/tmp/aotc-cg-XXXXXX";
+  L.dir = mkdtemp(tmpl);
+  std::string obj = L.dir + "/k.o", so = L.dir + "/k.so";
+  std::ofstream(obj, std::ios::binary)
+      .write((const char *)L.art.object.data(), (std::streamsize)L.art.object.size());
+  std::string cmd = "clang-19 -shared -o '" + so + "' '" + obj +
+                    "' -lopenblas -L/usr/lib/llvm-19/lib -lomp -Wl,-rpath,/usr/lib/llvm-19/lib -lm";
+  if (std::system(cmd.c_str()) != 0) return;
+  L.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!L.handle) return;
+  L.prog = (const aotc_program *)dlsym(L.handle, (name + "_program").c_str());
+}
+
 inline std::unique_ptr<Loaded> compileAndLoad(const Program &p, CodegenOptions opts = {}) {
   auto L = std::make_unique<Loaded>();
   if (opts.name.empty()) opts.name = p.name;
   L->art = compileProgram(p, opts);
-  char tmpl[] = "/tmp/aotc-cg-XXXXXX";
-  L->dir = mkdtemp(tmpl);
-  std::string obj = L->dir + "/k.o", so = L->dir + "/k.so";
-  std::ofstream(obj, std::ios::binary)
-      .write((const char *)L->art.object.data(), (std::streamsize)L->art.object.size());
-  std::string cmd = "clang-19 -shared -o '" + so + "' '" + obj +
-                    "' -lopenblas -L/usr/lib/llvm-19/lib -lomp -Wl,-rpath,/usr/lib/llvm-19/lib -lm";
-  if (std::system(cmd.c_str()) != 0) return L;
-  L->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!L->handle) return L;
-  L->prog = (const aotc_program *)dlsym(L->handle, (opts.name + "_program").c_str());
+  linkAndLoad(*L, opts.name);
   return L;
 }
+
 
 /// Runs forward (and backward when tangents are given) of a loaded program.
 struct RunResult {
