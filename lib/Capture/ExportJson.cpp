@@ -182,6 +182,9 @@ TensorType Reader::metaType(const std::string &name) const {
     if (n < 0) fail(ctx + ".sizes: negative size");
     t.shape.push_back(n);
   }
+  int64_t numel = 1;
+  for (int64_t n : t.shape)
+    if (__builtin_mul_overflow(numel, n, &numel)) fail("tensor '" + name + "': more than 2^63 elements");
   if (m.contains("layout") && m["layout"].is_number_integer() && m["layout"].get<int64_t>() != 7 &&
       m["layout"].get<int64_t>() != 0)
     fail("tensor '" + name + "': non-strided (sparse/mkldnn) layout is not supported");

@@ -978,6 +978,10 @@ TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
   };
   size_t p = i;
   ty.shape = parseList(p, true);
+  int64_t numel = 1;
+  for (int64_t d : ty.shape)
+    if (__builtin_mul_overflow(numel, d, &numel))
+      userError(loc(0), what + ": tensor type '" + s + "' has more than 2^63 elements");
   if (p < s.size() && s[p] == '[') parseList(p, false); // strides: ignored (aotc is dense row-major)
   if (p < s.size()) {
     std::string dev = s.substr(p);
