@@ -5,6 +5,18 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/runtime.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AOTC_HAS_ASAN 1
+#endif
+#endif
+#ifndef AOTC_HAS_ASAN
+#define AOTC_HAS_ASAN 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || AOTC_HAS_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -87,6 +99,11 @@ AlignedBuffer::AlignedBuffer(int64_t bytes) {
   if (!p)
     throw std::bad_alloc();
   std::memset(p, 0, (size_t)rounded);
+#if defined(__SANITIZE_ADDRESS__) || AOTC_HAS_ASAN
+  // The rounding tail is not the tensor's: a kernel touching it is reported, as a
+  // malloc'ed buffer's redzone would be (the address suite).
+  ASAN_POISON_MEMORY_REGION(static_cast<uint8_t *>(p) + bytes, (size_t)(rounded - bytes));
+#endif
   ptr_.reset(static_cast<uint8_t *>(p));
   size_ = bytes;
 }
