@@ -92,9 +92,16 @@ def parse(data, what="<bytes>"):
         raise bad(f"header is not valid JSON: {e}")
     if not isinstance(header, dict):
         raise bad("header is not a JSON object")
-    meta = header.pop("__metadata__", None) or {}
+    # Exactly as the C++ reader (runtime/src/Safetensors.cpp); the two agree on every input
+    # (test/fuzz/libfuzzer/safetensors_readers.py): null or [] metadata is rejected too.
+    meta = header.pop("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         raise bad("__metadata__ must map strings to strings")
+    for key in [*header, *meta, *meta.values()]:
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
+            raise bad(f"header is not valid JSON: invalid string {key!r}")
     body = memoryview(data)[8 + hlen:]
     entries = []
     for name, e in header.items():
@@ -102,10 +109,11 @@ def parse(data, what="<bytes>"):
         if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
             raise bad(f"{where}: entry needs exactly dtype, shape, data_offsets")
         dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise bad(f"{where}: unsupported dtype {dtype!r} (F32, F64, I64, BOOL)")
         if (not isinstance(shape, list) or
-                not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+                not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63
+                        for d in shape)):
             raise bad(f"{where}: shape must be a list of non-negative integers")
         if (not isinstance(offs, list) or len(offs) != 2 or
                 not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):

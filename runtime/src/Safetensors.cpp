@@ -94,6 +94,10 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
     fail(what, "header length " + std::to_string(headerLen) + " exceeds the file size (" +
                    std::to_string(size) + " bytes)");
   const char *hb = reinterpret_cast<const char *>(data + 8);
+  // nlohmann skips a UTF-8 byte-order mark; the format (and the Python reader,
+  // python/aotc/_safetensors.py) does not allow one.
+  if (headerLen >= 3 && std::memcmp(hb, "\xEF\xBB\xBF", 3) == 0)
+    fail(what, "header is not valid JSON: it starts with a UTF-8 byte-order mark");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(hb, hb + headerLen);
@@ -121,9 +125,11 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
       }
       continue;
     }
+    // Exactly these three keys, as the Python reader requires (the two readers agree on
+    // every input: test/fuzz/libfuzzer/safetensors_readers.py).
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
-        !v.contains("data_offsets"))
-      fail(what, "tensor '" + name + "': entry needs dtype, shape and data_offsets");
+        !v.contains("data_offsets") || v.size() != 3)
+      fail(what, "tensor '" + name + "': entry needs dtype, shape and data_offsets, and no other key");
     Entry e{name, DType::F32, {}, 0, 0};
     if (!v["dtype"].is_string() || !parseDTypeName(v["dtype"].get<std::string>(), e.dtype))
       fail(what, "tensor '" + name + "': unsupported dtype " + scalarText(v["dtype"]) +

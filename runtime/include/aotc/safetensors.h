@@ -10,8 +10,9 @@
 // aotc supports dtypes F32, F64, I64 and BOOL (1 byte per element).
 //
 // The reader validates, and reports as RuntimeError ("<file>: safetensors: ..."):
-// a file shorter than 8 bytes, a header length beyond the file, invalid JSON or a
-// non-object header, an entry without dtype/shape/data_offsets, an unsupported
+// a file shorter than 8 bytes, a header length beyond the file, invalid JSON (also a
+// leading byte-order mark) or a non-object header, an entry that does not have exactly
+// the keys dtype/shape/data_offsets, an unsupported
 // dtype, a negative dimension, end < begin or end beyond the buffer,
 // (end - begin) != numel * itemsize, overlapping tensors, and bytes of the buffer
 // not covered by any tensor (the format forbids holes).

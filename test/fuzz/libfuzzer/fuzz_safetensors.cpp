@@ -14,7 +14,10 @@
 
 #include "aotc/safetensors.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
+#include <fstream>
 
 using namespace aotc;
 
@@ -56,15 +59,41 @@ void checkSame(const rt::SafetensorsFile &a, const rt::SafetensorsFile &b) {
 
 } // namespace
 
+/// AOTC_FUZZ_SAFETENSORS_DUMP=FILE: one JSON line per input appended to FILE (the verdict,
+/// and per tensor its name, dtype, shape and a hash of its bytes; the metadata), for the
+/// comparison with the Python reader (safetensors_readers.py).
+static void dump(const uint8_t *data, size_t size, const rt::SafetensorsFile *f) {
+  static const char *path = std::getenv("AOTC_FUZZ_SAFETENSORS_DUMP");
+  if (!path)
+    return;
+  auto fnv = [](const void *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i)
+      h = (h ^ static_cast<const uint8_t *>(p)[i]) * 1099511628211ull;
+    return std::to_string(h);
+  };
+  nlohmann::json j = {{"input", fnv(data, size)}, {"ok", f != nullptr}};
+  if (f) {
+    nlohmann::json ts = nlohmann::json::array();
+    for (const auto &[name, t] : f->tensors)
+      ts.push_back({name, rt::safetensorsDTypeName(t.dtype()), t.shape(), fnv(t.data(), (size_t)t.bytes())});
+    j["tensors"] = ts;
+    j["metadata"] = f->metadata;
+  }
+  std::ofstream(path, std::ios::app) << j.dump() << "\n";
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rt::SafetensorsFile f;
   try {
     f = rt::parseSafetensors(data, size, "fuzz.safetensors");
   } catch (const rt::RuntimeError &) {
+    dump(data, size, nullptr);
     return 0; // a rejection
   } catch (const std::exception &e) {
     fuzz::bug(std::string("safetensors: unexpected exception: ") + e.what());
   }
+  dump(data, size, &f);
   uint64_t headerLen = 0;
   for (int i = 7; i >= 0; --i)
     headerLen = (headerLen << 8) | data[i];
