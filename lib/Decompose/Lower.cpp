@@ -85,10 +85,16 @@ Vals geluBackward(Emitter &e, Node &n) {
 }
 
 /// threshold_backward(grad, self, threshold) = where(self <= threshold, 0, grad).
+/// The result has the promoted dtype of grad and self (ATen's TensorIterator), not grad's
+/// (libFuzzer find: an i64 grad with a f32 self lowered to i64, an internal error).
 Vals thresholdBackward(Emitter &e, Node &n) {
   Node *g = n.tensorArg(0);
+  const DType out = n.types[0].dtype;
   Node *le = e.call("aten.le.Scalar", {n.args[1], n.args[2]});
-  return {e.call("aten.where.self", {le, e.scalarTensor(int64_t(0), g->type().dtype), g})};
+  Node *gv = g->type().dtype == out
+                 ? g
+                 : e.call("aten._to_copy.default", {Arg(g)}, {{"dtype", Arg(DTypeLit{out})}});
+  return {e.call("aten.where.self", {le, e.scalarTensor(int64_t(0), out), gv})};
 }
 
 /// sum(x, dtype) -> sum.dim_IntList(x, [], False, dtype=dtype).
