@@ -130,6 +130,12 @@ std::pair<int64_t, int64_t> layerNormDims(const Node &n, const TensorType &in, c
       nodeError(n, "layer_norm: weight/bias '" + p->name + "' has shape " + shapeStr(p->type().shape) +
                        ", expected " + shapeStr(ns));
   requireFloating(n, in.dtype, "layer_norm");
+  // ATen's layer_norm kernels take weight/bias of the input's dtype (libFuzzer find: an
+  // i64 weight made the backward's grad_weight i64, which the lower rule computed in f32).
+  for (const Node *p : {w, b})
+    if (p && p->type().dtype != in.dtype)
+      nodeError(n, "layer_norm: expected weight/bias '" + p->name + "' of dtype " + dtypeTorchName(in.dtype) +
+                       ", got " + p->type().str());
   int64_t N = numelOf(ns);
   return {N ? in.numel() / N : 0, N};
 }
