@@ -71,6 +71,10 @@ public:
     zip_stat_init(&st);
     if (zip_stat(za_, name.c_str(), 0, &st) != 0) return std::nullopt;
     if (!(st.valid & ZIP_STAT_SIZE)) userError(SourceLoc{path_}, "archive member '" + name + "' has no size");
+    if ((st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method != ZIP_CM_STORE && st.comp_method != ZIP_CM_DEFLATE)
+      userError(SourceLoc{path_}, "archive member '" + name + "' uses compression method " +
+                                      std::to_string(st.comp_method) +
+                                      "; torch.export writes stored or deflated members only");
     if ((st.valid & ZIP_STAT_COMP_SIZE) && (st.valid & ZIP_STAT_COMP_METHOD)) {
       zip_uint64_t bound = st.comp_method == ZIP_CM_STORE
                                ? st.comp_size
@@ -91,7 +95,9 @@ public:
       if (got < 0)
         userError(SourceLoc{path_}, "cannot read archive member '" + name + "': " + zip_file_strerror(f.get()));
       if (got == 0) break;
-      if (data.size() + (zip_uint64_t)got > st.size) break; // longer than declared: reported below
+      if (data.size() + (zip_uint64_t)got > st.size)
+        userError(SourceLoc{path_}, "archive member '" + name + "' holds more than the " +
+                                        std::to_string(st.size) + " bytes it declares (corrupt archive)");
       data.append(chunk, (size_t)got);
     }
     if (data.size() != st.size)

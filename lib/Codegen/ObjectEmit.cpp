@@ -76,7 +76,8 @@ struct EntryBuilder {
             if (firstUse[id] < 0) firstUse[id] = (int)k;
             lastUse[id] = (int)k;
           }
-      int64_t base = kg.statusOffset >= 0 ? 64 : 0;
+      // The {code, value} pair at scratch+0 stays addressable; the rest of its slot does not.
+      int64_t base = kg.statusOffset >= 0 ? 16 : 0;
       poison(true, ea.scratch, base, kp.scratchBytes - base);
       if (ea.saved) {
         poison(true, ea.saved, 0, kp.savedBytes);

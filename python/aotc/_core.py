@@ -110,7 +110,7 @@ class AotcError(Error):
 
     Attributes: program, entry ('forward' or 'backward'), code (k), node_message
     (errors[k-1], naming the node, e.g. an out-of-range gather index) and value
-    (*error_value, the offending value).
+    (the int64 at scratch + error_value_offset of the failed call, the offending value).
     """
 
     def __init__(self, program, entry, code, node_message, value):
@@ -467,10 +467,12 @@ class Program:
         return ctypes.c_int64.from_address(base + self.error_value_offset).value
 
     def check_weights(self, metadata, path):
-        """Raises InputError unless a weights file's metadata carries this object's
-        build id ("aotc.build_id"): a weights file from another aotc run is refused."""
+        """Raises InputError when a weights file's metadata carries another aotc run's
+        build id ("aotc.build_id"); a file without one is accepted."""
         got = metadata.get("aotc.build_id")
-        if got != self.build_id:
+        # Without an id (a checkpoint written by safetensors.torch...): names, dtypes and
+        # shapes are still checked by the caller.
+        if got is not None and got != self.build_id:
             raise InputError(f"{path} is from aotc build {got or '(none)'} but {self.path}'s "
                              f"{self.name}_program is build {self.build_id}: use the object "
                              f"and weights of one aotc run")

@@ -13,7 +13,9 @@ SafetensorsFile readWeights(const aotc_program &program, const std::string &path
   const std::string want = program.build_id ? program.build_id : "";
   auto it = f.metadata.find("aotc.build_id");
   const std::string got = it == f.metadata.end() ? "" : it->second;
-  if (got != want)
+  // A file without an id (a checkpoint written by safetensors.torch or any other tool) is
+  // checked by names, dtypes and shapes only; one with another run's id is refused.
+  if (!got.empty() && got != want)
     throw RuntimeError(path + " is from aotc build " + (got.empty() ? "(none)" : got) + " but the linked " +
                        name + "_program is build " + want +
                        ": the object and its weights come from different aotc runs; use the .o, .h "

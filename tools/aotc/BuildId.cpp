@@ -1,23 +1,45 @@
 //===- BuildId.cpp - The build id shared by one compile's .o, .h and weights --===//
 //
 // buildId() hashes (SHA-256, LLVM's) everything that determines a compile's outputs:
-// aotc's version, the bytes of IN and of every --derivatives file, and each option that
-// changes what is emitted. Equal inputs give equal ids, so outputs stay byte-identical;
+// aotc's version and a hash of its sources (AOTC_SOURCE_HASH, generated at build time,
+// so a rebuilt aotc gives other ids), the bytes of IN, of the built-in derivatives.yaml
+// and of every --derivatives file, the program name, and each option that changes what
+// is emitted. Equal inputs give equal ids, so outputs stay byte-identical;
 // any change gives another id, so a new .o beside an old .h or weights file is detected
 // (docs/abi.md "Build id").
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
 
+#include "aotc/Autodiff.h"
+#include "aotc/Diagnostics.h"
+#include "aotc_source_hash.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SHA256.h"
 
 #include <array>
+#include <fstream>
 #include <string>
 
 namespace aotc::driver {
 
-std::string buildId(const CompileOptions &o) {
+std::string buildId(const CompileOptions &o, const std::string &programName) {
   llvm::SHA256 h;
+  // A file's bytes, read in chunks (IN may be a large archive), length-prefixed.
+  auto fileField = [&](const std::string &key, const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) userError(SourceLoc{path, 0, 0}, "cannot open file");
+    std::string head = key + "=file:";
+    h.update(llvm::StringRef(head));
+    char buf[1 << 16];
+    uint64_t total = 0;
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      h.update(llvm::StringRef(buf, (size_t)in.gcount()));
+      total += (uint64_t)in.gcount();
+    }
+    std::string tail = ":" + std::to_string(total) + "\n";
+    h.update(llvm::StringRef(tail));
+  };
   auto field = [&](const std::string &key, const std::string &value) {
     // Length-prefixed, so no two different option sets hash the same bytes.
     std::string rec = key + "=" + std::to_string(value.size()) + ":" + value + "\n";
@@ -29,12 +51,14 @@ std::string buildId(const CompileOptions &o) {
     return s;
   };
   field("aotc", AOTC_VERSION);
+  field("sources", AOTC_SOURCE_HASH);
   field("abi", std::to_string(AOTC_ABI_VERSION));
-  field("input", readFile(o.input));
-  for (const std::string &d : o.derivatives) field("derivatives", readFile(d));
+  fileField("input", o.input);
+  fileField("builtin-derivatives", builtinDerivativesPath());
+  for (const std::string &d : o.derivatives) fileField("derivatives", d);
   field("start-from", o.startFrom);
   field("partitioner", o.partitioner == PartitionerKind::Default ? "default" : "min-cut");
-  field("name", o.name);
+  field("name", programName);
   field("target", o.target);
   if (o.target == "cuda") {
     field("cuda-arch", list(o.cudaArchs));

@@ -60,9 +60,10 @@ struct CompileResult {
 /// `opts.emit` with that stage's text.
 CompileResult runPipeline(const CompileOptions &opts);
 
-/// The compile's build id (BuildId.cpp): 32 hex digits of a SHA-256 over aotc's version,
-/// the bytes of IN and the --derivatives files, and every option that changes the outputs.
-std::string buildId(const CompileOptions &opts);
+/// The compile's build id (BuildId.cpp): 32 hex digits of a SHA-256 over aotc's version and
+/// sources, the bytes of IN, the built-in and --derivatives rule files, the program name
+/// (`programName`, as resolved) and every option that changes the outputs.
+std::string buildId(const CompileOptions &opts, const std::string &programName);
 
 /// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
 /// the file name up to its first '.', non-identifier characters replaced by '_'.
@@ -86,8 +87,10 @@ public:
   void commit();
 
 private:
+  void writeInPlace(const std::string &path, const void *data, size_t size);
   struct Pending {
-    std::string path, tmp;
+    std::string path, tmp; ///< The real target (symlinks resolved) and its temporary.
+    std::string shown;     ///< The path as given, for messages.
   };
   std::vector<std::string> inputs_;
   std::vector<Pending> files_;

@@ -174,7 +174,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.sanitize = o.sanitize;
   cg.fusion.checkedArena = o.sanitize == "address";
   KernelProgram kp = planProgram(p, cg.fusion);
-  r.buildId = buildId(o);
+  r.buildId = buildId(o, p.name);
   kp.buildId = r.buildId;
   cg.target = o.target;
   cg.cuda.archs = o.cudaArchs;

@@ -50,9 +50,10 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
 SafetensorsFile readSafetensors(const std::string &path);
 
 /// Reads the weights file `aotc IN -o OUT.o` wrote next to the object (OUT.weights.safetensors)
-/// for `program`, refusing a file from another aotc run: its "aotc.build_id" metadata must
-/// equal program.build_id (RuntimeError naming the file, both ids and the program), and
-/// every parameter and buffer of the program must be present with its dtype and shape.
+/// for `program`, refusing a file from another aotc run: its "aotc.build_id" metadata, when
+/// present, must equal program.build_id (RuntimeError naming the file, both ids and the
+/// program; a file without one, e.g. a checkpoint written by another tool, is accepted),
+/// and every parameter and buffer of the program must be present with its dtype and shape.
 SafetensorsFile readWeights(const aotc_program &program, const std::string &path);
 
 /// One tensor to write: a name and a (non-owned) tensor.
