@@ -819,6 +819,15 @@ void GraphFuser::defineGather(const Node *n) {
   v.ops = in.ops;
   for (auto &o : idx.ops) v.ops.push_back(o);
   v.ops.push_back("gather");
+  if (numelOf(os) == 0) {
+    // An empty index may have another rank than the input (formats.md "Dtypes"): nothing
+    // is read, and the address map below would index the output's coefficients by the
+    // input's dims (libFuzzer find: heap-buffer-overflow for a [0] index of a 2-d input).
+    v.e = mkConst(v.type.dtype, 0.0);
+    maybeRealize(n, v);
+    vals_[n] = std::move(v);
+    return;
+  }
   v.e = mapAddrs(in.e, [&](EAddr &a) {
     std::vector<int64_t> nc(os.size(), 0);
     EDyn d;
