@@ -140,6 +140,11 @@ void registerFactoryOps(OpRegistry &r) {
       bool anyFloat = false;
       for (size_t i = 0; i < nScalars; ++i) anyFloat |= std::holds_alternative<double>(n.args.at(i));
       DType dt = dtypeArg(n, nScalars).value_or(anyFloat ? kDefaultFloat : DType::I64);
+      // An integer or bool arange computes in int64: start/end/step must fit (libFuzzer
+      // find: step 1e308 with dtype=torch.bool reached an undefined double -> int64 cast).
+      if (!isFloating(dt))
+        for (size_t i = 0; i < nScalars; ++i)
+          checkFill(n, i, DType::I64);
       return {{dt, {rangeLen(n, rangeOf(n, startStep))}}};
     };
     setEval(d, [startStep](const Node &n, const RefArgs &) {
