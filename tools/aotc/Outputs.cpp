@@ -36,6 +36,19 @@ bool injectFault(const char *kind, int &counter) {
   return std::atoi(s.c_str() + c + 1) == counter;
 }
 
+/// Writes all `size` bytes to fd (retrying short writes and EINTR); 0 or an errno.
+int writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  for (size_t left = size; left > 0;) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    p += n;
+    left -= (size_t)n;
+  }
+  return 0;
+}
+
 std::string folderOf(const std::string &path) {
   std::filesystem::path p = std::filesystem::path(path).parent_path();
   return p.empty() ? "." : p.string();
@@ -80,21 +93,8 @@ void OutputSet::add(const std::string &pathIn, const void *data, size_t size) {
   mode_t um = ::umask(0);
   ::umask(um);
   ::fchmod(fd, 0666 & ~um);
-  const char *p = static_cast<const char *>(data);
-  size_t left = size;
   bool fault = injectFault("write", writes_);
-  if (fault) left = size / 2;
-  int err = 0;
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      err = n < 0 ? errno : EIO;
-      break;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
+  int err = writeAll(fd, data, fault ? size / 2 : size);
   if (fault && !err) err = EIO;
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err) err = errno;
@@ -104,18 +104,7 @@ void OutputSet::add(const std::string &pathIn, const void *data, size_t size) {
 void OutputSet::writeInPlace(const std::string &path, const void *data, size_t size) {
   int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
   if (fd < 0) userError(SourceLoc{path, 0, 0}, std::string("cannot open for writing: ") + std::strerror(errno));
-  const char *p = static_cast<const char *>(data);
-  int err = 0;
-  for (size_t left = size; left > 0;) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      err = n < 0 ? errno : EIO;
-      break;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
+  int err = writeAll(fd, data, size);
   if (::close(fd) != 0 && !err) err = errno;
   if (err) userError(SourceLoc{path, 0, 0}, std::string("write error: ") + std::strerror(err));
 }
