@@ -421,6 +421,18 @@ void Parser::checkStageContract() const {
   size_t nf = prog_.forward.outputs().size(), ng = prog_.gradOf.size();
   auto count = [](size_t n) { return std::to_string(n); };
   if (st == "joint" || st == "lower") {
+    // The joint graph's inputs: the primals, then the tangents (docs/stage-joint.md); the
+    // partitioner relies on it.
+    const Node *tangent = nullptr;
+    for (const Node *ph : prog_.forward.placeholders()) {
+      if (ph->role == InputRole::Saved)
+        userError(loc, "input '" + ph->name + "' of a '" + st + "' program has role=saved (only 'def backward' "
+                       "of a 'partition' program reads saved tensors)");
+      if (ph->role == InputRole::Tangent) tangent = ph;
+      else if (tangent)
+        userError(loc, "input '" + ph->name + "' (role=" + roleName(ph->role) + ") comes after the tangent '" +
+                           tangent->name + "': a '" + st + "' program takes its primals first, then its tangents");
+    }
     if (nf != (size_t)prog_.numForwardOutputs + ng)
       userError(loc, "a '" + st + "' program must return num_forward_outputs (" +
                          count(prog_.numForwardOutputs) + ") + one gradient per grad_of entry (" + count(ng) +
