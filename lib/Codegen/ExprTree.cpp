@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "FusionInternal.h"
 
+#include "aotc/Diagnostics.h"
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -20,8 +22,19 @@ ERef mkConst(DType t, double v) {
   e->type = t;
   if (isFloating(t)) e->f = v;
   else if (t == DType::Bool) e->i = v != 0.0;
+  else if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    internalError("codegen: integer constant " + std::to_string(v) + " outside int64 (the op's checks missed it)");
   else e->i = (int64_t)v;
   e->f = isFloating(t) ? v : (double)e->i;
+  return e;
+}
+
+ERef mkIntConst(DType t, int64_t v) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Const;
+  e->type = t;
+  e->i = t == DType::Bool ? (v != 0) : v;
+  e->f = (double)e->i;
   return e;
 }
 
@@ -30,15 +43,7 @@ ERef mkConstArg(DType t, const Node &n, size_t i) {
     // Integer scalars stay exact (through double, 2^53 + 1 would become 2^53).
     const int64_t *iv = std::get_if<int64_t>(&n.args[i]);
     const bool *bv = std::get_if<bool>(&n.args[i]);
-    if (iv || bv) {
-      int64_t v = iv ? *iv : (int64_t)*bv;
-      auto e = std::make_shared<EExpr>();
-      e->op = ScalarOp::Const;
-      e->type = t;
-      e->i = t == DType::Bool ? (v != 0) : v;
-      e->f = (double)e->i;
-      return e;
-    }
+    if (iv || bv) return mkIntConst(t, iv ? *iv : (int64_t)*bv);
   }
   return mkConst(t, n.scalarArg(i));
 }

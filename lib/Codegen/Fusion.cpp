@@ -325,7 +325,7 @@ void GraphFuser::definePointwise(const Node *n) {
     a.coef[r - 1] = 1;
     a.coef[r - 2] = -1;
     ERef colMinusRow = mkIndex(std::move(a));
-    ERef diag = mkConst(DType::I64, (double)n->intArg(1));
+    ERef diag = mkIntConst(DType::I64, n->intArg(1)); // exact: diagonal may be INT64_MAX
     ERef keep = mkOp(b == "tril" ? ScalarOp::Le : ScalarOp::Ge, DType::Bool, {colMinusRow, diag});
     e = mkOp(ScalarOp::Select, od, {keep, X(0, od), mkConst(od, 0.0)});
   } else if (b == "arange") {

@@ -48,6 +48,8 @@ ERef mkConst(DType t, double v);
 /// Scalar argument i of n as a constant of dtype t: integer and bool arguments of an integer
 /// or bool dtype are taken exactly (not through double).
 ERef mkConstArg(DType t, const Node &n, size_t i);
+/// An exact integer constant of integer or bool type t (no detour through double).
+ERef mkIntConst(DType t, int64_t v);
 ERef mkLoad(DType t, EAddr a);
 /// The i64 value offset + sum coef*var (+ dyn terms) of an index space; views
 /// rewrite it exactly like a load's address (`a.buffer` is set to -1).

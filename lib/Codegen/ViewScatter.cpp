@@ -27,7 +27,7 @@ namespace aotc::fusion {
 
 namespace {
 
-ERef i64c(int64_t v) { return mkConst(DType::I64, (double)v); }
+ERef i64c(int64_t v) { return mkIntConst(DType::I64, v); }
 
 /// i_dim of an index space of rank `rank`.
 ERef indexOf(int rank, int64_t dim) {
