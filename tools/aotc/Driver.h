@@ -73,6 +73,9 @@ std::string readFile(const std::string &path);
 /// Writes a file, refusing (user error) when `path` is one of `inputs` (same file).
 void writeFile(const std::string &path, const void *data, size_t size,
                const std::vector<std::string> &inputs);
+/// User error when `out` is (or is the same file as) one of `inputs`.
+void refuseToOverwriteInput(const std::string &out, const std::vector<std::string> &inputs);
+
 /// A compile's output files, written atomically (Outputs.cpp): add() writes each to a
 /// temporary file beside its target (user error on failure, naming the target);
 /// commit() renames them all into place, restoring the earlier files if a rename fails.

@@ -61,12 +61,18 @@ OutputSet::~OutputSet() {
     if (!f.tmp.empty()) ::unlink(f.tmp.c_str());
 }
 
+void refuseToOverwriteInput(const std::string &out, const std::vector<std::string> &inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string &in : inputs)
+    if (out == in || (fs::exists(out, ec) && fs::exists(in, ec) && fs::equivalent(out, in, ec)))
+      userError("refusing to overwrite input file '" + in + "' with output '" + out + "'");
+}
+
 void OutputSet::add(const std::string &pathIn, const void *data, size_t size) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const std::string &in : inputs_)
-    if (pathIn == in || (fs::exists(pathIn, ec) && fs::exists(in, ec) && fs::equivalent(pathIn, in, ec)))
-      userError("refusing to overwrite input file '" + in + "' with output '" + pathIn + "'");
+  refuseToOverwriteInput(pathIn, inputs_);
   // A symlink is followed: the file it names is replaced, the link kept. A target that
   // exists and is not a regular file (/dev/null, a FIFO) is written in place: renaming
   // over it would replace the device node itself.

@@ -136,11 +136,7 @@ int compileCommand(const CompileOptions &o, const std::string &output) {
     userError("no output file: use -o OUT.o (or --emit=<stage> to print a stage)");
   std::string header = siblingPath(output, ".h");
   std::string weights = siblingPath(output, ".weights.safetensors");
-  for (const std::string &out : {output, header, weights})
-    for (const std::string &in : inputs)
-      if (out == in || (std::filesystem::exists(out) && std::filesystem::exists(in) &&
-                        std::filesystem::equivalent(out, in)))
-        userError("refusing to overwrite input file '" + in + "' with output '" + out + "'");
+  for (const std::string &out : {output, header, weights}) refuseToOverwriteInput(out, inputs);
   // All three or none: temporaries beside the targets, renamed into place at the end.
   OutputSet files(inputs);
   files.add(output, r.object.data(), r.object.size());
