@@ -21,7 +21,7 @@
 // (defaults filled, types inferred) and its annotation is checked against the
 // inferred type. Every error is `file:line:col: error: ...`.
 //===----------------------------------------------------------------------===//
-#include "FxLexer.h"
+#include "ParserImpl.h"
 
 #include "aotc/OpRegistry.h"
 #include "aotc/TextIR.h"
@@ -36,131 +36,7 @@
 #include <sstream>
 
 namespace aotc {
-namespace {
-
-using fx::TK;
-using fx::Tok;
-
-//===-- Python values -------------------------------------------------------===//
-
-/// A parsed Python literal or name, before conversion to an Arg by schema type.
-struct PyVal {
-  enum Kind { None, Bool, Int, Float, Str, Ref, List, DType_, Enum } kind = None;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;             ///< Str value, Ref name, Enum text.
-  DType dt = DType::F32;
-  std::vector<PyVal> items;  ///< List/tuple items.
-  SourceLoc loc;
-};
-
-const char *kindName(PyVal::Kind k) {
-  switch (k) {
-  case PyVal::None: return "None";
-  case PyVal::Bool: return "a bool";
-  case PyVal::Int: return "an int";
-  case PyVal::Float: return "a float";
-  case PyVal::Str: return "a string";
-  case PyVal::Ref: return "a node";
-  case PyVal::List: return "a list";
-  case PyVal::DType_: return "a dtype";
-  case PyVal::Enum: return "an enum value";
-  }
-  return "?";
-}
-
-std::string strip(const std::string &s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
-
-int indentOf(const std::string &s) {
-  int n = 0;
-  for (char c : s) {
-    if (c == ' ') ++n;
-    else if (c == '\t') n += 8 - n % 8;
-    else break;
-  }
-  return n;
-}
-
-bool isBlank(const std::string &s) { return strip(s).empty(); }
-
-//===-- Parser --------------------------------------------------------------===//
-
-struct HeaderInput {
-  InputRole role = InputRole::UserInput;
-  std::string fqn;
-  bool requiresGrad = false;
-  SourceLoc loc;
-};
-
-class Parser {
-public:
-  Parser(const std::string &text, std::string file) : file_(std::move(file)) {
-    std::string cur;
-    for (char c : text) {
-      if (c == '\n') {
-        lines_.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!cur.empty()) lines_.push_back(cur);
-  }
-
-  Program run();
-
-private:
-  SourceLoc at(int line, int col) const { return SourceLoc{file_, line, col}; }
-  SourceLoc at(const Tok &t) const { return at(t.line, t.col); }
-  [[noreturn]] void fail(const Tok &t, const std::string &msg) const { userError(at(t), msg); }
-
-  // Header.
-  void checkStageContract() const;
-  void parseHeaderLine(const std::string &body, int line, int col);
-  // Token helpers.
-  const Tok &peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
-  const Tok &next() { const Tok &t = toks_[pos_]; if (pos_ + 1 < toks_.size()) ++pos_; return t; }
-  bool isOp(const Tok &t, const char *op) const { return t.kind == TK::Op && t.text == op; }
-  bool isName(const Tok &t, const char *n) const { return t.kind == TK::Name && t.text == n; }
-  const Tok &expectOp(const char *op, const char *what);
-  const Tok &expectName(const char *what);
-  std::string describe(const Tok &t) const;
-  void skipToNewline();
-
-  // Grammar.
-  void parseDef(int defIndent);
-  void parseStatement(Graph &g, bool &returned);
-  void parseAssignment(Graph &g);
-  void parseReturn(Graph &g);
-  PyVal parseValue();
-  std::string parseDotted(const Tok &first);
-  TensorType parseAnnotation(const Tok &strTok, const std::string &what);
-
-  Node *lookupRef(Graph &g, const PyVal &v);
-  Arg convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::string &target);
-  Arg convertGeneric(Graph &g, const PyVal &v);
-
-  std::string file_;
-  std::vector<std::string> lines_;
-  std::vector<Tok> toks_;
-  size_t pos_ = 0;
-  int depth_ = 0; ///< Nesting of the list parseValue is reading.
-
-  Program prog_;
-  bool hasHeader_ = false;
-  std::map<std::string, std::map<std::string, HeaderInput>> headerInputs_; // graph -> name -> info
-  std::vector<std::pair<std::string, SourceLoc>> gradOfLocs_, savedLocs_;
-  std::vector<std::pair<std::pair<int, std::string>, SourceLoc>> mutatedLocs_;
-  std::set<std::string> defsSeen_;
-  std::string curTrace_;
-  std::string curGraphName_;
-};
+namespace parser {
 
 const Tok &Parser::expectOp(const char *op, const char *what) {
   const Tok &t = peek();
@@ -191,110 +67,6 @@ std::string Parser::describe(const Tok &t) const {
 void Parser::skipToNewline() {
   while (peek().kind != TK::Newline && peek().kind != TK::End) next();
   if (peek().kind == TK::Newline) next();
-}
-
-/// `# aotc: <key> <words...>` (see docs/formats.md).
-void Parser::parseHeaderLine(const std::string &body, int line, int col) {
-  hasHeader_ = true;
-  std::istringstream in(body);
-  std::vector<std::string> w;
-  for (std::string x; in >> x;) w.push_back(x);
-  SourceLoc loc = at(line, col);
-  if (w.empty()) userError(loc, "empty '# aotc:' header line");
-  const std::string &key = w[0];
-  auto need = [&](size_t n) {
-    if (w.size() != n) userError(loc, "'# aotc: " + key + "' expects " + std::to_string(n - 1) +
-                                          " value(s), got " + std::to_string(w.size() - 1));
-  };
-  if (key == "stage") {
-    need(2);
-    static const std::set<std::string> stages = {"capture", "functionalize", "decompose",
-                                                 "joint",   "lower",         "partition"};
-    if (!stages.count(w[1])) userError(loc, "unknown stage '" + w[1] + "'");
-    prog_.stage = w[1];
-  } else if (key == "name") {
-    need(2);
-    prog_.name = w[1];
-  } else if (key == "input") {
-    // input <graph> <name> role=<role> [fqn=<fqn>] requires_grad=<True|False>
-    if (w.size() < 4) userError(loc, "'# aotc: input' expects: <graph> <name> role=<role> ...");
-    if (w[1] != "forward" && w[1] != "backward")
-      userError(loc, "'# aotc: input': graph must be 'forward' or 'backward', got '" + w[1] + "'");
-    HeaderInput hi;
-    hi.loc = loc;
-    bool haveRole = false;
-    for (size_t k = 3; k < w.size(); ++k) {
-      size_t eq = w[k].find('=');
-      if (eq == std::string::npos) userError(loc, "expected key=value, got '" + w[k] + "'");
-      std::string kk = w[k].substr(0, eq), v = w[k].substr(eq + 1);
-      if (kk == "role") {
-        haveRole = true;
-        if (v == "parameter") hi.role = InputRole::Parameter;
-        else if (v == "buffer") hi.role = InputRole::Buffer;
-        else if (v == "user_input") hi.role = InputRole::UserInput;
-        else if (v == "tangent") hi.role = InputRole::Tangent;
-        else if (v == "saved") hi.role = InputRole::Saved;
-        else userError(loc, "unknown input role '" + v + "'");
-      } else if (kk == "fqn") {
-        hi.fqn = v;
-      } else if (kk == "requires_grad") {
-        if (v != "True" && v != "False") userError(loc, "requires_grad must be True or False");
-        hi.requiresGrad = v == "True";
-      } else {
-        userError(loc, "unknown input attribute '" + kk + "'");
-      }
-    }
-    if (!haveRole) userError(loc, "'# aotc: input' line without role=");
-    if (!headerInputs_[w[1]].emplace(w[2], hi).second)
-      userError(loc, "duplicate '# aotc: input' line for '" + w[2] + "'");
-  } else if (key == "num_forward_outputs") {
-    need(2);
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
-      userError(loc, "num_forward_outputs must be a non-negative integer (at most 2^31-1)");
-    prog_.numForwardOutputs = (int)v;
-  } else if (key == "grad_of") {
-    for (size_t k = 1; k < w.size(); ++k) gradOfLocs_.push_back({w[k], loc});
-  } else if (key == "saved") {
-    for (size_t k = 1; k < w.size(); ++k) savedLocs_.push_back({w[k], loc});
-  } else if (key == "mutated_input") {
-    need(3);
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
-      userError(loc, "mutated_input: output index must be a non-negative integer (at most 2^31-1)");
-    mutatedLocs_.push_back({{(int)v, w[2]}, loc});
-  } else {
-    userError(loc, "unknown '# aotc:' header key '" + key + "'");
-  }
-}
-
-/// The 0-based column of `class` in a `class Name(...):` line (preceded by the line start
-/// or a blank, as after a log prefix), or -1. Written by hand: libstdc++'s std::regex
-/// recursed once per character and overflowed the stack on a long line.
-static int classHeaderColumn(const std::string &s) {
-  auto blank = [](char c) { return std::isspace((unsigned char)c) != 0; };
-  size_t end = s.size();
-  while (end > 0 && blank(s[end - 1])) --end;
-  if (end == 0 || s[end - 1] != ':') return -1;
-  --end;
-  while (end > 0 && blank(s[end - 1])) --end;
-  if (end == 0 || s[end - 1] != ')') return -1;
-  const size_t close = end - 1; // the last ')', before the ':'
-  for (size_t pos = s.find("class"); pos != std::string::npos; pos = s.find("class", pos + 1)) {
-    if (pos > 0 && !blank(s[pos - 1])) continue;
-    size_t j = pos + 5;
-    if (j >= s.size() || !blank(s[j])) continue;
-    while (j < s.size() && blank(s[j])) ++j;
-    if (j >= s.size() || !(std::isalpha((unsigned char)s[j]) || s[j] == '_')) continue;
-    while (j < s.size() && (std::isalnum((unsigned char)s[j]) || s[j] == '_')) ++j;
-    while (j < s.size() && blank(s[j])) ++j;
-    if (j < close && s[j] == '(') return (int)pos;
-  }
-  return -1;
 }
 
 Program Parser::run() {
@@ -412,47 +184,6 @@ Program Parser::run() {
     userError(SourceLoc{file_}, "num_forward_outputs is larger than the number of forward outputs");
   checkStageContract();
   return std::move(prog_);
-}
-
-/// The output layout the header promises (Graph.h "Contracts between stages").
-void Parser::checkStageContract() const {
-  SourceLoc loc{file_};
-  const std::string &st = prog_.stage;
-  size_t nf = prog_.forward.outputs().size(), ng = prog_.gradOf.size();
-  auto count = [](size_t n) { return std::to_string(n); };
-  if (st == "joint" || st == "lower") {
-    // The joint graph's inputs: the primals, then the tangents (docs/stage-joint.md); the
-    // partitioner relies on it.
-    const Node *tangent = nullptr;
-    for (const Node *ph : prog_.forward.placeholders()) {
-      if (ph->role == InputRole::Saved)
-        userError(loc, "input '" + ph->name + "' of a '" + st + "' program has role=saved (only 'def backward' "
-                       "of a 'partition' program reads saved tensors)");
-      if (ph->role == InputRole::Tangent) tangent = ph;
-      else if (tangent)
-        userError(loc, "input '" + ph->name + "' (role=" + roleName(ph->role) + ") comes after the tangent '" +
-                           tangent->name + "': a '" + st + "' program takes its primals first, then its tangents");
-    }
-    if (nf != (size_t)prog_.numForwardOutputs + ng)
-      userError(loc, "a '" + st + "' program must return num_forward_outputs (" +
-                         count(prog_.numForwardOutputs) + ") + one gradient per grad_of entry (" + count(ng) +
-                         ") values; 'def forward' returns " + count(nf));
-  }
-  if (st == "partition") {
-    if (!defsSeen_.count("backward")) userError(loc, "a 'partition' program needs a 'def backward'");
-    if (nf != (size_t)prog_.numForwardOutputs + prog_.saved.size())
-      userError(loc, "'def forward' of a 'partition' program must return num_forward_outputs (" +
-                         count(prog_.numForwardOutputs) + ") + the saved tensors (" + count(prog_.saved.size()) +
-                         "); it returns " + count(nf));
-    if (prog_.backward.outputs().size() != ng)
-      userError(loc, "'def backward' must return one gradient per grad_of entry (" + count(ng) + "); it returns " +
-                         count(prog_.backward.outputs().size()));
-    for (const std::string &n : prog_.saved) {
-      Node *b = prog_.backward.find(n);
-      if (!b || !b->isPlaceholder() || b->role != InputRole::Saved)
-        userError(loc, "saved tensor '" + n + "' is not a role=saved input of 'def backward'");
-    }
-  }
 }
 
 void Parser::parseDef(int defIndent) {
@@ -935,76 +666,9 @@ Arg Parser::convertGeneric(Graph &g, const PyVal &v) {
   userError(v.loc, "unsupported value");
 }
 
-/// `f32[4, 16]`, `b8[]`, `f32[4, 8][8, 1]cpu`. `Sym(...)` and symbolic dims are rejected.
-TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
-  const std::string &s = tok.text;
-  // The string starts one column after the opening quote; escapes are rare in annotations.
-  auto loc = [&](size_t i) { return at(tok.line, tok.col + 1 + (int)i); };
-  if (s.rfind("Sym(", 0) == 0)
-    userError(loc(0), what + ": symbolic value '" + s + "': dynamic shapes not supported yet");
-  size_t i = 0;
-  while (i < s.size() && std::isalnum((unsigned char)s[i])) ++i;
-  std::string abbr = s.substr(0, i);
-  if (i >= s.size() || s[i] != '[') {
-    if (i < s.size() && s[i] == '(')
-      userError(loc(0), what + ": tensor subclass annotation '" + s + "' is not supported");
-    userError(loc(0), what + ": malformed tensor type '" + s + "' (expected e.g. \"f32[4, 16]\")");
-  }
-  std::optional<DType> dt;
-  if (abbr == "f32" || abbr == "f64" || abbr == "i64" || abbr == "b8" || abbr == "i32" || abbr == "u8")
-    dt = parseDType(abbr);
-  static const std::set<std::string> known = {"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz",
-                                              "c32",  "c64", "c128",     "i8",     "i16",
-                                              "u16", "u32",      "u64",    "b16",        "b1x8"};
-  if (!dt) {
-    if (known.count(abbr))
-      userError(loc(0), what + ": unsupported dtype '" + abbr +
-                                "' (aotc supports f32, f64, i64, b8; i32 and u8 as index inputs)");
-    userError(loc(0), what + ": unknown dtype '" + abbr + "' in tensor type '" + s + "'");
-  }
-  TensorType ty;
-  ty.dtype = *dt;
-  auto parseList = [&](size_t &p, bool isShape) {
-    Shape out;
-    ++p; // '['
-    while (true) {
-      while (p < s.size() && s[p] == ' ') ++p;
-      if (p < s.size() && s[p] == ']') { ++p; break; }
-      size_t b = p;
-      while (p < s.size() && s[p] != ',' && s[p] != ']') ++p;
-      if (p >= s.size()) userError(loc(b), what + ": unterminated '[' in tensor type '" + s + "'");
-      std::string d = strip(s.substr(b, p - b));
-      bool digits = !d.empty();
-      for (char c : d) digits = digits && std::isdigit((unsigned char)c);
-      if (!digits) {
-        if (isShape)
-          userError(loc(b), what + ": symbolic dimension '" + d + "': dynamic shapes not supported yet");
-        userError(loc(b), what + ": malformed stride '" + d + "'");
-      }
-      errno = 0;
-      out.push_back(std::strtoll(d.c_str(), nullptr, 10));
-      if (errno == ERANGE) userError(loc(b), what + ": dimension out of range");
-      if (s[p] == ',') ++p;
-    }
-    return out;
-  };
-  size_t p = i;
-  ty.shape = parseList(p, true);
-  int64_t numel = 1;
-  for (int64_t d : ty.shape)
-    if (__builtin_mul_overflow(numel, d, &numel))
-      userError(loc(0), what + ": tensor type '" + s + "' has more than 2^63 elements");
-  if (p < s.size() && s[p] == '[') parseList(p, false); // strides: ignored (aotc is dense row-major)
-  if (p < s.size()) {
-    std::string dev = s.substr(p);
-    bool ok = true;
-    for (char c : dev) ok = ok && (std::isalnum((unsigned char)c) || c == ':' || c == '_');
-    if (!ok) userError(loc(p), what + ": unexpected '" + dev + "' after the tensor type");
-  }
-  return ty;
-}
+} // namespace parser
 
-} // namespace
+using parser::strip;
 
 bool looksLikeFxText(const std::string &text) {
   size_t p = 0;
@@ -1019,7 +683,7 @@ bool looksLikeFxText(const std::string &text) {
 }
 
 Program parseProgram(const std::string &text, const std::string &filename) {
-  return Parser(text, filename).run();
+  return parser::Parser(text, filename).run();
 }
 
 } // namespace aotc
