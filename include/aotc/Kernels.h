@@ -233,6 +233,10 @@ struct FusionOptions {
 /// Bytes between two planned buffers in a checked arena.
 constexpr int64_t kArenaRedzone = 64;
 
+/// The targets codegen lowers (lib/Codegen/OpLowering.cpp, one entry each), sorted. Every
+/// target of primitiveTargets() (Decompositions.h) is one of them.
+std::vector<std::string> codegenTargets();
+
 /// Plans one graph whose placeholders/outputs are bound to `bind*` buffers
 /// (already in `kg.buffers`): builds fused kernels in execution order, then
 /// plans the scratch arena. `inputBuffers[i]` is the buffer of placeholder i;

@@ -17,7 +17,7 @@
 //    operand (a permute of a contiguous matrix) is a transpose flag.
 // KernelMerge.cpp then merges kernels with the same outer domain.
 //===----------------------------------------------------------------------===//
-#include "FusionInternal.h"
+#include "OpLowering.h"
 
 #include "aotc/Diagnostics.h"
 #include "aotc/OpRegistry.h"
@@ -30,25 +30,23 @@ namespace aotc {
 namespace fusion {
 namespace {
 
-std::string opBase(const std::string &target) {
-  std::string t = target;
-  if (t.rfind("aten.", 0) == 0) t = t.substr(5);
-  auto dot = t.find('.');
-  return dot == std::string::npos ? t : t.substr(0, dot);
+/// The table entry of a call node's target (nodeError when codegen cannot lower it).
+const OpLowering &loweringOf(const Node &n) {
+  const OpLowering *l = findLowering(n.target);
+  if (!l) nodeError(n, "codegen: unsupported op '" + n.target + "' (not a primitive; was the graph lowered?)");
+  return *l;
 }
 
+/// Views, reshapes, aliases and clones: their value is their input's, re-indexed.
 bool isViewTarget(const std::string &t) {
-  static const char *views[] = {"aten.view.default",     "aten._unsafe_view.default",
-                                "aten.reshape.default",  "aten.permute.default",
-                                "aten.expand.default",   "aten.unsqueeze.default",
-                                "aten.squeeze.dims",     "aten.squeeze.dim",
-                                "aten.squeeze.default",  "aten.slice.Tensor",
-                                "aten.select.int",       "aten.t.default",
-                                "aten.transpose.int",    "aten.alias.default",
-                                "aten.clone.default",    "aten.detach.default"};
-  for (auto *v : views)
-    if (t == v) return true;
-  return false;
+  const OpLowering *l = findLowering(t);
+  if (!l) return false;
+  switch (l->kind) {
+  case LoweringKind::View: case LoweringKind::Reshape: case LoweringKind::Alias: case LoweringKind::Clone:
+    return true;
+  default:
+    return false;
+  }
 }
 
 /// computeStride (aten/src/ATen/TensorUtils.cpp): strides of a view of a tensor
@@ -191,15 +189,15 @@ private:
   }
 
   bool isMatmul(const Node *n) {
-    auto b = opBase(n->target);
-    return n->isCall() && (b == "mm" || b == "addmm" || b == "bmm");
+    const OpLowering *l = n->isCall() ? findLowering(n->target) : nullptr;
+    return l && l->kind == LoweringKind::Matmul;
   }
 
   void defineNode(const Node *n);
-  void definePointwise(const Node *n);
-  void defineView(const Node *n);
-  void defineReduction(const Node *n);
-  void defineMatmul(const Node *n);
+  void definePointwise(const Node *n, PointwiseRule rule);
+  void defineView(const Node *n, const OpLowering &l);
+  void defineReduction(const Node *n, const OpLowering &l);
+  void defineMatmul(const Node *n, const OpLowering &l);
   void defineGather(const Node *n);
   void defineIndexSelect(const Node *n);
   void defineScatterAdd(const Node *n);
@@ -240,8 +238,9 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
   // gather of one element per row; no [N, C] buffer between the two kernels).
   size_t full = 0;
   for (Node *u : eff) {
-    std::string ub = opBase(u->target);
-    bool picks = (ub == "gather" || ub == "index_select") && readsAsData(u, n);
+    const OpLowering *l = u->isCall() ? findLowering(u->target) : nullptr;
+    bool picks = l && (l->kind == LoweringKind::Gather || l->kind == LoweringKind::IndexSelect) &&
+                 readsAsData(u, n);
     full += picks ? 0 : 1;
   }
   bool shared = eff.size() > 1 && full > 1 && cost > 2;
@@ -251,190 +250,43 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
 }
 
 void GraphFuser::defineNode(const Node *n) {
-  if (n->isPlaceholder()) return;
   if (!n->isCall()) return;
-  const std::string &t = n->target;
-  std::string b = opBase(t);
-  if (t == "getitem") {
-    nodeError(*n, "codegen: multi-result ops must be lowered before codegen");
-  } else if (isViewTarget(t)) {
-    defineView(n);
-  } else if (b == "sum" || b == "amax" || b == "amin" || b == "argmax" || b == "mean") {
-    defineReduction(n);
-  } else if (b == "mm" || b == "addmm" || b == "bmm") {
-    defineMatmul(n);
-  } else if (b == "gather") {
-    defineGather(n);
-  } else if (b == "index_select") {
-    defineIndexSelect(n);
-  } else if (b == "scatter_add") {
-    defineScatterAdd(n);
-  } else if (b == "slice_scatter" || b == "select_scatter") {
-    defineViewScatter(n);
-  } else {
-    definePointwise(n);
+  if (n->target == "getitem") nodeError(*n, "codegen: multi-result ops must be lowered before codegen");
+  const OpLowering &l = loweringOf(*n);
+  switch (l.kind) {
+  case LoweringKind::Pointwise: return definePointwise(n, l.pointwise);
+  case LoweringKind::View:
+  case LoweringKind::Reshape:
+  case LoweringKind::Alias:
+  case LoweringKind::Clone: return defineView(n, l);
+  case LoweringKind::Reduction: return defineReduction(n, l);
+  case LoweringKind::Matmul: return defineMatmul(n, l);
+  case LoweringKind::Gather: return defineGather(n);
+  case LoweringKind::IndexSelect: return defineIndexSelect(n);
+  case LoweringKind::ScatterAdd: return defineScatterAdd(n);
+  case LoweringKind::ViewScatter: return defineViewScatter(n);
   }
 }
 
-void GraphFuser::definePointwise(const Node *n) {
+void GraphFuser::definePointwise(const Node *n, PointwiseRule rule) {
   const TensorType &ot = n->type();
-  const Shape &S = ot.shape;
-  DType od = ot.dtype;
-  std::string b = opBase(n->target);
-  std::string ov = n->target.substr(n->target.rfind('.') + 1);
-  auto X = [&](size_t i, DType t) { return operand(*n, i, S, t); };
-  ERef e;
-  auto unary = [&](ScalarOp op) { e = mkOp(op, od, {X(0, od)}); };
-  auto binary = [&](ScalarOp op) { e = mkOp(op, od, {X(0, od), X(1, od)}); };
-  if (b == "add" || b == "sub") {
-    ERef rhs = X(1, od);
-    if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
-      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConstArg(od, *n, 2)});
-    e = mkOp(b == "add" ? ScalarOp::Add : ScalarOp::Sub, od, {X(0, od), rhs});
-  } else if (b == "rsub") {
-    ERef rhs = X(0, od);
-    if (n->args.size() > 2 && !n->isNoneArg(2) && n->scalarArg(2) != 1.0)
-      rhs = mkOp(ScalarOp::Mul, od, {rhs, mkConstArg(od, *n, 2)});
-    e = mkOp(ScalarOp::Sub, od, {X(1, od), rhs});
-  } else if (b == "mul") {
-    binary(ScalarOp::Mul);
-  } else if (b == "div") {
-    if (!isFloating(od)) nodeError(*n, "codegen: integer division is not supported");
-    binary(ScalarOp::Div);
-  } else if (b == "maximum" || b == "minimum") {
-    binary(b == "maximum" ? ScalarOp::Max : ScalarOp::Min);
-  } else if (b == "neg") {
-    unary(ScalarOp::Neg);
-  } else if (b == "abs") {
-    unary(ScalarOp::Abs);
-  } else if (b == "exp" || b == "log" || b == "tanh" || b == "sqrt" || b == "erf") {
-    if (!isFloating(od)) nodeError(*n, "codegen: '" + b + "' needs a floating result");
-    unary(b == "exp" ? ScalarOp::Exp : b == "log" ? ScalarOp::Log : b == "tanh" ? ScalarOp::Tanh
-          : b == "sqrt" ? ScalarOp::Sqrt : ScalarOp::Erf);
-  } else if (b == "sin" || b == "cos" || b == "log1p" || b == "expm1") {
-    if (!isFloating(od)) nodeError(*n, "codegen: '" + b + "' needs a floating result");
-    unary(b == "sin" ? ScalarOp::Sin : b == "cos" ? ScalarOp::Cos : b == "log1p" ? ScalarOp::Log1p
-          : ScalarOp::Expm1);
-  } else if (b == "tril" || b == "triu") {
-    // aten/src/ATen/native/TriangularOps.cpp: tril keeps col - row <= diagonal,
-    // triu keeps col - row >= diagonal (over the last two dims), zeros elsewhere.
-    int r = (int)S.size();
-    if (r < 2) nodeError(*n, "codegen: " + b + " needs at least 2 dimensions");
-    EAddr a;
-    a.coef.assign(r, 0);
-    a.coef[r - 1] = 1;
-    a.coef[r - 2] = -1;
-    ERef colMinusRow = mkIndex(std::move(a));
-    ERef diag = mkIntConst(DType::I64, n->intArg(1)); // exact: diagonal may be INT64_MAX
-    ERef keep = mkOp(b == "tril" ? ScalarOp::Le : ScalarOp::Ge, DType::Bool, {colMinusRow, diag});
-    e = mkOp(ScalarOp::Select, od, {keep, X(0, od), mkConst(od, 0.0)});
-  } else if (b == "arange") {
-    // aten/src/ATen/native/RangeFactories.cpp (CPU arange): value i = start + i * step,
-    // computed in the accumulate type (double for floating results, int64 otherwise).
-    bool startStep = ov == "start_step";
-    double start = startStep ? n->scalarArg(0) : 0.0;
-    double step = startStep ? n->scalarArg(2) : 1.0;
-    EAddr a;
-    a.coef = {1};
-    ERef i = mkIndex(std::move(a));
-    DType acc = isFloating(od) ? DType::F64 : DType::I64;
-    if (acc == DType::I64 && (start != (double)(int64_t)start || step != (double)(int64_t)step))
-      nodeError(*n, "codegen: integer arange with non-integral start or step");
-    e = mkOp(ScalarOp::Add, acc, {mkOp(ScalarOp::Mul, acc, {mkCast(i, acc), mkConst(acc, step)}),
-                                 mkConst(acc, start)});
-  } else if (b == "rsqrt" || b == "reciprocal") {
-    ERef x = X(0, od);
-    if (b == "rsqrt") x = mkOp(ScalarOp::Sqrt, od, {x});
-    e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), x});
-  } else if (b == "sigmoid") {
-    // 1 / (1 + exp(-x))
-    ERef x = X(0, od);
-    e = mkOp(ScalarOp::Div, od,
-             {mkConst(od, 1.0), mkOp(ScalarOp::Add, od,
-                                     {mkConst(od, 1.0),
-                                      mkOp(ScalarOp::Exp, od, {mkOp(ScalarOp::Neg, od, {x})})})});
-  } else if (b == "relu") {
-    e = mkOp(ScalarOp::Max, od, {X(0, od), mkConst(od, 0.0)});
-  } else if (b == "square") {
-    ERef x = X(0, od);
-    e = mkOp(ScalarOp::Mul, od, {x, x});
-  } else if (b == "sign") {
-    ERef x = X(0, od);
-    ERef gt = mkOp(ScalarOp::Gt, DType::Bool, {x, mkConst(od, 0.0)});
-    ERef lt = mkOp(ScalarOp::Lt, DType::Bool, {x, mkConst(od, 0.0)});
-    e = mkOp(ScalarOp::Select, od,
-             {gt, mkConst(od, 1.0), mkOp(ScalarOp::Select, od, {lt, mkConst(od, -1.0), mkConst(od, 0.0)})});
-    // x == 0, -0.0 or NaN gives +0 (torch 2.15: sign(nan) = 0, sign(-0.0) = 0.0; RefEval agrees).
-  } else if (b == "pow" && ov == "Tensor_Scalar") {
-    double p = n->scalarArg(1);
-    ERef x = X(0, od);
-    if (p == 1.0) e = x;
-    else if (p == 2.0) e = mkOp(ScalarOp::Mul, od, {x, x});
-    else if (p == 3.0) e = mkOp(ScalarOp::Mul, od, {mkOp(ScalarOp::Mul, od, {x, x}), x});
-    else if (p == 0.0) e = mkConst(od, 1.0);
-    else if (!isFloating(od)) nodeError(*n, "codegen: integer pow supports exponents 0..3 only");
-    else if (p == 0.5) e = mkOp(ScalarOp::Sqrt, od, {x});
-    else if (p == -1.0) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), x});
-    else if (p == -0.5) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), mkOp(ScalarOp::Sqrt, od, {x})});
-    else if (p == -2.0) e = mkOp(ScalarOp::Div, od, {mkConst(od, 1.0), mkOp(ScalarOp::Mul, od, {x, x})});
-    else e = mkOp(ScalarOp::Pow, od, {x, mkConst(od, p)});
-  } else if (b == "pow") {
-    if (!isFloating(od)) nodeError(*n, "codegen: integer pow is not supported");
-    binary(ScalarOp::Pow);
-  } else if (b == "eq" || b == "ne" || b == "lt" || b == "le" || b == "gt" || b == "ge") {
-    DType ct = ops::resultType(*n, {0, 1});
-    ScalarOp op = b == "eq" ? ScalarOp::Eq : b == "ne" ? ScalarOp::Ne : b == "lt" ? ScalarOp::Lt
-                  : b == "le" ? ScalarOp::Le : b == "gt" ? ScalarOp::Gt : ScalarOp::Ge;
-    if (ct == DType::Bool) ct = DType::I64;
-    e = mkCast(mkOp(op, DType::Bool, {X(0, ct), X(1, ct)}), od);
-  } else if (b == "logical_not") {
-    e = mkCast(mkOp(ScalarOp::Not, DType::Bool, {X(0, DType::Bool)}), od);
-  } else if (b == "logical_and" || b == "logical_or") {
-    e = mkCast(mkOp(b == "logical_and" ? ScalarOp::And : ScalarOp::Or, DType::Bool,
-                    {X(0, DType::Bool), X(1, DType::Bool)}),
-               od);
-  } else if (b == "where") {
-    e = mkOp(ScalarOp::Select, od, {X(0, DType::Bool), X(1, od), X(2, od)});
-  } else if (b == "masked_fill") {
-    e = mkOp(ScalarOp::Select, od, {X(1, DType::Bool), X(2, od), X(0, od)});
-  } else if (b == "clamp_min" || b == "clamp_max" || b == "clamp") {
-    e = X(0, od);
-    auto clampBy = [&](size_t i, ScalarOp cmp) {
-      if (i >= n->args.size() || n->isNoneArg(i)) return;
-      ERef m = X(i, od);
-      e = mkOp(ScalarOp::Select, od, {mkOp(cmp, DType::Bool, {e, m}), m, e});
-    };
-    if (b == "clamp_min") clampBy(1, ScalarOp::Lt);
-    else if (b == "clamp_max") clampBy(1, ScalarOp::Gt);
-    else {
-      clampBy(1, ScalarOp::Lt);
-      clampBy(2, ScalarOp::Gt);
-    }
-  } else if (b == "_to_copy" || b == "to" || b == "type_as") {
-    e = X(0, od);
-  } else if (b == "full" || b == "scalar_tensor" || b == "full_like") {
-    e = mkConstArg(od, *n, b == "full_like" ? 1 : (b == "full" ? 1 : 0));
-  } else if (b == "zeros" || b == "zeros_like" || b == "empty_like" || b == "new_zeros") {
-    e = mkConst(od, 0.0);
-  } else if (b == "ones" || b == "ones_like") {
-    e = mkConst(od, 1.0);
-  } else {
-    nodeError(*n, "codegen: unsupported op '" + n->target + "' (not a primitive; was the graph lowered?)");
-  }
+  PointwiseArgs args{*n, ot.shape, ot.dtype,
+                     [&](size_t i, DType t) { return operand(*n, i, ot.shape, t); }};
+  ERef e = rule(args);
   Val v;
   v.type = ot;
-  v.e = mkCast(e, od);
+  v.e = mkCast(e, ot.dtype);
   if (e->op != ScalarOp::Const) {
     for (auto &a : n->args)
       if (auto *p = std::get_if<Node *>(&a))
         for (auto &o : val(*p).ops) v.ops.push_back(o);
-    v.ops.push_back(b);
+    v.ops.push_back(opBase(n->target));
   }
   maybeRealize(n, v);
   vals_[n] = std::move(v);
 }
 
-void GraphFuser::defineView(const Node *n) {
+void GraphFuser::defineView(const Node *n, const OpLowering &l) {
   if (auto it = preRealized_.find(n); it != preRealized_.end()) {
     vals_[n] = loadOf(it->second);
     return;
@@ -443,76 +295,19 @@ void GraphFuser::defineView(const Node *n) {
   Val in = val(src);
   const Shape &os = in.type.shape;
   const Shape &ns = n->type().shape;
-  int r = (int)os.size(), nr = (int)ns.size();
-  std::string t = n->target;
   Val v;
   v.type = n->type();
   v.ops = in.ops;
-  auto wrap = [&](int64_t d, int64_t rank) {
-    auto w = wrapDim(d, rank);
-    if (!w) nodeError(*n, "codegen: dimension out of range");
-    return *w;
-  };
-  if (t == "aten.clone.default" || t == "aten.alias.default" || t == "aten.detach.default") {
+  if (l.kind == LoweringKind::Alias || l.kind == LoweringKind::Clone) {
     v.e = in.e;
     v.home = in.home;
-    if (t == "aten.clone.default") {
+    if (l.kind == LoweringKind::Clone) {
       vals_[n] = v;
       maybeRealize(n, vals_[n]);
       return;
     }
-  } else if (t == "aten.permute.default" || t == "aten.t.default" || t == "aten.transpose.int") {
-    std::vector<int> perm(r);
-    for (int i = 0; i < r; ++i) perm[i] = i;
-    if (t == "aten.permute.default") {
-      auto &dims = n->intListArg(1);
-      for (int i = 0; i < r; ++i) perm[i] = (int)wrap(dims[i], r);
-    } else if (r >= 2 || t == "aten.transpose.int") {
-      int64_t a = t == "aten.t.default" ? 0 : wrap(n->intArg(1), r);
-      int64_t b = t == "aten.t.default" ? 1 : wrap(n->intArg(2), r);
-      if (r >= 2) std::swap(perm[a], perm[b]);
-    }
-    // new dim k = old dim perm[k]  =>  old var perm[k] = new var k.
-    std::vector<int> pos(r);
-    for (int k = 0; k < r; ++k) pos[perm[k]] = k;
-    v.e = applyIndexMap(in.e, IndexMap::select(pos, nr));
-  } else if (t == "aten.expand.default") {
-    v.e = applyIndexMap(in.e, IndexMap::broadcast(os, ns));
-  } else if (t == "aten.unsqueeze.default" || t == "aten.squeeze.dims" ||
-             t == "aten.squeeze.dim" || t == "aten.squeeze.default") {
-    // Match the non-size-1 dims in order; size-1 old dims map to index 0.
-    std::vector<int> pos(r, -1);
-    int k = 0;
-    for (int d = 0; d < r; ++d) {
-      if (os[d] == 1) continue;
-      while (k < nr && ns[k] == 1) ++k;
-      AOTC_ASSERT(k < nr && ns[k] == os[d], "codegen: squeeze/unsqueeze shape mismatch");
-      pos[d] = k++;
-    }
-    v.e = applyIndexMap(in.e, IndexMap::select(pos, nr));
-  } else if (t == "aten.slice.Tensor") {
-    int64_t dim = wrap(n->intArg(1), r);
-    int64_t size = os[dim];
-    int64_t start = n->isNoneArg(2) ? 0 : n->intArg(2);
-    int64_t step = n->isNoneArg(4) ? 1 : n->intArg(4);
-    if (start < 0) start += size;
-    start = std::clamp<int64_t>(start, 0, size);
-    std::vector<int> pos(r);
-    for (int d = 0; d < r; ++d) pos[d] = d;
-    IndexMap m = IndexMap::select(pos, nr);
-    m.m[dim][dim] = step;
-    m.c[dim] = start;
-    v.e = applyIndexMap(in.e, m);
-  } else if (t == "aten.select.int") {
-    int64_t dim = wrap(n->intArg(1), r);
-    int64_t idx = n->intArg(2);
-    if (idx < 0) idx += os[dim];
-    if (idx < 0 || idx >= os[dim]) nodeError(*n, "codegen: select index out of range");
-    std::vector<int> pos(r);
-    for (int d = 0; d < r; ++d) pos[d] = d < dim ? d : (d == dim ? -1 : d - 1);
-    IndexMap m = IndexMap::select(pos, nr);
-    m.c[dim] = idx;
-    v.e = applyIndexMap(in.e, m);
+  } else if (l.kind == LoweringKind::View) {
+    v.e = applyIndexMap(in.e, l.view(*n, os, ns));
   } else {
     // view / _unsafe_view / reshape: re-stride each leaf (computeStride), else realize.
     auto reshape = [&](const ERef &e) {
@@ -537,7 +332,7 @@ void GraphFuser::defineView(const Node *n) {
   vals_[n] = std::move(v);
 }
 
-void GraphFuser::defineReduction(const Node *n) {
+void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   Node *src = n->tensorArg(0);
   Val in = val(src);
   const Shape &S = in.type.shape;
@@ -546,9 +341,9 @@ void GraphFuser::defineReduction(const Node *n) {
   std::vector<bool> mask(r, false);
   bool all = true;
   if (n->args.size() > 1 && !n->isNoneArg(1)) {
-    if (auto *l = std::get_if<std::vector<int64_t>>(&n->args[1])) {
-      all = l->empty();
-      for (int64_t d : *l) {
+    if (auto *dims = std::get_if<std::vector<int64_t>>(&n->args[1])) {
+      all = dims->empty();
+      for (int64_t d : *dims) {
         auto w = wrapDim(d, r);
         if (!w) nodeError(*n, "codegen: dimension out of range");
         if (r > 0) mask[*w] = true;
@@ -586,25 +381,20 @@ void GraphFuser::defineReduction(const Node *n) {
   red.reg = 0;
   DType od = ot.dtype;
   DType vt = in.type.dtype;
-  if (b == "sum" || b == "mean") {
-    red.kind = ReduceKind::Sum;
+  red.kind = l.reduce;
+  if (l.reduce == ReduceKind::Sum) {
     red.accType = isFloating(od) ? DType::F64 : DType::I64;
     // sum(x, dtype=torch.bool) is sum(x.to(torch.bool)): 0.5 counts as True, not as
     // the 0 that a direct float -> i64 accumulator cast would give (libFuzzer find).
     red.value = mkCast(od == DType::Bool && vt != DType::Bool ? mkCast(body, DType::Bool) : body,
                        red.accType);
-  } else if (b == "amax" || b == "amin") {
-    red.kind = b == "amax" ? ReduceKind::Max : ReduceKind::Min;
-    red.accType = vt == DType::Bool ? DType::I64 : vt;
-    red.value = mkCast(body, red.accType);
-  } else { // argmax
-    red.kind = ReduceKind::ArgMax;
+  } else { // max, min, argmax
     red.accType = vt == DType::Bool ? DType::I64 : vt;
     red.value = mkCast(body, red.accType);
   }
-  k.regs.push_back(b == "argmax" ? DType::I64 : (b == "mean" ? red.accType : od));
+  k.regs.push_back(l.reduce == ReduceKind::ArgMax ? DType::I64 : (l.mean ? red.accType : od));
   ERef result = mkReg(k.regs[0], 0);
-  if (b == "mean") {
+  if (l.mean) {
     int64_t cnt = numelOf(inner);
     result = mkOp(ScalarOp::Div, red.accType, {result, mkConst(red.accType, (double)cnt)});
   }
@@ -661,12 +451,12 @@ GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int ra
   return o;
 }
 
-void GraphFuser::defineMatmul(const Node *n) {
+void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   std::string b = opBase(n->target);
   const TensorType &ot = n->type();
   if (!isFloating(ot.dtype)) nodeError(*n, "codegen: matmul needs f32 or f64 operands");
-  bool add = b == "addmm";
-  bool batched = b == "bmm";
+  bool add = l.bias;
+  bool batched = l.batched;
   int rank = batched ? 3 : 2;
   Node *A = n->tensorArg(add ? 1 : 0);
   Node *B = n->tensorArg(add ? 2 : 1);
@@ -695,14 +485,15 @@ void GraphFuser::defineMatmul(const Node *n) {
   // mm whose only user is a transpose that is a graph output (a weight
   // gradient): compute C^T = op(B)^T op(A)^T straight into that output.
   const Node *tu = nullptr;
-  if (b == "mm" && !outSlots_.count(n) && users_[n].size() == 1) {
+  if (!add && !batched && !outSlots_.count(n) && users_[n].size() == 1) {
     const Node *u = users_[n][0];
-    bool transpose = u->target == "aten.t.default" ||
-                     (u->target == "aten.permute.default" &&
-                      u->intListArg(1) == std::vector<int64_t>{1, 0}) ||
-                     (u->target == "aten.transpose.int" &&
-                      std::set<int64_t>{(u->intArg(1) + 2) % 2, (u->intArg(2) + 2) % 2} ==
-                          std::set<int64_t>{0, 1});
+    const OpLowering *ul = u->isCall() ? findLowering(u->target) : nullptr;
+    bool transpose = false;
+    if (ul && ul->kind == LoweringKind::View) {
+      IndexMap m = ul->view(*u, ot.shape, u->type().shape);
+      transpose = m.newRank == 2 && m.m == std::vector<std::vector<int64_t>>{{0, 1}, {1, 0}} &&
+                  m.c == std::vector<int64_t>{0, 0};
+    }
     if (transpose && outSlots_.count(u))
       for (int k : outSlots_[u])
         if (!claimed_[k]) tu = u;

@@ -1,0 +1,370 @@
+//===- OpLowering.cpp - The codegen op table (OpLowering.h) -----------------===//
+//
+// One entry per target. Pointwise rules follow ATen's CPU kernels
+// (aten/src/ATen/native/cpu/*Kernel.cpp) and agree with the float64 reference of each op
+// (lib/IR/ops/*.cpp); the conformance suite checks every entry against it.
+//===----------------------------------------------------------------------===//
+#include "OpLowering.h"
+
+#include "aotc/Diagnostics.h"
+#include "aotc/OpRegistry.h"
+
+#include <algorithm>
+#include <map>
+
+namespace aotc::fusion {
+namespace {
+
+using S = ScalarOp;
+
+//===-- Pointwise rules -----------------------------------------------------===//
+
+ERef unary(const PointwiseArgs &a, ScalarOp op) { return mkOp(op, a.od, {a.x(0)}); }
+ERef binary(const PointwiseArgs &a, ScalarOp op) { return mkOp(op, a.od, {a.x(0), a.x(1)}); }
+
+/// A transcendental function: integer inputs were promoted by the shape function already.
+ERef floatingUnary(const PointwiseArgs &a, ScalarOp op) {
+  if (!isFloating(a.od))
+    nodeError(a.n, "codegen: '" + opBase(a.n.target) + "' needs a floating result");
+  return unary(a, op);
+}
+
+/// other * alpha, when alpha (argument 2) is given and not 1.
+ERef scaledByAlpha(const PointwiseArgs &a, ERef other) {
+  const Node &n = a.n;
+  if (n.args.size() > 2 && !n.isNoneArg(2) && n.scalarArg(2) != 1.0)
+    return mkOp(S::Mul, a.od, {other, mkConstArg(a.od, n, 2)});
+  return other;
+}
+
+ERef addRule(const PointwiseArgs &a) { return mkOp(S::Add, a.od, {a.x(0), scaledByAlpha(a, a.x(1))}); }
+ERef subRule(const PointwiseArgs &a) { return mkOp(S::Sub, a.od, {a.x(0), scaledByAlpha(a, a.x(1))}); }
+/// rsub(self, other, alpha) = other - alpha * self.
+ERef rsubRule(const PointwiseArgs &a) { return mkOp(S::Sub, a.od, {a.x(1), scaledByAlpha(a, a.x(0))}); }
+
+ERef divRule(const PointwiseArgs &a) {
+  if (!isFloating(a.od)) nodeError(a.n, "codegen: integer division is not supported");
+  return binary(a, S::Div);
+}
+
+/// aten/src/ATen/native/TriangularOps.cpp: tril keeps col - row <= diagonal, triu keeps
+/// col - row >= diagonal (over the last two dims), zeros elsewhere.
+ERef triangle(const PointwiseArgs &a, ScalarOp keepIf) {
+  int r = (int)a.shape.size();
+  if (r < 2) nodeError(a.n, "codegen: " + opBase(a.n.target) + " needs at least 2 dimensions");
+  EAddr addr;
+  addr.coef.assign(r, 0);
+  addr.coef[r - 1] = 1;
+  addr.coef[r - 2] = -1;
+  ERef colMinusRow = mkIndex(std::move(addr));
+  ERef diag = mkIntConst(DType::I64, a.n.intArg(1)); // exact: diagonal may be INT64_MAX
+  ERef keep = mkOp(keepIf, DType::Bool, {colMinusRow, diag});
+  return mkOp(S::Select, a.od, {keep, a.x(0), mkConst(a.od, 0.0)});
+}
+
+/// aten/src/ATen/native/RangeFactories.cpp (CPU arange): value i = start + i * step, computed
+/// in the accumulate type (double for floating results, int64 otherwise).
+ERef arange(const PointwiseArgs &a, double start, double step) {
+  EAddr addr;
+  addr.coef = {1};
+  ERef i = mkIndex(std::move(addr));
+  DType acc = isFloating(a.od) ? DType::F64 : DType::I64;
+  if (acc == DType::I64 && (start != (double)(int64_t)start || step != (double)(int64_t)step))
+    nodeError(a.n, "codegen: integer arange with non-integral start or step");
+  return mkOp(S::Add, acc, {mkOp(S::Mul, acc, {mkCast(i, acc), mkConst(acc, step)}), mkConst(acc, start)});
+}
+
+ERef recip(const PointwiseArgs &a, ERef x) { return mkOp(S::Div, a.od, {mkConst(a.od, 1.0), x}); }
+
+/// 1 / (1 + exp(-x)).
+ERef sigmoidRule(const PointwiseArgs &a) {
+  ERef one = mkConst(a.od, 1.0);
+  return mkOp(S::Div, a.od, {one, mkOp(S::Add, a.od, {one, mkOp(S::Exp, a.od, {mkOp(S::Neg, a.od, {a.x(0)})})})});
+}
+
+/// x > 0 ? 1 : x < 0 ? -1 : 0. x == 0, -0.0 or NaN gives +0 (torch 2.15: sign(nan) = 0,
+/// sign(-0.0) = 0.0; RefEval agrees).
+ERef signRule(const PointwiseArgs &a) {
+  ERef x = a.x(0);
+  DType od = a.od;
+  ERef gt = mkOp(S::Gt, DType::Bool, {x, mkConst(od, 0.0)});
+  ERef lt = mkOp(S::Lt, DType::Bool, {x, mkConst(od, 0.0)});
+  return mkOp(S::Select, od,
+              {gt, mkConst(od, 1.0), mkOp(S::Select, od, {lt, mkConst(od, -1.0), mkConst(od, 0.0)})});
+}
+
+/// pow(x, p) for a scalar p: small integral and half-integral exponents as multiplications,
+/// square roots and reciprocals (exact where ATen's pow_tensor_scalar_optimized_kernel is).
+ERef powScalarRule(const PointwiseArgs &a) {
+  double p = a.n.scalarArg(1);
+  ERef x = a.x(0);
+  DType od = a.od;
+  if (p == 1.0) return x;
+  if (p == 2.0) return mkOp(S::Mul, od, {x, x});
+  if (p == 3.0) return mkOp(S::Mul, od, {mkOp(S::Mul, od, {x, x}), x});
+  if (p == 0.0) return mkConst(od, 1.0);
+  if (!isFloating(od)) nodeError(a.n, "codegen: integer pow supports exponents 0..3 only");
+  if (p == 0.5) return mkOp(S::Sqrt, od, {x});
+  if (p == -1.0) return recip(a, x);
+  if (p == -0.5) return recip(a, mkOp(S::Sqrt, od, {x}));
+  if (p == -2.0) return recip(a, mkOp(S::Mul, od, {x, x}));
+  return mkOp(S::Pow, od, {x, mkConst(od, p)});
+}
+
+ERef powTensorRule(const PointwiseArgs &a) {
+  if (!isFloating(a.od)) nodeError(a.n, "codegen: integer pow is not supported");
+  return binary(a, S::Pow);
+}
+
+/// Comparisons compare in torch.result_type of both operands (bool as i64).
+ERef compare(const PointwiseArgs &a, ScalarOp op) {
+  DType ct = ops::resultType(a.n, {0, 1});
+  if (ct == DType::Bool) ct = DType::I64;
+  return mkOp(op, DType::Bool, {a.x(0, ct), a.x(1, ct)});
+}
+
+/// x < lo ? lo : x, then x > hi ? hi : x (NaN stays NaN: comparisons with NaN are false);
+/// a None bound is skipped.
+ERef clampBy(const PointwiseArgs &a, ERef e, size_t i, ScalarOp cmp) {
+  if (i >= a.n.args.size() || a.n.isNoneArg(i)) return e;
+  ERef m = a.x(i);
+  return mkOp(S::Select, a.od, {mkOp(cmp, DType::Bool, {e, m}), m, e});
+}
+
+//===-- View rules ----------------------------------------------------------===//
+
+int64_t wrap(const Node &n, int64_t d, int64_t rank) {
+  auto w = wrapDim(d, rank);
+  if (!w) nodeError(n, "codegen: dimension out of range");
+  return *w;
+}
+
+/// New dim k = old dim perm[k]  =>  old var perm[k] = new var k.
+IndexMap permutation(const std::vector<int> &perm, int newRank) {
+  std::vector<int> pos(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) pos[perm[k]] = (int)k;
+  return IndexMap::select(pos, newRank);
+}
+
+std::vector<int> identityPerm(int r) {
+  std::vector<int> perm(r);
+  for (int i = 0; i < r; ++i) perm[i] = i;
+  return perm;
+}
+
+IndexMap permuteRule(const Node &n, const Shape &in, const Shape &out) {
+  int r = (int)in.size();
+  std::vector<int> perm(r);
+  auto &dims = n.intListArg(1);
+  for (int i = 0; i < r; ++i) perm[i] = (int)wrap(n, dims[i], r);
+  return permutation(perm, (int)out.size());
+}
+
+/// t(): swaps dims 0 and 1 of a 2-d tensor; a 0-d or 1-d tensor is returned as is.
+IndexMap tRule(const Node &, const Shape &in, const Shape &out) {
+  int r = (int)in.size();
+  std::vector<int> perm = identityPerm(r);
+  if (r >= 2) std::swap(perm[0], perm[1]);
+  return permutation(perm, (int)out.size());
+}
+
+IndexMap transposeRule(const Node &n, const Shape &in, const Shape &out) {
+  int r = (int)in.size();
+  std::vector<int> perm = identityPerm(r);
+  int64_t a = wrap(n, n.intArg(1), r), b = wrap(n, n.intArg(2), r);
+  if (r >= 2) std::swap(perm[a], perm[b]);
+  return permutation(perm, (int)out.size());
+}
+
+IndexMap expandRule(const Node &, const Shape &in, const Shape &out) { return IndexMap::broadcast(in, out); }
+
+/// unsqueeze / squeeze: the non-size-1 dims match in order; size-1 old dims map to index 0.
+IndexMap squeezeRule(const Node &, const Shape &in, const Shape &out) {
+  int r = (int)in.size(), nr = (int)out.size();
+  std::vector<int> pos(r, -1);
+  int k = 0;
+  for (int d = 0; d < r; ++d) {
+    if (in[d] == 1) continue;
+    while (k < nr && out[k] == 1) ++k;
+    AOTC_ASSERT(k < nr && out[k] == in[d], "codegen: squeeze/unsqueeze shape mismatch");
+    pos[d] = k++;
+  }
+  return IndexMap::select(pos, nr);
+}
+
+/// slice(self, dim, start, end, step): old var dim = start + step * new var dim.
+IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
+  int r = (int)in.size();
+  int64_t dim = wrap(n, n.intArg(1), r);
+  int64_t size = in[dim];
+  int64_t start = n.isNoneArg(2) ? 0 : n.intArg(2);
+  int64_t step = n.isNoneArg(4) ? 1 : n.intArg(4);
+  if (start < 0) start += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  IndexMap m = IndexMap::select(identityPerm(r), (int)out.size());
+  m.m[dim][dim] = step;
+  m.c[dim] = start;
+  return m;
+}
+
+/// select(self, dim, index): old var dim = index; the later dims move down by one.
+IndexMap selectRule(const Node &n, const Shape &in, const Shape &out) {
+  int r = (int)in.size();
+  int64_t dim = wrap(n, n.intArg(1), r);
+  int64_t idx = n.intArg(2);
+  if (idx < 0) idx += in[dim];
+  if (idx < 0 || idx >= in[dim]) nodeError(n, "codegen: select index out of range");
+  std::vector<int> pos(r);
+  for (int d = 0; d < r; ++d) pos[d] = d < dim ? d : (d == dim ? -1 : d - 1);
+  IndexMap m = IndexMap::select(pos, (int)out.size());
+  m.c[dim] = idx;
+  return m;
+}
+
+//===-- The table -----------------------------------------------------------===//
+
+OpLowering pw(PointwiseRule r) { return OpLowering{LoweringKind::Pointwise, r}; }
+OpLowering view(ViewRule r) { return OpLowering{LoweringKind::View, nullptr, r}; }
+OpLowering reduction(ReduceKind k, bool mean = false) {
+  return OpLowering{LoweringKind::Reduction, nullptr, nullptr, k, mean};
+}
+OpLowering kind(LoweringKind k) { return OpLowering{k}; }
+OpLowering matmul(bool bias, bool batched) {
+  OpLowering l{LoweringKind::Matmul};
+  l.bias = bias;
+  l.batched = batched;
+  return l;
+}
+
+using A = const PointwiseArgs &;
+
+} // namespace
+
+const std::map<std::string, OpLowering> &loweringTable() {
+  static const std::map<std::string, OpLowering> t = [] {
+    using K = LoweringKind;
+    return std::map<std::string, OpLowering>{
+        // Arithmetic.
+        {"aten.add.Tensor", pw(addRule)},
+        {"aten.add.Scalar", pw(addRule)},
+        {"aten.sub.Tensor", pw(subRule)},
+        {"aten.sub.Scalar", pw(subRule)},
+        {"aten.rsub.Scalar", pw(rsubRule)},
+        {"aten.mul.Tensor", pw([](A a) { return binary(a, S::Mul); })},
+        {"aten.mul.Scalar", pw([](A a) { return binary(a, S::Mul); })},
+        {"aten.div.Tensor", pw(divRule)},
+        {"aten.div.Scalar", pw(divRule)},
+        {"aten.maximum.default", pw([](A a) { return binary(a, S::Max); })},
+        {"aten.minimum.default", pw([](A a) { return binary(a, S::Min); })},
+        {"aten.neg.default", pw([](A a) { return unary(a, S::Neg); })},
+        {"aten.abs.default", pw([](A a) { return unary(a, S::Abs); })},
+        {"aten.square.default", pw([](A a) { ERef x = a.x(0); return mkOp(S::Mul, a.od, {x, x}); })},
+        {"aten.pow.Tensor_Scalar", pw(powScalarRule)},
+        {"aten.pow.Tensor_Tensor", pw(powTensorRule)},
+        {"aten.sign.default", pw(signRule)},
+        // Transcendental functions.
+        {"aten.exp.default", pw([](A a) { return floatingUnary(a, S::Exp); })},
+        {"aten.log.default", pw([](A a) { return floatingUnary(a, S::Log); })},
+        {"aten.tanh.default", pw([](A a) { return floatingUnary(a, S::Tanh); })},
+        {"aten.sqrt.default", pw([](A a) { return floatingUnary(a, S::Sqrt); })},
+        {"aten.erf.default", pw([](A a) { return floatingUnary(a, S::Erf); })},
+        {"aten.sin.default", pw([](A a) { return floatingUnary(a, S::Sin); })},
+        {"aten.cos.default", pw([](A a) { return floatingUnary(a, S::Cos); })},
+        {"aten.log1p.default", pw([](A a) { return floatingUnary(a, S::Log1p); })},
+        {"aten.expm1.default", pw([](A a) { return floatingUnary(a, S::Expm1); })},
+        {"aten.rsqrt.default", pw([](A a) { return recip(a, mkOp(S::Sqrt, a.od, {a.x(0)})); })},
+        {"aten.reciprocal.default", pw([](A a) { return recip(a, a.x(0)); })},
+        {"aten.sigmoid.default", pw(sigmoidRule)},
+        {"aten.relu.default", pw([](A a) { return mkOp(S::Max, a.od, {a.x(0), mkConst(a.od, 0.0)}); })},
+        // Masks and selection.
+        {"aten.tril.default", pw([](A a) { return triangle(a, S::Le); })},
+        {"aten.triu.default", pw([](A a) { return triangle(a, S::Ge); })},
+        {"aten.logical_not.default", pw([](A a) { return mkOp(S::Not, DType::Bool, {a.x(0, DType::Bool)}); })},
+        {"aten.where.self", pw([](A a) { return mkOp(S::Select, a.od, {a.x(0, DType::Bool), a.x(1), a.x(2)}); })},
+        {"aten.where.ScalarOther", pw([](A a) { return mkOp(S::Select, a.od, {a.x(0, DType::Bool), a.x(1), a.x(2)}); })},
+        {"aten.where.ScalarSelf", pw([](A a) { return mkOp(S::Select, a.od, {a.x(0, DType::Bool), a.x(1), a.x(2)}); })},
+        {"aten.masked_fill.Scalar", pw([](A a) { return mkOp(S::Select, a.od, {a.x(1, DType::Bool), a.x(2), a.x(0)}); })},
+        {"aten.clamp.default", pw([](A a) { return clampBy(a, clampBy(a, a.x(0), 1, S::Lt), 2, S::Gt); })},
+        {"aten.clamp_min.default", pw([](A a) { return clampBy(a, a.x(0), 1, S::Lt); })},
+        {"aten._to_copy.default", pw([](A a) { return a.x(0); })},
+        // Comparisons.
+        {"aten.eq.Scalar", pw([](A a) { return compare(a, S::Eq); })},
+        {"aten.eq.Tensor", pw([](A a) { return compare(a, S::Eq); })},
+        {"aten.ne.Scalar", pw([](A a) { return compare(a, S::Ne); })},
+        {"aten.ne.Tensor", pw([](A a) { return compare(a, S::Ne); })},
+        {"aten.lt.Scalar", pw([](A a) { return compare(a, S::Lt); })},
+        {"aten.lt.Tensor", pw([](A a) { return compare(a, S::Lt); })},
+        {"aten.le.Scalar", pw([](A a) { return compare(a, S::Le); })},
+        {"aten.le.Tensor", pw([](A a) { return compare(a, S::Le); })},
+        {"aten.gt.Scalar", pw([](A a) { return compare(a, S::Gt); })},
+        {"aten.gt.Tensor", pw([](A a) { return compare(a, S::Gt); })},
+        {"aten.ge.Scalar", pw([](A a) { return compare(a, S::Ge); })},
+        {"aten.ge.Tensor", pw([](A a) { return compare(a, S::Ge); })},
+        // Factories.
+        {"aten.full.default", pw([](A a) { return mkConstArg(a.od, a.n, 1); })},
+        {"aten.full_like.default", pw([](A a) { return mkConstArg(a.od, a.n, 1); })},
+        {"aten.scalar_tensor.default", pw([](A a) { return mkConstArg(a.od, a.n, 0); })},
+        {"aten.zeros.default", pw([](A a) { return mkConst(a.od, 0.0); })},
+        {"aten.zeros_like.default", pw([](A a) { return mkConst(a.od, 0.0); })},
+        {"aten.ones.default", pw([](A a) { return mkConst(a.od, 1.0); })},
+        {"aten.ones_like.default", pw([](A a) { return mkConst(a.od, 1.0); })},
+        {"aten.arange.default", pw([](A a) { return arange(a, 0.0, 1.0); })},
+        {"aten.arange.start_step", pw([](A a) { return arange(a, a.n.scalarArg(0), a.n.scalarArg(2)); })},
+        // Views.
+        {"aten.permute.default", view(permuteRule)},
+        {"aten.t.default", view(tRule)},
+        {"aten.transpose.int", view(transposeRule)},
+        {"aten.expand.default", view(expandRule)},
+        {"aten.unsqueeze.default", view(squeezeRule)},
+        {"aten.squeeze.dims", view(squeezeRule)},
+        {"aten.squeeze.dim", view(squeezeRule)},
+        {"aten.slice.Tensor", view(sliceRule)},
+        {"aten.select.int", view(selectRule)},
+        {"aten.view.default", kind(K::Reshape)},
+        {"aten._unsafe_view.default", kind(K::Reshape)},
+        {"aten.reshape.default", kind(K::Reshape)},
+        {"aten.alias.default", kind(K::Alias)},
+        {"aten.clone.default", kind(K::Clone)},
+        // Reductions.
+        {"aten.sum.dim_IntList", reduction(ReduceKind::Sum)},
+        {"aten.sum.default", reduction(ReduceKind::Sum)},
+        {"aten.mean.dim", reduction(ReduceKind::Sum, true)},
+        {"aten.mean.default", reduction(ReduceKind::Sum, true)},
+        {"aten.amax.default", reduction(ReduceKind::Max)},
+        {"aten.amin.default", reduction(ReduceKind::Min)},
+        {"aten.argmax.default", reduction(ReduceKind::ArgMax)},
+        // Matrix products and index ops (builders in Fusion.cpp).
+        {"aten.mm.default", matmul(false, false)},
+        {"aten.addmm.default", matmul(true, false)},
+        {"aten.bmm.default", matmul(false, true)},
+        {"aten.gather.default", kind(K::Gather)},
+        {"aten.index_select.default", kind(K::IndexSelect)},
+        {"aten.scatter_add.default", kind(K::ScatterAdd)},
+        {"aten.slice_scatter.default", kind(K::ViewScatter)},
+        {"aten.select_scatter.default", kind(K::ViewScatter)},
+    };
+  }();
+  return t;
+}
+
+const OpLowering *findLowering(const std::string &target) {
+  auto it = loweringTable().find(target);
+  return it == loweringTable().end() ? nullptr : &it->second;
+}
+
+std::string opBase(const std::string &target) {
+  std::string t = target;
+  if (t.rfind("aten.", 0) == 0) t = t.substr(5);
+  auto dot = t.find('.');
+  return dot == std::string::npos ? t : t.substr(0, dot);
+}
+
+} // namespace aotc::fusion
+
+namespace aotc {
+std::vector<std::string> codegenTargets() {
+  std::vector<std::string> r;
+  for (auto &[k, v] : fusion::loweringTable()) r.push_back(k);
+  return r;
+}
+} // namespace aotc
