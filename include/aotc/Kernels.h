@@ -16,9 +16,12 @@
 //    results are per-outer-iteration registers visible to later phases), a map
 //    phase stores values. Because reductions never cross outer iterations, a
 //    kernel gives bit-identical results for any number of threads.
-//  * A Gemm kernel is a (batched) BLAS-style matrix product C = alpha*op(A)op(B)
-//    + beta*C; its optional phases initialise C (the broadcast bias of addmm)
-//    before the product.
+//  * An Extern kernel is a library call (ExternCall): a function of a library the
+//    target links (ExternFn), the buffers it reads and writes, an optional
+//    workspace buffer and the function's attributes. Today's one function is the
+//    (batched) BLAS-style matrix product C = alpha*op(A)op(B) + beta*C (GemmDesc);
+//    an Extern kernel's optional phases run first (they initialise C with the
+//    broadcast bias of addmm).
 // Scalar computations are flat SSA instruction lists (Inst) per phase; operands
 // refer to earlier instructions of the same phase.
 //===----------------------------------------------------------------------===//
@@ -173,14 +176,33 @@ struct GemmBlocks {
 };
 GemmBlocks gemmBlocks(const GemmDesc &g);
 
+/// The library functions an Extern kernel can call. Each has a descriptor of its own for its
+/// attributes; each target maps it to a library (CPU: cblas from OpenBLAS; CUDA: cuBLASLt).
+enum class ExternFn { Gemm };
+const char *externFnName(ExternFn f); ///< "gemm"
+
+/// A library call (Kernel::Kind::Extern).
+struct ExternCall {
+  ExternFn fn = ExternFn::Gemm;
+  std::vector<int> inputs;  ///< Buffers read, in the function's argument order.
+  std::vector<int> outputs; ///< Buffers written.
+  /// A Scratch buffer the call may use as workspace (planned in the arena with the others), or -1.
+  int workspace = -1;
+  GemmDesc gemm;            ///< ExternFn::Gemm: shapes, layout, alpha/beta, element offsets.
+  /// True when the call computes nothing (a GEMM with m, n or batch 0): no call is emitted.
+  bool empty() const;
+};
+/// The call of a GEMM: inputs {a, b} (and c when beta != 0), output {c}.
+ExternCall gemmCall(const GemmDesc &g);
+
 struct Kernel {
-  enum class Kind { Loop, Gemm } kind = Kind::Loop;
+  enum class Kind { Loop, Extern } kind = Kind::Loop;
   std::string name;       ///< "k0", "k1", ... (unique within the graph).
   Shape outer;            ///< Independent iterations.
   int parallelDims = 0;   ///< Leading outer dims worth running in parallel (a hint).
   std::vector<Phase> phases;
   std::vector<DType> regTypes; ///< Register types, indexed by Reduction::reg.
-  GemmDesc gemm;          ///< Kind::Gemm only (phases then initialise C).
+  ExternCall call;        ///< Kind::Extern only (its phases, if any, run before the call).
   std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
   std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
   bool mayFail() const;   ///< Has a bounds-checked access.

@@ -25,7 +25,7 @@ namespace aotc::cg {
 /// Symbol of a kernel function: "<name>_fwd_k3" / "<name>_bwd_k0".
 std::string kernelSymbol(const std::string &prog, bool backward, const std::string &kernel);
 
-/// Symbol of a Gemm kernel's GEMM function "<name>_fwd_k3_gemm": takes the base
+/// Symbol of a GEMM extern kernel's GEMM function "<name>_fwd_k3_gemm": takes the base
 /// pointers of buffers gemm.a, gemm.b, gemm.c (offsets are applied inside) and
 /// runs the blocks of gemmBlocks() (Kernels.h), one cblas call each. Absent
 /// when m, n or batch is 0.
@@ -33,7 +33,7 @@ std::string gemmSymbol(const std::string &prog, bool backward, const std::string
 
 /// Builds and lowers the Loop kernels of both graphs. Kernel function k takes
 /// one pointer per buffer of (k.reads ∪ k.writes), ascending buffer id, then a
-/// pointer to the {code, value} i64 status pair when k.mayFail(). Gemm kernels
+/// pointer to the {code, value} i64 status pair when k.mayFail(). GEMM extern kernels
 /// with init phases get a loop function too (for the phases only).
 /// `mlirText` (optional) receives the module before lowering.
 std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::LLVMContext &ctx,

@@ -9,7 +9,7 @@
 //    <name>_backward(in, saved, tangents, grads, scratch, exec): first every
 //    tensor pointer is checked for AOTC_CUDA_ALIGNMENT (a failure returns the code
 //    of a message naming the tensor, the pointer in error_value); then, in kernel
-//    order, one aotc_cuda_launch per Loop kernel (and per Gemm kernel's init
+//    order, one aotc_cuda_launch per Loop kernel (and per GEMM extern kernel's init
 //    phases) with the grid/block of gpuLaunch() and one aotc_cuda_matmul per GEMM
 //    with a constant aotc_cuda_gemm_desc. A non-zero return of the runtime is
 //    returned at once. Nothing else is called: no sync, no allocation, no copy;
@@ -199,8 +199,9 @@ struct CudaHostBuilder {
           returnIfFailed(rc, sym + "_final");
         }
       }
-      if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0) {
-        const GemmDesc &g = k.gemm;
+      if (k.kind == Kernel::Kind::Extern && !k.call.empty()) {
+        AOTC_ASSERT(k.call.fn == ExternFn::Gemm, "cuda: extern call without a CUDA library mapping");
+        const GemmDesc &g = k.call.gemm;
         llvm::Type *et = g.dtype == DType::F64 ? b.getDoubleTy() : b.getFloatTy();
         Value *pa = b.CreateConstInBoundsGEP1_64(et, need(g.a), g.offA);
         Value *pb = b.CreateConstInBoundsGEP1_64(et, need(g.b), g.offB);

@@ -276,11 +276,7 @@ std::vector<int> kernelReads(const TKernel &k) {
       if (s.accumulate) r.push_back(s.addr.buffer);
     }
   }
-  if (k.kind == Kernel::Kind::Gemm) {
-    r.push_back(k.gemm.a);
-    r.push_back(k.gemm.b);
-    if (k.gemm.beta != 0.0) r.push_back(k.gemm.c);
-  }
+  if (k.kind == Kernel::Kind::Extern) r.insert(r.end(), k.call.inputs.begin(), k.call.inputs.end());
   std::sort(r.begin(), r.end());
   r.erase(std::unique(r.begin(), r.end()), r.end());
   return r;
@@ -290,7 +286,10 @@ std::vector<int> kernelWrites(const TKernel &k) {
   std::vector<int> w;
   for (auto &p : k.phases)
     for (auto &s : p.stores) w.push_back(s.addr.buffer);
-  if (k.kind == Kernel::Kind::Gemm) w.push_back(k.gemm.c);
+  if (k.kind == Kernel::Kind::Extern) {
+    w.insert(w.end(), k.call.outputs.begin(), k.call.outputs.end());
+    if (k.call.workspace >= 0) w.push_back(k.call.workspace);
+  }
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
   return w;
@@ -366,7 +365,7 @@ Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOpt
   k.name = name;
   k.outer = tk.outer;
   k.regTypes = tk.regs;
-  k.gemm = tk.gemm;
+  k.call = tk.call;
   for (auto &o : tk.ops)
     if (std::find(k.ops.begin(), k.ops.end(), o) == k.ops.end()) k.ops.push_back(o);
   for (auto &tp : tk.phases) {

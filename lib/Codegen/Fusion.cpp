@@ -13,7 +13,7 @@
 //    index_select substitute a bounds-checked data-dependent index into the
 //    leaves; scatter_add is an init kernel plus a sequential accumulation;
 //    slice_scatter/select_scatter are pointwise-like values (ViewScatter.cpp).
-//  * mm/addmm/bmm become Gemm kernels reading realized buffers; a transposed
+//  * mm/addmm/bmm become GEMM extern kernels reading realized buffers; a transposed
 //    operand (a permute of a contiguous matrix) is a transpose flag.
 // KernelMerge.cpp then merges kernels with the same outer domain.
 //===----------------------------------------------------------------------===//
@@ -506,9 +506,9 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     ob.trans = !ob.trans;
   }
   TKernel k;
-  k.kind = Kernel::Kind::Gemm;
+  k.kind = Kernel::Kind::Extern;
   k.noMerge = true;
-  GemmDesc &gd = k.gemm;
+  GemmDesc gd;
   gd.dtype = ot.dtype;
   gd.a = oa.buffer;
   gd.b = ob.buffer;
@@ -537,7 +537,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   // beta=0 and `+ beta*bias` becomes part of the value its consumers inline
   // (bias+relu is one map kernel, the logits' bias joins the log_softmax row
   // kernel): no pass over C just to broadcast the bias. Otherwise the bias is
-  // broadcast into C by the Gemm kernel's init phase and BLAS runs with beta=1.
+  // broadcast into C by the GEMM extern kernel's init phase and BLAS runs with beta=1.
   std::optional<ERef> deferredBias;
   std::vector<std::string> biasOps;
   if (add) {
@@ -571,6 +571,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
       for (auto &o : val(n->tensorArg(0)).ops) k.ops.push_back(o);
     }
   }
+  k.call = gemmCall(gd);
   k.ops.push_back(b);
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(home);

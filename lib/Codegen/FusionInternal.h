@@ -117,7 +117,7 @@ struct TKernel {
   Shape outer;
   std::vector<TPhase> phases;
   std::vector<DType> regs;
-  GemmDesc gemm;
+  ExternCall call; ///< Kind::Extern.
   std::vector<std::string> ops;
   bool noMerge = false;
   bool dead = false; ///< Merged into another kernel.

@@ -8,7 +8,7 @@
 //   number of threads) / scf.for over the other outer dims,
 //     per phase: an scf.for nest over the inner domain, carrying the
 //     accumulators of reduce phases as iter_args,
-// with arith/math for the scalar code. The GEMM of a Gemm kernel is a function
+// with arith/math for the scalar code. The GEMM of a GEMM extern kernel is a function
 // of its own: fixed-size blocks of C (from the shapes only) in an scf.parallel,
 // one single-threaded cblas_[sd]gemm call (llvm.call) per block. Bounds-checked (data-dependent) accesses
 // are guarded by scf.if and record {code, value} in the status pair.
@@ -79,8 +79,8 @@ std::string gemmSymbol(const std::string &prog, bool backward, const std::string
 std::vector<int> kernelArgs(const Kernel &k) {
   std::vector<int> ids = k.reads;
   ids.insert(ids.end(), k.writes.begin(), k.writes.end());
-  if (k.kind == Kernel::Kind::Gemm) {
-    // Only the buffers the init phases touch.
+  if (k.kind == Kernel::Kind::Extern) {
+    // Only the buffers the init phases touch (the call gets its operands itself).
     ids.clear();
     for (auto &p : k.phases)
       for (auto &a : p.accesses)
@@ -172,14 +172,14 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
   b_.create<func::ReturnOp>(loc_);
 }
 
-/// The GEMM of a Gemm kernel as `func.func @<kernel>_gemm(%a, %b, %c: !llvm.ptr)`:
+/// The GEMM of a GEMM extern kernel as `func.func @<kernel>_gemm(%a, %b, %c: !llvm.ptr)`:
 /// the gemmBlocks() blocks of C (rows or columns, per batch entry) as an
 /// scf.parallel (scf.for when too small) whose body is one single-threaded
 /// `llvm.call @cblas_[sd]gemm` per block (row-major, transposes as flags).
 /// The blocking depends on the shapes only, so results are bit-identical for
 /// any number of OpenMP threads as long as the BLAS itself runs single-threaded.
 void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::string &sym) {
-  const GemmDesc &g = k.gemm;
+  const GemmDesc &g = k.call.gemm;
   for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
     if (v > std::numeric_limits<int32_t>::max())
       userError("codegen: matrix dimension " + std::to_string(v) + " exceeds BLAS int range");
@@ -321,8 +321,11 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
         KernelBuilder kb(b, kg, k);
         kb.build(mod, kernelSymbol(kp.name, bwd, k.name));
       }
-      if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0)
-        buildGemmFunction(b, mod, k, gemmSymbol(kp.name, bwd, k.name));
+      if (k.kind == Kernel::Kind::Extern && !k.call.empty()) {
+        switch (k.call.fn) {
+        case ExternFn::Gemm: buildGemmFunction(b, mod, k, gemmSymbol(kp.name, bwd, k.name)); break;
+        }
+      }
     }
   };
   addGraph(kp.forward, false);

@@ -4,7 +4,7 @@
 // lowered kernels (MLIRGen.cpp) it writes, with llvm::IRBuilder:
 //  * <name>_forward / <name>_backward exactly as runtime/include/aotc/abi.h:
 //    buffer pointers are read from the in/out/tangents/grads arrays or computed
-//    as saved/scratch + offset; kernels are called in order, a Gemm kernel as
+//    as saved/scratch + offset; kernels are called in order, a GEMM extern kernel as
 //    its init loop (if any) then its GEMM function (MLIRGen.cpp: blocks of
 //    cblas_sgemm/cblas_dgemm calls, parallel over blocks);
 //    after a bounds-checked kernel a non-zero status code is returned, its value
@@ -122,10 +122,16 @@ struct EntryBuilder {
           b.SetInsertPoint(cont);
         }
       }
-      if (k.kind == Kernel::Kind::Gemm && k.gemm.m > 0 && k.gemm.n > 0 && k.gemm.batch > 0) {
-        llvm::Function *gf = M.getFunction(cg::gemmSymbol(kp.name, bwd, k.name));
-        AOTC_ASSERT(gf, "codegen: GEMM function missing: " + k.name);
-        b.CreateCall(gf, {need(k.gemm.a), need(k.gemm.b), need(k.gemm.c)});
+      if (k.kind == Kernel::Kind::Extern && !k.call.empty()) {
+        switch (k.call.fn) {
+        case ExternFn::Gemm: {
+          llvm::Function *gf = M.getFunction(cg::gemmSymbol(kp.name, bwd, k.name));
+          AOTC_ASSERT(gf, "codegen: GEMM function missing: " + k.name);
+          const GemmDesc &g = k.call.gemm;
+          b.CreateCall(gf, {need(g.a), need(g.b), need(g.c)});
+          break;
+        }
+        }
       }
       for (size_t id = 0; id < kg.buffers.size(); ++id)
         if (lastUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)

@@ -48,6 +48,30 @@ const char *reduceKindName(ReduceKind k) {
 
 static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+const char *externFnName(ExternFn f) {
+  switch (f) {
+  case ExternFn::Gemm: return "gemm";
+  }
+  return "?";
+}
+
+ExternCall gemmCall(const GemmDesc &g) {
+  ExternCall c;
+  c.fn = ExternFn::Gemm;
+  c.inputs = {g.a, g.b};
+  if (g.beta != 0.0) c.inputs.push_back(g.c);
+  c.outputs = {g.c};
+  c.gemm = g;
+  return c;
+}
+
+bool ExternCall::empty() const {
+  switch (fn) {
+  case ExternFn::Gemm: return gemm.m <= 0 || gemm.n <= 0 || gemm.batch <= 0;
+  }
+  return false;
+}
+
 GemmBlocks gemmBlocks(const GemmDesc &g) {
   constexpr int64_t kUnit = 32, kMinExtent = 128, kMaxBlocks = 64;
   constexpr int64_t kBlockMacs = int64_t(1) << 22, kParallelMacs = int64_t(1) << 18;
@@ -211,7 +235,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
      << " bytes\n";
   for (auto &k : kg.kernels) {
     os << "kernel " << k.name << ":";
-    if (k.kind == Kernel::Kind::Gemm) os << " gemm";
+    if (k.kind == Kernel::Kind::Extern) os << " " << externFnName(k.call.fn);
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
     os << "] reads=" << joinNames(kg, k.reads) << " writes=" << joinNames(kg, k.writes);
@@ -224,7 +248,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       else if (inner != p.inner) common = false;
     }
     if (common) dom.insert(dom.end(), inner.begin(), inner.end());
-    os << " domain=" << shapeStr(k.kind == Kernel::Kind::Gemm ? k.outer : dom);
+    os << " domain=" << shapeStr(k.kind == Kernel::Kind::Extern ? k.outer : dom);
     if (k.kind == Kernel::Kind::Loop && (k.phases.size() > 1 || !common ||
                                          (k.phases.size() == 1 && !k.phases[0].reductions.empty()))) {
       os << " phases=[";
@@ -242,8 +266,8 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       }
       os << "]";
     }
-    if (k.kind == Kernel::Kind::Gemm) {
-      auto &g = k.gemm;
+    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Gemm) {
+      auto &g = k.call.gemm;
       os << " m=" << g.m << " n=" << g.n << " k=" << g.k;
       if (g.batch > 1) os << " batch=" << g.batch;
       if (g.transA) os << " transA";

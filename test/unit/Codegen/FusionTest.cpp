@@ -24,11 +24,19 @@ TEST_CASE("fusion: addmm is a beta=0 GEMM; bias+relu+sum is one kernel", "[fusio
   const KernelGraph &fw = kp.forward;
   REQUIRE(fw.kernels.size() == 2);
   const Kernel &g = fw.kernels[0];
-  CHECK(g.kind == Kernel::Kind::Gemm);
-  CHECK(g.gemm.transB); // permute(w) is a transpose flag, not a copy
-  CHECK(!g.gemm.transA);
-  CHECK(g.gemm.beta == 0.0); // C = x @ w^T; the bias is added by the consumer
+  CHECK(g.kind == Kernel::Kind::Extern);
+  CHECK(g.call.gemm.transB); // permute(w) is a transpose flag, not a copy
+  CHECK(!g.call.gemm.transA);
+  CHECK(g.call.gemm.beta == 0.0); // C = x @ w^T; the bias is added by the consumer
   CHECK(g.phases.empty());
+  // An extern kernel's buffers are its call's: A and B read (C too only when beta != 0), C written.
+  CHECK(g.call.fn == ExternFn::Gemm);
+  CHECK(g.call.inputs == std::vector<int>{g.call.gemm.a, g.call.gemm.b});
+  CHECK(g.call.outputs == std::vector<int>{g.call.gemm.c});
+  std::vector<int> reads = g.call.inputs;
+  std::sort(reads.begin(), reads.end());
+  CHECK(g.reads == reads);
+  CHECK(g.writes == g.call.outputs);
   const Kernel &k = fw.kernels[1];
   CHECK(k.kind == Kernel::Kind::Loop);
   CHECK(std::find(k.ops.begin(), k.ops.end(), "bias_add") != k.ops.end());
@@ -60,8 +68,8 @@ TEST_CASE("fusion: an addmm that is a graph output keeps its bias in the GEMM (b
   INFO(printKernels(kp));
   REQUIRE(kp.forward.kernels.size() == 2);
   const Kernel &g = kp.forward.kernels[0];
-  CHECK(g.kind == Kernel::Kind::Gemm);
-  CHECK(g.gemm.beta == 1.0); // bias broadcast into out[0], then C += x @ w
+  CHECK(g.kind == Kernel::Kind::Extern);
+  CHECK(g.call.gemm.beta == 1.0); // bias broadcast into out[0], then C += x @ w
   CHECK(g.phases.size() == 1);
   const Kernel &k = kp.forward.kernels[1];
   CHECK(std::find(k.ops.begin(), k.ops.end(), "bias_add") == k.ops.end());
@@ -100,10 +108,10 @@ TEST_CASE("fusion: backward mm reads the saved mask product transposed", "[fusio
   INFO(printKernels(kp));
   const Kernel *mm = findKernelWithOp(kp.backward, "mm");
   REQUIRE(mm);
-  CHECK(mm->gemm.transA);
-  CHECK(mm->gemm.m == 3);
-  CHECK(mm->gemm.n == 8);
-  CHECK(mm->gemm.k == 4);
+  CHECK(mm->call.gemm.transA);
+  CHECK(mm->call.gemm.m == 3);
+  CHECK(mm->call.gemm.n == 8);
+  CHECK(mm->call.gemm.k == 4);
 }
 
 TEST_CASE("fusion: log_softmax through the loss is 2 kernels with per-row intermediates", "[fusion]") {
