@@ -17,6 +17,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace aotc {
 
@@ -53,6 +54,24 @@ private:
 [[noreturn]] void internalError(const std::string &msg);
 /// Prints "warning: <msg>" to stderr and continues (compilation still succeeds).
 void warning(const std::string &msg);
+
+/// Collects user errors so that a stage reports every problem it can find before stopping
+/// (capture: every unsupported op at once). Messages are complete diagnostics, one per entry.
+class DiagnosticList {
+public:
+  /// Adds "<loc>: error: <msg>".
+  void error(const SourceLoc &loc, const std::string &msg);
+  /// Adds an already formatted diagnostic (formatNodeDiag, ...).
+  void add(std::string diagnostic) { diags_.push_back(std::move(diagnostic)); }
+  bool empty() const { return diags_.empty(); }
+  size_t size() const { return diags_.size(); }
+  /// When any error was added: throws one user error holding every diagnostic in the order
+  /// added, one per line, then `summary` (when not empty) as a last "error: <summary>" line.
+  void throwIfAny(const std::string &summary = "") const;
+
+private:
+  std::vector<std::string> diags_;
+};
 
 /// Formats the node diagnostic without throwing (used for warnings and runtime messages).
 std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);

@@ -59,6 +59,8 @@ private:
   [[noreturn]] void fail(const std::string &msg) const { userError(loc_, msg); }
   /// Errors about a JSON node before its aotc Node exists, in formatNodeDiag's shape.
   [[noreturn]] void failNode(const json &jn, const std::string &msg) const;
+  /// failNode's diagnostic, without throwing.
+  std::string nodeDiag(const json &jn, const std::string &msg) const;
 
   const json &field(const json &obj, const char *key, const std::string &ctx) const;
   /// A union object: exactly one key. Returns (key, value).
@@ -75,6 +77,9 @@ private:
 
   void readInputs(const json &graph, const json &sig);
   void readNodes(const json &graph);
+  /// Every node whose target capture cannot read, grouped by target (count, first node and its
+  /// stack_trace), added to diags_; then every collected problem is thrown at once.
+  void checkTargets(const json &nodes);
   void buildNode(const json &jn);
   void readOutputs(const json &graph, const json &sig);
 
@@ -86,6 +91,7 @@ private:
   std::map<std::string, Node *> values_; ///< JSON value name -> node.
   std::set<std::string> reserved_;       ///< Every name the JSON defines.
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
+  DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
 };
 
 /// A JSON value for a message: scalars as JSON text, containers by their type name only
@@ -96,6 +102,10 @@ static std::string scalarText(const json &v) {
 }
 
 void Reader::failNode(const json &jn, const std::string &msg) const {
+  throw Error(Error::Kind::User, nodeDiag(jn, msg));
+}
+
+std::string Reader::nodeDiag(const json &jn, const std::string &msg) const {
   std::string s = "node '" + jsonNodeName(jn) + "'";
   if (jn.is_object() && jn.contains("target") && jn["target"].is_string())
     s += " (" + canonicalTarget(jn["target"].get<std::string>()) + ")";
@@ -103,7 +113,7 @@ void Reader::failNode(const json &jn, const std::string &msg) const {
   if (jn.is_object() && jn.contains("metadata") && jn["metadata"].is_object() &&
       jn["metadata"].contains("stack_trace") && jn["metadata"]["stack_trace"].is_string())
     s += "\n  stack_trace: " + jn["metadata"]["stack_trace"].get<std::string>();
-  fail(s);
+  return loc_.str() + ": error: " + s;
 }
 
 const json &Reader::field(const json &obj, const char *key, const std::string &ctx) const {
@@ -385,7 +395,8 @@ void Reader::readInputs(const json &graph, const json &sig) {
       fqn = f.get<std::string>();
       role = kind == "parameter" ? InputRole::Parameter : InputRole::Buffer;
     } else if (kind == "tensor_constant") {
-      fail(ctx + ": lifted tensor constant '" + name + "' is not supported (make it a buffer or an input)");
+      // Reported with every unsupported op (checkTargets); read on as an input meanwhile.
+      diags_.error(loc_, ctx + ": lifted tensor constant '" + name + "' is not supported (make it a buffer or an input)");
     } else if (kind == "custom_obj" || kind == "token" || kind == "constant_input") {
       fail(ctx + ": input kind '" + kind + "' is not supported");
     } else {
@@ -404,6 +415,7 @@ void Reader::readInputs(const json &graph, const json &sig) {
 void Reader::readNodes(const json &graph) {
   const json &nodes = field(graph, "nodes", "graph");
   if (!nodes.is_array()) fail("graph.nodes must be a list");
+  checkTargets(nodes);
   // 1. Who defines what (duplicates are errors).
   std::map<std::string, size_t> producer;
   for (size_t k = 0; k < nodes.size(); ++k) {
@@ -488,6 +500,49 @@ void Reader::readNodes(const json &graph) {
     failNode(nodes[cur], "the graph has a cycle: " + cyc);
   }
   for (size_t k : order) buildNode(nodes[k]);
+}
+
+/// Why capture cannot read `raw` (empty when it can).
+static std::string targetProblem(const std::string &raw) {
+  if (raw.rfind("torch.ops.higher_order.", 0) == 0) return "higher-order op '" + raw + "' is not supported";
+  if (raw.rfind("torch.ops.", 0) != 0) {
+    if (raw.rfind("_operator.", 0) == 0 || raw.rfind("torch.sym_", 0) == 0 || raw.rfind("math.", 0) == 0)
+      return "symbolic-shape op '" + raw + "': dynamic shapes not supported yet";
+    return "unknown op '" + raw + "'";
+  }
+  if (!OpRegistry::get().lookup(canonicalTarget(raw))) return "unknown op '" + raw + "'";
+  return "";
+}
+
+void Reader::checkTargets(const json &nodes) {
+  struct Group {
+    size_t first = 0, count = 0;
+    std::string problem;
+  };
+  std::map<std::string, Group> groups; // by target
+  std::vector<std::string> order;      // targets in order of first use
+  size_t bad = 0;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const json &jn = nodes[k];
+    if (!jn.is_object() || !jn.contains("target") || !jn["target"].is_string()) continue; // buildNode says
+    std::string raw = jn["target"].get<std::string>();
+    std::string problem = targetProblem(raw);
+    if (problem.empty()) continue;
+    ++bad;
+    auto [it, fresh] = groups.try_emplace(raw, Group{k, 0, problem});
+    if (fresh) order.push_back(raw);
+    ++it->second.count;
+  }
+  for (const std::string &t : order) {
+    const Group &g = groups[t];
+    std::string uses = g.count == 1 ? "" : " (" + std::to_string(g.count) + " nodes; the first is shown)";
+    diags_.add(nodeDiag(nodes[g.first], g.problem + uses));
+  }
+  std::string summary;
+  if (!order.empty())
+    summary = std::to_string(order.size()) + " unsupported op" + (order.size() == 1 ? "" : "s") + " in " +
+              std::to_string(bad) + " node" + (bad == 1 ? "" : "s") + " (docs/ops.md lists the ops aotc reads)";
+  diags_.throwIfAny(summary);
 }
 
 void Reader::buildNode(const json &jn) {

@@ -186,6 +186,59 @@ Program Parser::run() {
   return std::move(prog_);
 }
 
+void Parser::prescanTargets() {
+  struct Group {
+    SourceLoc first;
+    std::string trace;
+    size_t count = 0;
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  size_t bad = 0;
+  DiagnosticList diags;
+  std::string trace;
+  for (size_t i = 0; i < toks_.size(); ++i) {
+    const Tok &t = toks_[i];
+    if (t.kind == TK::Comment) {
+      if (t.text.rfind("File:", 0) == 0) trace = t.text;
+      else if (t.text.rfind("No stacktrace found", 0) == 0) trace.clear();
+      continue;
+    }
+    auto dotName = [&](size_t j) {
+      return j + 1 < toks_.size() && isOp(toks_[j], ".") && toks_[j + 1].kind == TK::Name;
+    };
+    if (isName(t, "self") && dotName(i + 1) && i > 0 && isOp(toks_[i - 1], "=")) { // `c = self.c`
+      std::string where = "get_attr 'self." + toks_[i + 2].text + "'";
+      std::string msg = where + " (a tensor constant) is not supported: lift constants to inputs or export with torch.export";
+      diags.add(at(t).str() + ": error: " + msg + (trace.empty() ? "" : "\n  stack_trace: " + trace));
+      continue;
+    }
+    if (!isName(t, "torch") || !dotName(i + 1) || toks_[i + 2].text != "ops") continue;
+    std::string target;
+    size_t j = i + 3;
+    for (; dotName(j); j += 2) target += (target.empty() ? "" : ".") + toks_[j + 1].text;
+    i = j - 1;
+    // A malformed target (no overload, no call) is reported where the statement is read.
+    if (j >= toks_.size() || !isOp(toks_[j], "(") || std::count(target.begin(), target.end(), '.') != 2) continue;
+    if (OpRegistry::get().lookup(target)) continue;
+    ++bad;
+    auto [it, fresh] = groups.try_emplace(target, Group{at(t), trace, 0});
+    if (fresh) order.push_back(target);
+    ++it->second.count;
+  }
+  for (const std::string &target : order) {
+    const Group &g = groups[target];
+    std::string uses = g.count == 1 ? "" : " (" + std::to_string(g.count) + " calls; the first is shown)";
+    diags.add(g.first.str() + ": error: unknown op 'torch.ops." + target + "'" + uses +
+              (g.trace.empty() ? "" : "\n  stack_trace: " + g.trace));
+  }
+  std::string summary;
+  if (!order.empty())
+    summary = std::to_string(order.size()) + " unsupported op" + (order.size() == 1 ? "" : "s") + " in " +
+              std::to_string(bad) + " node" + (bad == 1 ? "" : "s") + " (docs/ops.md lists the ops aotc reads)";
+  diags.throwIfAny(summary);
+}
+
 void Parser::parseDef(int defIndent) {
   next(); // def
   const Tok &nameTok = expectName("a method name after 'def'");
@@ -389,6 +442,7 @@ void Parser::parseAssignment(Graph &g) {
     if (!node) node = buildCall(g, lhs.text, "getitem", {Arg(src), Arg(k)}, {}, nodeLoc);
   } else if (isName(r, "self")) {
     std::string attr = parseDotted(next());
+    prescanTargets(); // this and every other unsupported op and get_attr, at once
     fail(r, "get_attr '" + attr + "' (a tensor constant) is not supported: lift constants to inputs "
             "or export with torch.export");
   } else if (r.kind == TK::Name) {
@@ -409,7 +463,10 @@ void Parser::parseAssignment(Graph &g) {
     if (std::count(target.begin(), target.end(), '.') != 2)
       fail(r, "op target '" + callee + "' must name an overload, e.g. torch.ops.aten.relu.default");
     const OpDef *def = OpRegistry::get().lookup(target);
-    if (!def) fail(r, "unknown op '" + callee + "'");
+    if (!def) {
+      prescanTargets(); // this and every other unsupported op and get_attr, at once
+      fail(r, "unknown op '" + callee + "'");
+    }
     next(); // (
     std::vector<PyVal> pos;
     std::vector<std::pair<Tok, PyVal>> kw;

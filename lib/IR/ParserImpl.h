@@ -117,6 +117,11 @@ private:
   std::string describe(const Tok &t) const;
   void skipToNewline();
 
+  /// Every `torch.ops.<ns>.<op>.<overload>(` call of an unknown op, grouped by target (count,
+  /// first location and its `# File:` trace), and every get_attr (`c = self.<name>`), over the
+  /// whole graph text: all reported at once. Called when the parser meets the first of them.
+  void prescanTargets();
+
   // Grammar.
   void parseDef(int defIndent);
   void parseStatement(Graph &g, bool &returned);

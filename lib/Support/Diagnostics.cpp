@@ -40,6 +40,18 @@ void internalError(const std::string &msg) {
   throw Error(Error::Kind::Internal, "internal error: " + msg);
 }
 
+void DiagnosticList::error(const SourceLoc &loc, const std::string &msg) {
+  diags_.push_back(loc.str() + ": error: " + msg);
+}
+
+void DiagnosticList::throwIfAny(const std::string &summary) const {
+  if (diags_.empty()) return;
+  std::string all;
+  for (const std::string &d : diags_) all += (all.empty() ? "" : "\n") + d;
+  if (!summary.empty()) all += "\nerror: " + summary;
+  throw Error(Error::Kind::User, all);
+}
+
 void warning(const std::string &msg) { std::cerr << "warning: " << msg << "\n"; }
 
 } // namespace aotc

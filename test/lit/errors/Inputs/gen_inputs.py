@@ -139,6 +139,14 @@ def main():
     with open(os.path.join(HERE, "invalid.json"), "w") as f:
         f.write(json.dumps(BASE)[:200].replace('"outputs"', '"outputs" "x"') + "\n")
     write_json("unknown_op.json", edited(lambda j: nodes(j)["relu"].update(target="torch.ops.aten.frobnicate.default")))
+    def many_problems(j):  # every unsupported op and the lifted constant, reported at once
+        n = nodes(j)
+        n["permute"].update(target="torch.ops.aten.frobnicate.default")
+        n["relu"].update(target="torch.ops.aten.frobnicate.default")
+        n["sum_1"].update(target="torch.ops.aten.quux.default")
+        j["graph_module"]["signature"]["input_specs"][2] = {
+            "tensor_constant": {"arg": t("x"), "tensor_constant_name": "c"}}
+    write_json("many_problems.json", edited(many_problems))
     write_json("arity.json", edited(lambda j: nodes(j)["addmm"]["inputs"].pop()))
     write_json("meta_mismatch.json", edited(lambda j: tv(j)["addmm"]["sizes"].__setitem__(1, {"as_int": 15})))
     write_json("dangling.json", edited(lambda j: nodes(j)["relu"]["inputs"][0]["arg"]["as_tensor"].update(name="mm")))
