@@ -75,7 +75,7 @@ int run(const std::string &weightsPath, const std::string &goldenPath, const std
   for (int k = 0; k < kSteps; ++k) {
     auto fwd = step.forward(inputPtrs);
     loss.data<float>()[k] = fwd.outputs[0].data<float>()[0];
-    std::vector<Tensor> grads = step.backward(fwd.ctx); // d loss / d loss = 1
+    std::vector<Tensor> grads = step.backward(fwd.state); // d loss / d loss = 1
     std::vector<const Tensor *> update;
     for (int j : paramGrads)
       update.push_back(&grads[j]);

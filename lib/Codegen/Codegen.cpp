@@ -109,15 +109,19 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << "#define " << n << "_SAVED_BYTES_ALLOC " << rounded(kp.savedBytes) << "\n"
      << "#define " << n << "_SCRATCH_BYTES_ALLOC " << rounded(scratchBytes) << "\n"
      << "#define " << n << "_BUILD_ID \"" << id << "\"\n\n";
+  os << "/* The ABI context (abi.h): create one per thread, pass it to every call. */\n"
+     << "aotc_context *" << n << "_context_create(void);\n"
+     << "void " << n << "_context_destroy(aotc_context *ctx);\n";
   if (cuda) {
-    os << "int " << n << "_forward(const void *const *in, void *const *out, void *saved, void *scratch,\n"
-       << "    const aotc_cuda_exec *exec);\n"
-       << "int " << n << "_backward(const void *const *in, const void *saved,\n"
+    os << "int " << n << "_forward(aotc_context *ctx, const void *const *in, void *const *out, void *saved,\n"
+       << "    void *scratch, const aotc_cuda_exec *exec);\n"
+       << "int " << n << "_backward(aotc_context *ctx, const void *const *in, const void *saved,\n"
        << "    const void *const *tangents, void *const *grads, void *scratch, const aotc_cuda_exec *exec);\n"
        << "extern const aotc_cuda_program " << n << "_program;\n\n";
   } else {
-    os << "int " << n << "_forward(const void *const *in, void *const *out, void *saved, void *scratch);\n"
-       << "int " << n << "_backward(const void *const *in, const void *saved,\n"
+    os << "int " << n << "_forward(aotc_context *ctx, const void *const *in, void *const *out, void *saved,\n"
+       << "    void *scratch);\n"
+       << "int " << n << "_backward(aotc_context *ctx, const void *const *in, const void *saved,\n"
        << "    const void *const *tangents, void *const *grads, void *scratch);\n"
        << "extern const aotc_program " << n << "_program;\n\n";
   }

@@ -76,6 +76,18 @@ llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryAr
 /// puts b at the start of its entry block.
 llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &name,
                                 unsigned nPtrParams);
+/// The ABI context functions (abi.h) of program `prog`: `aotc_context *<prog>_context_create(void)`
+/// (calloc of kContextBytes; the first word holds the create function's own address, which
+/// identifies the program) and `void <prog>_context_destroy(aotc_context *)` (free; NULL is fine).
+struct ContextFns {
+  llvm::Function *create = nullptr, *destroy = nullptr;
+};
+ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog);
+/// Bytes of an ABI context today: the owner word, the rest reserved for library state.
+constexpr int64_t kContextBytes = 64;
+/// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
+/// context made by `fns.create`; continues in a new block.
+void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns);
 /// A private, unnamed_addr constant global holding `init`.
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
 /// A NUL-terminated private string constant.
@@ -85,7 +97,8 @@ llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
 /// errorValueOffset: aotc_program::error_value_offset; flags: AOTC_PROGRAM_* bits.
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
-                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags);
+                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
+                                  const ContextFns &ctx);
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

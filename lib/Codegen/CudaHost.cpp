@@ -237,21 +237,24 @@ struct CudaHostBuilder {
                                      llvm::FunctionType::get(i32t, {ptr, ptr, ptr, ptr, ptr}, false));
 
     // Entry points first: they append the alignment messages to `errors`.
-    llvm::Function *fwd = entry("_forward", 5);
+    ContextFns ctx = emitContextFunctions(b, M, kp.name);
+    llvm::Function *fwd = entry("_forward", 6);
+    checkContext(b, fwd->getArg(0), ctx);
     // The module constant is referenced by the launches; its initializer is set at the end.
     auto *modTy = llvm::StructType::create(C, {ptr, i32t, i32t, ptr, ptr, i64t, i32t, ptr}, "aotc_cuda_module");
     auto *modVar = new llvm::GlobalVariable(M, modTy, true, llvm::GlobalValue::PrivateLinkage, nullptr,
                                             kp.name + ".cuda_module");
     module = modVar;
-    EntryArgs fa{fwd->getArg(0), fwd->getArg(1), fwd->getArg(2), nullptr, nullptr, fwd->getArg(3)};
+    EntryArgs fa{fwd->getArg(1), fwd->getArg(2), fwd->getArg(3), nullptr, nullptr, fwd->getArg(4)};
     checkArray("forward", "in", fa.in, kp.inputs);
     checkArray("forward", "out", fa.out, kp.outputs);
     checkAligned(fa.saved, alignmentError("forward", "saved"), "saved");
     checkAligned(fa.scratch, alignmentError("forward", "scratch"), "scratch");
     emitGraph(kp.forward, false, fa);
 
-    llvm::Function *bwd = entry("_backward", 6);
-    EntryArgs ba{bwd->getArg(0), nullptr, bwd->getArg(1), bwd->getArg(2), bwd->getArg(3), bwd->getArg(4)};
+    llvm::Function *bwd = entry("_backward", 7);
+    checkContext(b, bwd->getArg(0), ctx);
+    EntryArgs ba{bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4), bwd->getArg(5)};
     if (kp.hasBackward) {
       checkArray("backward", "in", ba.in, kp.inputs);
       checkAligned(ba.saved, alignmentError("backward", "saved"), "saved");
@@ -274,7 +277,7 @@ struct CudaHostBuilder {
 
     KernelProgram sized = kp; // the descriptor's scratch size includes the SplitRow partials
     sized.scratchBytes = gpuScratchBytes(kp);
-    llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, -1, 0);
+    llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, -1, 0, ctx);
     std::ostringstream archs;
     for (size_t i = 0; i < opts.cuda.archs.size(); ++i) archs << (i ? "," : "") << opts.cuda.archs[i];
     auto *progTy = llvm::StructType::create(C, {base->getType(), ptr, ptr, ptr, ptr, ptr}, "aotc_cuda_program");

@@ -63,6 +63,52 @@ llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std
   return f;
 }
 
+ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog) {
+  llvm::LLVMContext &C = M.getContext();
+  llvm::Type *ptr = llvm::PointerType::get(C, 0);
+  llvm::Type *i64 = b.getInt64Ty();
+  llvm::FunctionCallee callocFn = M.getOrInsertFunction("calloc", llvm::FunctionType::get(ptr, {i64, i64}, false));
+  llvm::FunctionCallee freeFn = M.getOrInsertFunction("free", llvm::FunctionType::get(b.getVoidTy(), {ptr}, false));
+  ContextFns f;
+  f.create = llvm::Function::Create(llvm::FunctionType::get(ptr, {}, false), llvm::GlobalValue::ExternalLinkage,
+                                    prog + "_context_create", M);
+  f.create->addFnAttr(llvm::Attribute::NoUnwind);
+  auto *entry = llvm::BasicBlock::Create(C, "entry", f.create);
+  auto *init = llvm::BasicBlock::Create(C, "init", f.create);
+  auto *done = llvm::BasicBlock::Create(C, "done", f.create);
+  b.SetInsertPoint(entry);
+  llvm::Value *p = b.CreateCall(callocFn, {b.getInt64(1), b.getInt64(kContextBytes)}, "ctx");
+  b.CreateCondBr(b.CreateIsNull(p), done, init);
+  b.SetInsertPoint(init);
+  b.CreateAlignedStore(f.create, p, llvm::Align(8)); // the owner word
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRet(p);
+
+  f.destroy = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                     llvm::GlobalValue::ExternalLinkage, prog + "_context_destroy", M);
+  f.destroy->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f.destroy));
+  b.CreateCall(freeFn, {f.destroy->getArg(0)});
+  b.CreateRetVoid();
+  return f;
+}
+
+void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns) {
+  llvm::LLVMContext &C = b.getContext();
+  llvm::Function *f = b.GetInsertBlock()->getParent();
+  auto *notNull = llvm::BasicBlock::Create(C, "ctx.nonnull", f);
+  auto *bad = llvm::BasicBlock::Create(C, "ctx.bad", f);
+  auto *ok = llvm::BasicBlock::Create(C, "ctx.ok", f);
+  b.CreateCondBr(b.CreateIsNull(ctx), bad, notNull);
+  b.SetInsertPoint(notNull);
+  llvm::Value *owner = b.CreateAlignedLoad(llvm::PointerType::get(C, 0), ctx, llvm::Align(8), "ctx.owner");
+  b.CreateCondBr(b.CreateICmpEQ(owner, fns.create), ok, bad);
+  b.SetInsertPoint(bad);
+  b.CreateRet(b.getInt32(AOTC_ERROR_CONTEXT));
+  b.SetInsertPoint(ok);
+}
+
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name) {
   auto *g = new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
   g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
@@ -105,7 +151,8 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
 
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
-                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags) {
+                                  llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
+                                  const ContextFns &ctx) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -113,7 +160,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
   if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t},
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p},
       "aotc_program");
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
@@ -136,7 +183,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt64(kp.scratchBytes), fwd ? fwd : null, bwd ? bwd : null,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
-               b.getInt32(flags), b.getInt32(0)});
+               b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {

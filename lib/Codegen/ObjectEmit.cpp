@@ -142,22 +142,25 @@ struct EntryBuilder {
   }
 
   void build() {
-    // Argument order as abi.h: forward(in, out, saved, scratch), backward(in, saved, tangents,
-    // grads, scratch).
-    llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 4);
-    emitGraph(kp.forward, false, {fwd->getArg(0), fwd->getArg(1), fwd->getArg(2), nullptr, nullptr, fwd->getArg(3)});
-    llvm::Function *bwd = cg::beginEntryPoint(b, M, kp.name + "_backward", 5);
+    // Argument order as abi.h: forward(ctx, in, out, saved, scratch), backward(ctx, in, saved,
+    // tangents, grads, scratch).
+    cg::ContextFns ctx = cg::emitContextFunctions(b, M, kp.name);
+    llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 5);
+    cg::checkContext(b, fwd->getArg(0), ctx);
+    emitGraph(kp.forward, false, {fwd->getArg(1), fwd->getArg(2), fwd->getArg(3), nullptr, nullptr, fwd->getArg(4)});
+    llvm::Function *bwd = cg::beginEntryPoint(b, M, kp.name + "_backward", 6);
+    cg::checkContext(b, bwd->getArg(0), ctx);
     if (kp.hasBackward)
       emitGraph(kp.backward, true,
-                {bwd->getArg(0), nullptr, bwd->getArg(1), bwd->getArg(2), bwd->getArg(3), bwd->getArg(4)});
+                {bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4), bwd->getArg(5)});
     else
       b.CreateRet(b.getInt32(0));
-    buildDescriptor(fwd, bwd);
+    buildDescriptor(fwd, bwd, ctx);
   }
 
-  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd) {
+  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx) {
     llvm::Constant *init =
-        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags);
+        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx);
     new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -55,15 +55,22 @@ class aotc_tensor_desc(ctypes.Structure):
     ]
 
 
-#: int (*)(const void *const *in, void *const *out, void *saved, void *scratch)
-aotc_forward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+#: AOTC_ERROR_CONTEXT of abi.h: an entry point was given no context or another program's.
+ERROR_CONTEXT = -100
+
+#: int (*)(aotc_context *ctx, const void *const *in, void *const *out, void *saved, void *scratch)
+aotc_forward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
                                    ctypes.c_void_p)
-#: int (*)(const void *const *in, const void *saved, const void *const *tangents,
-#:         void *const *grads, void *scratch)
-aotc_backward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+#: int (*)(aotc_context *ctx, const void *const *in, const void *saved,
+#:         const void *const *tangents, void *const *grads, void *scratch)
+aotc_backward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                     ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                     ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+#: aotc_context *(*)(void)
+aotc_context_create_fn = ctypes.CFUNCTYPE(ctypes.c_void_p)
+#: void (*)(aotc_context *)
+aotc_context_destroy_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class aotc_program(ctypes.Structure):
@@ -88,6 +95,8 @@ class aotc_program(ctypes.Structure):
         ("build_id", ctypes.c_char_p),
         ("flags", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
+        ("context_create", aotc_context_create_fn),
+        ("context_destroy", aotc_context_destroy_fn),
     ]
 
 
@@ -371,11 +380,12 @@ def _default_name(path):
     return base.split(".", 1)[0]
 
 
-class Context:
-    """What a forward leaves for its backward: the saved area and the inputs.
+class SavedState:
+    """What a forward leaves for its backward (autograd's "ctx"): the saved area and the inputs.
 
     The inputs are referenced (not copied): they must stay alive and unchanged until
-    `Program.backward(ctx)`, which consumes the context.
+    `Program.backward(state)`, which consumes it. Not the ABI context (abi.h's
+    aotc_context: library state a Program keeps, one per thread, created once).
     """
 
     __slots__ = ("saved", "inputs", "in_ptrs", "outputs", "consumed")
@@ -383,6 +393,10 @@ class Context:
     def __init__(self, saved, inputs, in_ptrs, outputs):
         self.saved, self.inputs, self.in_ptrs, self.outputs = saved, inputs, in_ptrs, outputs
         self.consumed = False
+
+
+#: The name of SavedState before ABI 3 (kept for callers written against it).
+Context = SavedState
 
 
 class Program:
@@ -395,7 +409,9 @@ class Program:
     Attributes: name, path, abi_version, inputs / outputs / grads (lists of TensorDesc),
     grad_input_index (list of ints), saved_bytes, scratch_bytes, errors (list of str).
     One Program owns one scratch arena; calls without an explicit scratch serialize on
-    a lock, so a Program may be shared between threads.
+    a lock, so a Program may be shared between threads. It owns one ABI context per
+    thread that calls it (`<name>_context_create`, made at the thread's first call and
+    destroyed with the Program).
     Raises OSError (cannot load) or AbiError (no descriptor, other ABI version).
     """
 
@@ -423,7 +439,8 @@ class Program:
                 raise AbiError(f"{what}: invalid descriptor (count {count}, null table)")
         if c.num_grads > 0 and not c.grad_input_index:
             raise AbiError(f"{what}: invalid descriptor (no grad_input_index)")
-        if c.saved_bytes < 0 or c.scratch_bytes < 0 or not c.forward or not c.backward:
+        if (c.saved_bytes < 0 or c.scratch_bytes < 0 or not c.forward or not c.backward
+                or not c.context_create or not c.context_destroy):
             raise AbiError(f"{what}: invalid descriptor (sizes or entry points)")
         self.inputs = [TensorDesc(i, c.inputs[i], what) for i in range(c.num_inputs)]
         self.outputs = [TensorDesc(i, c.outputs[i], what) for i in range(c.num_outputs)]
@@ -442,6 +459,9 @@ class Program:
         self.errors = [(c.errors[k] or b"").decode("utf-8", "replace")
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
+        self._context_create, self._context_destroy = c.context_create, c.context_destroy
+        self._contexts = {}  # thread ident -> aotc_context address
+        self._contexts_lock = threading.Lock()
         self._scratch = AlignedBuffer(self.scratch_bytes)
         self._lock = threading.Lock()
         with _LIBS_LOCK:
@@ -481,11 +501,29 @@ class Program:
         return (f"aotc.Program({self.name!r}: {len(self.inputs)} inputs, "
                 f"{len(self.outputs)} outputs, {len(self.grads)} grads)")
 
+    # -- the ABI context -----------------------------------------------------------------
+    def context(self):
+        """This thread's ABI context (the address of an aotc_context), made on first use."""
+        tid = threading.get_ident()
+        ctx = self._contexts.get(tid)
+        if ctx is None:
+            ctx = self._context_create()
+            if not ctx:
+                raise MemoryError(f"{self.name}_context_create returned NULL")
+            with self._contexts_lock:
+                self._contexts[tid] = ctx
+        return ctx
+
+    def __del__(self):
+        for ctx in getattr(self, "_contexts", {}).values():
+            self._context_destroy(ctx)
+
     # -- raw entry points ----------------------------------------------------------------
     def _check_rc(self, entry, rc, scratch_ptr=None):
         if rc == 0:
             return
         msg = (self.errors[rc - 1] if 0 < rc <= len(self.errors)
+               else "AOTC_ERROR_CONTEXT: no context or another program's" if rc == ERROR_CONTEXT
                else f"unknown error code (the program lists {len(self.errors)})")
         raise AotcError(self.name, entry, rc, msg, self.error_value(scratch_ptr))
 
@@ -497,9 +535,11 @@ class Program:
         outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
         if scratch_ptr is None:
             with self._lock:  # the error value is read from the arena under the lock
-                self._check_rc("forward", self._forward(ins, outs, saved_ptr, self._scratch.ptr))
+                self._check_rc("forward", self._forward(self.context(), ins, outs, saved_ptr,
+                                                        self._scratch.ptr))
         else:
-            self._check_rc("forward", self._forward(ins, outs, saved_ptr, scratch_ptr), scratch_ptr)
+            self._check_rc("forward", self._forward(self.context(), ins, outs, saved_ptr, scratch_ptr),
+                           scratch_ptr)
 
     def call_backward(self, in_ptrs, saved_ptr, tangent_ptrs, grad_ptrs, scratch_ptr=None):
         """`<name>_backward` on raw addresses; tangent_ptrs entries may be None (NULL) for
@@ -509,10 +549,11 @@ class Program:
         grads = (ctypes.c_void_p * max(1, len(grad_ptrs)))(*grad_ptrs)
         if scratch_ptr is None:
             with self._lock:
-                self._check_rc("backward",
-                               self._backward(ins, saved_ptr, tans, grads, self._scratch.ptr))
+                self._check_rc("backward", self._backward(self.context(), ins, saved_ptr, tans, grads,
+                                                          self._scratch.ptr))
         else:
-            self._check_rc("backward", self._backward(ins, saved_ptr, tans, grads, scratch_ptr),
+            self._check_rc("backward",
+                           self._backward(self.context(), ins, saved_ptr, tans, grads, scratch_ptr),
                            scratch_ptr)
 
     # -- checked calls -----------------------------------------------------------------
@@ -577,12 +618,12 @@ class Program:
         """Runs the forward. `inputs`: a sequence in `self.inputs` order, or a mapping by
         name (FQN for parameters); each an aotc.Tensor, a numpy array, a safetensors
         tensor or bytes of the right size (unaligned / non-contiguous ones are copied).
-        Returns (outputs: list of Tensor, ctx: Context). Raises InputError, AotcError."""
+        Returns (outputs: list of Tensor, state: SavedState). Raises InputError, AotcError."""
         kept, ptrs = self._bind_inputs(inputs)
         outs = [Tensor(d.dtype, d.shape) for d in self.outputs]
         saved = AlignedBuffer(self.saved_bytes)
         self.call_forward(ptrs, [o.ptr for o in outs], saved.ptr)
-        return outs, Context(saved, kept, ptrs, outs)
+        return outs, SavedState(saved, kept, ptrs, outs)
 
     def backward(self, ctx, tangents=None):
         """Runs the backward of the forward that produced `ctx` (consumed).
@@ -591,8 +632,8 @@ class Program:
         zeros for other floating outputs, NULL for integer/bool outputs) or a value of
         the output's dtype and shape. Returns one Tensor per `self.grads` entry (the
         gradient of input grad_input_index[j])."""
-        if not isinstance(ctx, Context) or ctx.consumed:
-            raise InputError(f"{self.name}: backward needs a context from forward() that was "
+        if not isinstance(ctx, SavedState) or ctx.consumed:
+            raise InputError(f"{self.name}: backward needs a saved state from forward() that was "
                              f"not consumed yet")
         tangents = list(tangents) if tangents is not None else [None] * len(self.outputs)
         if len(tangents) != len(self.outputs):

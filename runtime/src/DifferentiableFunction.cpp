@@ -48,6 +48,11 @@ DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : pr
   if (!program.forward || !program.backward)
     throw RuntimeError(std::string("aotc runtime: program '") + program.name +
                        "' has no forward/backward entry point");
+  if (!program.context_create || !program.context_destroy)
+    throw RuntimeError(std::string("aotc runtime: program '") + program.name + "' has no context functions");
+  context_ = {program.context_create(), program.context_destroy};
+  if (!context_)
+    throw RuntimeError(std::string("aotc runtime: ") + program.name + "_context_create failed (out of memory)");
   scratch_ = AlignedBuffer(program.scratch_bytes);
   // The generated object parallelizes its GEMMs itself (fixed blocks, one BLAS
   // call each, docs/abi.md): a multi-threaded BLAS would change the bits with
@@ -91,7 +96,9 @@ void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inpu
 void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
   const aotc_program &p = *program_;
   std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);
-  if (rc > 0 && rc <= p.num_errors && p.errors) {
+  if (rc == AOTC_ERROR_CONTEXT) {
+    msg += " (AOTC_ERROR_CONTEXT: the context is not one of this program's)";
+  } else if (rc > 0 && rc <= p.num_errors && p.errors) {
     msg += ": ";
     msg += p.errors[rc - 1];
     // The value of this call: in this instance's scratch arena (abi.h).
@@ -117,25 +124,26 @@ DifferentiableFunction::forward(const std::vector<const Tensor *> &inputs) {
     r.outputs.push_back(Tensor::like(p.outputs[i]));
     outPtrs.push_back(r.outputs.back().data());
   }
-  r.ctx.program_ = &p;
-  r.ctx.saved_ = AlignedBuffer(p.saved_bytes);
+  r.state.program_ = &p;
+  r.state.saved_ = AlignedBuffer(p.saved_bytes);
   for (const Tensor *t : inputs)
-    r.ctx.inputs_.push_back(t->data());
-  int rc = p.forward(r.ctx.inputs_.data(), outPtrs.data(), r.ctx.saved_.data(), scratch_.data());
+    r.state.inputs_.push_back(t->data());
+  int rc = p.forward(context_.get(), r.state.inputs_.data(), outPtrs.data(), r.state.saved_.data(),
+                     scratch_.data());
   if (rc != 0)
     entryPointFailed("forward", rc);
   return r;
 }
 
-std::vector<Tensor> DifferentiableFunction::backward(Context &ctx,
+std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
                                                      const std::vector<const Tensor *> &outputGrads) {
   const aotc_program &p = *program_;
-  if (!ctx.valid())
+  if (!state.valid())
     throw RuntimeError(std::string(p.name) +
-                       ": backward needs a context from forward() that was not consumed yet");
-  if (ctx.program_ != &p)
-    throw RuntimeError(std::string(p.name) + ": the context comes from program '" +
-                       ctx.program_->name + "'");
+                       ": backward needs a saved state from forward() that was not consumed yet");
+  if (state.program_ != &p)
+    throw RuntimeError(std::string(p.name) + ": the saved state comes from program '" +
+                       state.program_->name + "'");
   if ((int64_t)outputGrads.size() > p.num_outputs)
     throw RuntimeError(std::string(p.name) + ": backward got " + std::to_string(outputGrads.size()) +
                        " output gradients for " + std::to_string(p.num_outputs) + " outputs");
@@ -172,9 +180,9 @@ std::vector<Tensor> DifferentiableFunction::backward(Context &ctx,
     grads.push_back(Tensor::like(p.grads[j]));
     gradPtrs.push_back(grads.back().data());
   }
-  Context consumed = std::move(ctx);
-  ctx = Context(); // moved-from contexts are explicitly invalid
-  int rc = p.backward(consumed.inputs_.data(), consumed.saved_.data(), tangents.data(),
+  SavedState consumed = std::move(state);
+  state = SavedState(); // moved-from states are explicitly invalid
+  int rc = p.backward(context_.get(), consumed.inputs_.data(), consumed.saved_.data(), tangents.data(),
                       gradPtrs.data(), scratch_.data());
   if (rc != 0)
     entryPointFailed("backward", rc);

@@ -438,11 +438,14 @@ int main(int argc, char **argv) {
 
   // CPU reference run (records its BLAS calls).
   Buffers cb(cpu);
-  int rc = cpu.forward(cb.in.data(), cb.out.data(), cb.saved, cb.scratch);
+  aotc_context *cpuCtx = cpu.context_create();
+  aotc_context *ctx = cp.base.context_create();
+  EXPECT(cpuCtx && ctx, "context_create returned NULL");
+  int rc = cpu.forward(cpuCtx, cb.in.data(), cb.out.data(), cb.saved, cb.scratch);
   EXPECT(rc == 0, "CPU forward returned " << rc);
   std::vector<BlasCall> cpuFwd = blasCalls;
   blasCalls.clear();
-  rc = cpu.backward(cb.in.data(), cb.saved, (const void *const *)cb.tangents.data(), cb.grads.data(), cb.scratch);
+  rc = cpu.backward(cpuCtx, cb.in.data(), cb.saved, (const void *const *)cb.tangents.data(), cb.grads.data(), cb.scratch);
   EXPECT(rc == 0, "CPU backward returned " << rc);
   std::vector<BlasCall> cpuBwd = blasCalls;
 
@@ -454,11 +457,11 @@ int main(int argc, char **argv) {
   exec.host_error_value = &hostErrorValue;
   exec.stream = (void *)0x1000;
   exec.error_word = errorWord;
-  rc = cp.forward(b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
+  rc = cp.forward(ctx, b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
   EXPECT(rc == 0, "forward returned " << rc);
   checkGraph("forward", text["forward"], b, exec, cpuFwd, cb);
   events.clear();
-  rc = cp.backward(b.in.data(), b.saved, (const void *const *)b.tangents.data(), b.grads.data(), b.scratch, &exec);
+  rc = cp.backward(ctx, b.in.data(), b.saved, (const void *const *)b.tangents.data(), b.grads.data(), b.scratch, &exec);
   EXPECT(rc == 0, "backward returned " << rc);
   checkGraph("backward", text["backward"], b, exec, cpuBwd, cb);
 
@@ -467,7 +470,7 @@ int main(int argc, char **argv) {
   int last = p.num_inputs - 1;
   void *saveIn = b.in[last];
   b.in[last] = (char *)saveIn + 64;
-  rc = cp.forward(b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
+  rc = cp.forward(ctx, b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
   std::string msg = rc > 0 && rc <= p.num_errors ? p.errors[rc - 1] : "";
   std::string want = "in[" + std::to_string(last) + "] '" + p.inputs[last].name + "'";
   EXPECT(msg.find(want) != std::string::npos && msg.find("256-byte aligned") != std::string::npos,
@@ -480,9 +483,18 @@ int main(int argc, char **argv) {
   // A failing runtime call stops the entry point with its code.
   events.clear();
   failAt = 1;
-  rc = cp.forward(b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
+  rc = cp.forward(ctx, b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
   EXPECT(rc == -1 && events.size() == 2, "runtime failure: rc " << rc << ", " << events.size() << " calls");
   failAt = -1;
+
+  // Another program's context (or none) is refused before anything is enqueued.
+  events.clear();
+  rc = cp.forward(cpuCtx, b.in.data(), b.out.data(), b.saved, b.scratch, &exec);
+  EXPECT(rc == AOTC_ERROR_CONTEXT && events.empty(), "foreign context: rc " << rc);
+  rc = cp.backward(nullptr, b.in.data(), b.saved, (const void *const *)b.tangents.data(), b.grads.data(), b.scratch, &exec);
+  EXPECT(rc == AOTC_ERROR_CONTEXT && events.empty(), "NULL context: rc " << rc);
+  cp.base.context_destroy(ctx);
+  cpu.context_destroy(cpuCtx);
 
   std::free(errorWord);
   std::printf("fake-runtime %s: %s (%d failures)\n", programName().c_str(), failures ? "FAILED" : "ok", failures);

@@ -145,7 +145,7 @@ int train(Model &m, const SafetensorsFile &golden, const std::string &out, int s
   for (int k = 0; k < steps; ++k) {
     auto fwd = m.f.forward(m.ptrs());
     loss.data<float>()[k] = (float)fwd.outputs[0].at(0);
-    std::vector<Tensor> grads = m.f.backward(fwd.ctx);
+    std::vector<Tensor> grads = m.f.backward(fwd.state);
     m.sgd(grads, 0.1);
     if (k == 0)
       first = std::move(grads);
@@ -188,9 +188,9 @@ int twoContexts(Model &m, const SafetensorsFile &golden) {
   m.f.poisonScratch();
   auto b = m.f.forward(p1);
   m.f.poisonScratch();
-  std::vector<Tensor> gb = m.f.backward(b.ctx);
+  std::vector<Tensor> gb = m.f.backward(b.state);
   m.f.poisonScratch();
-  std::vector<Tensor> ga = m.f.backward(a.ctx);
+  std::vector<Tensor> ga = m.f.backward(a.state);
 
   int bad = 0;
   auto lossErr = [](double a, double g) { return std::fabs(a - g) / std::fabs(g); };
@@ -207,7 +207,7 @@ int twoContexts(Model &m, const SafetensorsFile &golden) {
   }
   // B again, alone: must be bit-identical to the interleaved run.
   auto b2 = m.f.forward(p1);
-  std::vector<Tensor> gb2 = m.f.backward(b2.ctx);
+  std::vector<Tensor> gb2 = m.f.backward(b2.state);
   for (int j = 0; j < kProg.num_grads; ++j)
     if (std::memcmp(gb[j].data(), gb2[j].data(), (size_t)gb[j].bytes()) != 0)
       bad += fail("grad(B) of " + m.gradName(j) + " differs from an uninterleaved run");
@@ -220,7 +220,7 @@ int twoContexts(Model &m, const SafetensorsFile &golden) {
 int compareRun(Model &m, const std::string &runPath) {
   SafetensorsFile run = aotc::rt::readSafetensors(runPath);
   auto fwd = m.f.forward(m.ptrs());
-  std::vector<Tensor> grads = m.f.backward(fwd.ctx);
+  std::vector<Tensor> grads = m.f.backward(fwd.state);
   int bad = 0;
   for (int i = 0; i < kProg.num_outputs; ++i) {
     double e = relErr(run.get("output_" + std::to_string(i), runPath), fwd.outputs[i]);
@@ -244,7 +244,7 @@ int bench(Model &m, int iters) {
   for (int k = 0; k < iters + 3; ++k) {
     auto t0 = std::chrono::steady_clock::now();
     auto fwd = m.f.forward(m.ptrs());
-    std::vector<Tensor> grads = m.f.backward(fwd.ctx);
+    std::vector<Tensor> grads = m.f.backward(fwd.state);
     auto t1 = std::chrono::steady_clock::now();
     if (k >= 3)
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());

@@ -78,7 +78,9 @@ static int layout(void) {
   FIELD(aotc_program, error_value_offset); printf(", ");
   FIELD(aotc_program, build_id); printf(", ");
   FIELD(aotc_program, flags); printf(", ");
-  FIELD(aotc_program, reserved);
+  FIELD(aotc_program, reserved); printf(", ");
+  FIELD(aotc_program, context_create); printf(", ");
+  FIELD(aotc_program, context_destroy);
   printf("}},\n \"AOTC_ABI_VERSION\": %d, \"AOTC_ALIGNMENT\": %d}\n", AOTC_ABI_VERSION,
          AOTC_ALIGNMENT);
   return 0;
@@ -127,8 +129,22 @@ int main(int argc, char **argv) {
   void *fwd = dlsym(lib, sym);
   snprintf(sym, sizeof sym, "%s_backward", argv[2]);
   void *bwd = dlsym(lib, sym);
-  if (fwd != (void *)p->forward || bwd != (void *)p->backward) {
+  snprintf(sym, sizeof sym, "%s_context_create", argv[2]);
+  void *create = dlsym(lib, sym);
+  snprintf(sym, sizeof sym, "%s_context_destroy", argv[2]);
+  void *destroy = dlsym(lib, sym);
+  if (fwd != (void *)p->forward || bwd != (void *)p->backward || create != (void *)p->context_create ||
+      destroy != (void *)p->context_destroy) {
     fprintf(stderr, "error: descriptor entry points differ from the exported symbols\n");
+    return 1;
+  }
+  aotc_context *ctx = p->context_create();
+  if (!ctx) {
+    fprintf(stderr, "error: %s_context_create returned NULL\n", argv[2]);
+    return 1;
+  }
+  if (p->forward(NULL, NULL, NULL, NULL, NULL) != AOTC_ERROR_CONTEXT) {
+    fprintf(stderr, "error: forward accepted a NULL context\n");
     return 1;
   }
 
@@ -149,8 +165,8 @@ int main(int argc, char **argv) {
     }
   }
   for (int j = 0; j < p->num_grads; ++j) grads[j] = zeros(p->grads[j].bytes);
-  int rc = p->forward(in, out, saved, scratch);
-  if (rc == 0) rc = p->backward(in, saved, tan, grads, scratch);
+  int rc = p->forward(ctx, in, out, saved, scratch);
+  if (rc == 0) rc = p->backward(ctx, in, saved, tan, grads, scratch);
   if (rc != 0) {
     fprintf(stderr, "error: code %d: %s (value %lld)\n", rc,
             rc <= p->num_errors ? p->errors[rc - 1] : "?",
@@ -171,6 +187,7 @@ int main(int argc, char **argv) {
     printf("grad[%d] sum=%.9g first=%.9g\n", j, s, first);
   }
   /* Everything is freed: the address suite checks leaks in every driver. */
+  p->context_destroy(ctx);
   for (int i = 0; i < p->num_inputs; ++i) free((void *)in[i]);
   for (int i = 0; i < p->num_outputs; ++i) {
     free(out[i]);

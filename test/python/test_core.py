@@ -14,6 +14,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import unittest
 
 import testutil
@@ -112,7 +113,7 @@ class MlpSharedLibrary(unittest.TestCase):
 
     def test_descriptor_matches_golden(self):
         p, g = self.p, self.golden
-        self.assertEqual((p.name, p.abi_version), ("mlp", 2))
+        self.assertEqual((p.name, p.abi_version), ("mlp", 3))
         self.assertEqual([d.name for d in p.inputs],
                          ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "x", "target"])
         for d in p.inputs:
@@ -176,6 +177,23 @@ class MlpSharedLibrary(unittest.TestCase):
         self.assertEqual(got_b, ref_b)
         with self.assertRaisesRegex(aotc.InputError, "not consumed yet"):
             p.backward(ctx_a)
+
+    def test_abi_context_per_thread_created_once(self):
+        p = self.p
+        ins = golden_inputs(p, self.golden)
+        run_step(p, ins)
+        ctx = p.context()
+        self.assertTrue(ctx)
+        run_step(p, ins)
+        self.assertEqual(p.context(), ctx)  # created once, not per call
+        other = []
+        t = threading.Thread(target=lambda: other.append(p.context()))
+        t.start()
+        t.join()
+        self.assertNotEqual(other[0], ctx)  # another thread gets its own
+        # An entry point given no context refuses to run (AOTC_ERROR_CONTEXT).
+        null = (ctypes.c_void_p * 1)()
+        self.assertEqual(p._forward(None, null, null, None, None), aotc._core.ERROR_CONTEXT)
 
     def test_threads_bit_identical(self):
         p, g = self.p, self.golden
@@ -290,11 +308,17 @@ def _cc():
 FAKE_C = r"""
 #include <stdint.h>
 #include "aotc/abi.h"
-static int fwd(const void *const *i, void *const *o, void *s, void *t) { return 0; }
-static int bwd(const void *const *i, const void *s, const void *const *t, void *const *g,
-               void *x) { return 0; }
+#include <stdlib.h>
+int fake_contexts = 0; /* live contexts: the test checks that Program frees its own */
+static aotc_context *create(void) { ++fake_contexts; return (aotc_context *)malloc(8); }
+static void destroy(aotc_context *c) { fake_contexts -= c != 0; free(c); }
+static int fwd(aotc_context *c, const void *const *i, void *const *o, void *s, void *t) {
+  return c ? 0 : AOTC_ERROR_CONTEXT;
+}
+static int bwd(aotc_context *c, const void *const *i, const void *s, const void *const *t,
+               void *const *g, void *x) { return c ? 0 : AOTC_ERROR_CONTEXT; }
 const aotc_program fake_program = {VERSION, "fake", 0, 0, 0, 0, 0, 0, 0, 0, 0, fwd, bwd, 0, 0,
-                                   -1, "00000000000000000000000000000000", 0, 0};
+                                   -1, "00000000000000000000000000000000", 0, 0, create, destroy};
 """
 
 
@@ -312,22 +336,30 @@ class AbiChecks(unittest.TestCase):
 
     def test_other_abi_version_is_refused(self):
         with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 1, "
-                                                   r"this module expects 2"):
+                                                   r"this module expects 3"):
             aotc.Program(self._fake(1), "fake")
 
     def test_missing_symbol(self):
-        lib = self._fake(2)
+        lib = self._fake(3)
         with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'other_program'"):
             aotc.Program(lib, "other")
-        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake2_program'"):
-            aotc.Program(lib)  # libfake2.so -> default name 'fake2'
+        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake3_program'"):
+            aotc.Program(lib)  # libfake3.so -> default name 'fake3'
         p = aotc.Program(lib, "fake")
         self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
 
-    def test_version_2_empty_program_runs(self):
-        p = aotc.Program(self._fake(2), "fake")
-        outs, ctx = p.forward([])
-        self.assertEqual((outs, p.backward(ctx)), ([], []))
+    def test_version_3_empty_program_runs_and_frees_its_context(self):
+        p = aotc.Program(self._fake(3), "fake")
+        live = ctypes.c_int.in_dll(p._lib, "fake_contexts")
+        outs, state = p.forward([])
+        self.assertEqual((outs, p.backward(state)), ([], []))
+        self.assertEqual(live.value, 1)  # one context for this thread, made once
+        p.forward([])
+        self.assertEqual(live.value, 1)
+        del p
+        import gc
+        gc.collect()
+        self.assertEqual(live.value, 0)
 
 
 @unittest.skipUnless(_aotc_available(), "no aotc executable (set AOTC_BIN)")

@@ -152,7 +152,7 @@ int gradcheckCommand(const GradcheckOptions &o) {
   std::vector<rt::Tensor> grads;
   try {
     auto fwd = f.forward(inPtrs);
-    grads = f.backward(fwd.ctx, cotPtrs);
+    grads = f.backward(fwd.state, cotPtrs);
   } catch (const rt::RuntimeError &e) {
     userError(e.what());
   }

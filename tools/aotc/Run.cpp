@@ -61,7 +61,7 @@ int runCommand(const RunOptions &o) {
     auto fwd = f.forward(inPtrs);
     outputs = std::move(fwd.outputs);
     if (prog.num_grads > 0)
-      grads = f.backward(fwd.ctx, tanPtrs);
+      grads = f.backward(fwd.state, tanPtrs);
   } catch (const rt::RuntimeError &e) {
     // Out-of-range indices and the like: the user's data, named by node and value.
     userError(e.what());

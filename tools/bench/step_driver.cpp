@@ -36,6 +36,7 @@
 #include <fstream>
 #include <functional>
 #include <omp.h>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,7 +140,7 @@ int step(const aotc_program &p, const std::string &weightsPath, const std::strin
 
   auto oneStep = [&] {
     auto fwd = f.forward(ptrs);
-    std::vector<Tensor> grads = f.backward(fwd.ctx);
+    std::vector<Tensor> grads = f.backward(fwd.state);
     std::vector<Tensor *> ps;
     std::vector<const Tensor *> gs;
     for (int j : paramGrads) {
@@ -175,8 +176,11 @@ int probe(const aotc_program &p, int warmup, int iters, const std::string &out) 
   }
   aotc::rt::AlignedBuffer saved(std::max<int64_t>(p.saved_bytes, 64));
   aotc::rt::AlignedBuffer scratch(std::max<int64_t>(p.scratch_bytes, 64));
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx(p.context_create(), p.context_destroy);
+  if (!ctx)
+    die(std::string(p.name) + "_context_create failed");
   nlohmann::json j = timed(p, warmup, iters, [&] {
-    int rc = p.forward(inPtrs.data(), outPtrs.data(), saved.data(), scratch.data());
+    int rc = p.forward(ctx.get(), inPtrs.data(), outPtrs.data(), saved.data(), scratch.data());
     if (rc != 0)
       die(std::string(p.name) + "_forward failed with code " + std::to_string(rc));
   });

@@ -69,8 +69,9 @@ int main(int argc, char **argv) {
   ck(cudaMalloc(&saved, std::max<int64_t>(256, p.saved_bytes)), "cudaMalloc");
   ck(cudaMalloc(&scratch, std::max<int64_t>(256, p.scratch_bytes)), "cudaMalloc");
   ck(cudaDeviceSynchronize(), "uploads"); // legacy-stream copies vs the non-blocking stream
-  int rc = 0;
-  float ms = aotc_gpu::medianMs(s, 3, iters, [&] { rc |= kProg.forward(in.data(), out.data(), saved, scratch, &exec); });
+  aotc_context *ctx = p.context_create();
+  int rc = ctx ? 0 : -1;
+  float ms = aotc_gpu::medianMs(s, 3, iters, [&] { rc |= kProg.forward(ctx, in.data(), out.data(), saved, scratch, &exec); });
   if (rc != 0 || aotc_cuda_check(&exec) != 0) {
     std::fprintf(stderr, "probe_cuda: forward failed: %s\n", aotc_cuda_last_error());
     return 2;
@@ -102,5 +103,6 @@ int main(int argc, char **argv) {
               "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
               p.name, ms, (long long)bytes, gbps, copyMs, copyGbps, gbps / copyGbps);
   aotc_cuda_exec_destroy(&exec);
+  p.context_destroy(ctx);
   return 0;
 }

@@ -69,6 +69,8 @@ void *deviceAlloc(int64_t bytes) {
 
 struct DeviceModel {
   aotc_cuda_exec exec{};
+  /// The object's ABI context (abi.h), made once; lives as long as the process (as exec).
+  aotc_context *ctx = kBase.context_create();
   cudaStream_t stream = nullptr;
   std::vector<void *> in, out, tangents, grads;
   void *saved = nullptr, *scratch = nullptr;
@@ -77,6 +79,7 @@ struct DeviceModel {
   /// weights/golden NULL: deterministic random floating inputs, zero integer inputs.
   DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden) {
     ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    ckRc(ctx ? 0 : -1, "context_create");
     ckRc(aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
     for (int i = 0; i < kBase.num_inputs; ++i) {
       const aotc_tensor_desc &d = kBase.inputs[i];
@@ -125,8 +128,8 @@ struct DeviceModel {
 
   /// Enqueues forward, backward and (lr > 0) SGD on the parameters; no sync.
   void step(double lr) {
-    ckRc(kProg.forward(in.data(), out.data(), saved, scratch, &exec), "forward");
-    ckRc(kProg.backward(in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
+    ckRc(kProg.forward(ctx, in.data(), out.data(), saved, scratch, &exec), "forward");
+    ckRc(kProg.backward(ctx, in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
     if (lr > 0) sgd(lr);
   }
   /// Enqueues p -= lr * grad for every parameter.
@@ -181,7 +184,7 @@ int badIndex(DeviceModel &m) {
     int64_t big = 1000000;
     ck(cudaMemcpy(m.in[i], &big, d.dtype == AOTC_I64 ? 8 : 4, cudaMemcpyHostToDevice), "upload bad index");
     ck(cudaDeviceSynchronize(), "upload bad index");
-    ckRc(kProg.forward(m.in.data(), m.out.data(), m.saved, m.scratch, &m.exec), "forward");
+    ckRc(kProg.forward(m.ctx, m.in.data(), m.out.data(), m.saved, m.scratch, &m.exec), "forward");
     int rc = aotc_cuda_check(&m.exec);
     std::string msg = aotc_cuda_last_error();
     std::printf("%s (cuda): out-of-range %s[0]=1000000 -> rc=%d: %s\n", kBase.name, d.name, rc, msg.c_str());

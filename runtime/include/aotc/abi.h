@@ -2,12 +2,21 @@
  *
  * An object emitted by `aotc IN -o OUT.o` exports, for a program named <name>:
  *
- *   int <name>_forward(const void *const *in, void *const *out,
+ *   aotc_context *<name>_context_create(void);
+ *   void <name>_context_destroy(aotc_context *ctx);
+ *   int <name>_forward(aotc_context *ctx, const void *const *in, void *const *out,
  *                      void *saved, void *scratch);
- *   int <name>_backward(const void *const *in, const void *saved,
- *                       const void *const *tangents, void *const *grads,
- *                       void *scratch);
+ *   int <name>_backward(aotc_context *ctx, const void *const *in, const void *saved,
+ *                       const void *const *tangents, void *const *grads, void *scratch);
  *   extern const aotc_program <name>_program;
+ *
+ * The ABI context (aotc_context) is the state an object keeps between calls: the state of the
+ * libraries it calls (oneDNN's engine and primitives keyed by shape, their scratchpad), created
+ * once by <name>_context_create (NULL when out of memory) and freed by <name>_context_destroy.
+ * It is opaque; one context serves one thread at a time (use one per thread). It is not the
+ * runtime's per-forward aotc::rt::SavedState (the saved area and inputs one backward needs).
+ * Who owns what: the error value of a failed call lives in the caller's scratch (per call,
+ * below); library state lives in the context; the saved area and scratch are the caller's.
  *
  * Buffers are dense, row-major, 64-byte aligned and owned by the caller:
  *  - in[i]       : forward inputs, in placeholder order (parameters and user inputs);
@@ -22,8 +31,9 @@
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
  * and the int64 at scratch + error_value_offset holds the offending value (e.g.
  * an out-of-range index) of *that* call: two calls with distinct scratch arenas
- * failing at once each report their own value.
- * Entry points are reentrant for distinct saved/scratch buffers.
+ * failing at once each report their own value. AOTC_ERROR_CONTEXT: `ctx` is NULL or
+ * was created by another program's <name>_context_create (nothing was run).
+ * Entry points are reentrant for distinct contexts and saved/scratch buffers.
  *
  * An object compiled with `aotc --sanitize=address` is instrumented by LLVM's
  * AddressSanitizer and checks its arena (AOTC_PROGRAM_CHECKED_ARENA): planned
@@ -35,10 +45,10 @@
  * build_id ties one compile's object, header (<NAME>_BUILD_ID) and weights file
  * (metadata "aotc.build_id") together; the runtime refuses a mixed set.
  *
- * An object emitted with `--target=cuda` (docs/cuda.md) exports instead
+ * An object emitted with `--target=cuda` (docs/cuda.md) exports the same context functions and
  *
- *   int <name>_forward(..., void *scratch, const aotc_cuda_exec *exec);
- *   int <name>_backward(..., void *scratch, const aotc_cuda_exec *exec);
+ *   int <name>_forward(aotc_context *ctx, ..., void *scratch, const aotc_cuda_exec *exec);
+ *   int <name>_backward(aotc_context *ctx, ..., void *scratch, const aotc_cuda_exec *exec);
  *   extern const aotc_cuda_program <name>_program;
  *
  * with the same arrays, holding *device* pointers aligned to AOTC_CUDA_ALIGNMENT,
@@ -54,7 +64,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 2
+#define AOTC_ABI_VERSION 3
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -89,8 +99,17 @@ typedef struct aotc_tensor_desc {
   int64_t bytes;        /**< numel * itemsize */
 } aotc_tensor_desc;
 
-typedef int (*aotc_forward_fn)(const void *const *in, void *const *out, void *saved, void *scratch);
-typedef int (*aotc_backward_fn)(const void *const *in, const void *saved,
+/** Return value of an entry point given a NULL context or another program's. */
+#define AOTC_ERROR_CONTEXT (-100)
+
+/** The ABI context of one object (opaque; see the top of this file). */
+typedef struct aotc_context aotc_context;
+typedef aotc_context *(*aotc_context_create_fn)(void);
+typedef void (*aotc_context_destroy_fn)(aotc_context *ctx);
+
+typedef int (*aotc_forward_fn)(aotc_context *ctx, const void *const *in, void *const *out, void *saved,
+                               void *scratch);
+typedef int (*aotc_backward_fn)(aotc_context *ctx, const void *const *in, const void *saved,
                                 const void *const *tangents, void *const *grads, void *scratch);
 
 /** aotc_program::flags bits. */
@@ -120,6 +139,8 @@ typedef struct aotc_program {
   const char *build_id;          /**< 32 hex digits: hash of the inputs, flags and aotc version. */
   uint32_t flags;                /**< AOTC_PROGRAM_* bits. */
   uint32_t reserved;             /**< 0 */
+  aotc_context_create_fn context_create;   /**< <name>_context_create */
+  aotc_context_destroy_fn context_destroy; /**< <name>_context_destroy */
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*
@@ -135,7 +156,8 @@ typedef struct aotc_program {
  *       threads with their own execs report their own). Data-dependent errors (an index out of range) happen
  *       on the device: the kernel writes {code, value, program id} into
  *       exec->error_word and aotc_cuda_check() (aotc/cuda.h) reports them;
- *   <0  the runtime failed (a CUDA or cuBLAS error): aotc_cuda_last_error().
+ *   AOTC_ERROR_CONTEXT: ctx is NULL or another program's (nothing was enqueued);
+ *   other <0: the runtime failed (a CUDA or cuBLAS error): aotc_cuda_last_error().
  *===----------------------------------------------------------------------===*/
 
 /** Alignment, in bytes, of every device pointer passed to a CUDA entry point. */
@@ -190,9 +212,9 @@ int aotc_cuda_launch(const aotc_cuda_exec *exec, const aotc_cuda_module *module,
 int aotc_cuda_matmul(const aotc_cuda_exec *exec, const aotc_cuda_gemm_desc *gemm, const void *a,
                      const void *b, void *c);
 
-typedef int (*aotc_cuda_forward_fn)(const void *const *in, void *const *out, void *saved,
-                                    void *scratch, const aotc_cuda_exec *exec);
-typedef int (*aotc_cuda_backward_fn)(const void *const *in, const void *saved,
+typedef int (*aotc_cuda_forward_fn)(aotc_context *ctx, const void *const *in, void *const *out,
+                                    void *saved, void *scratch, const aotc_cuda_exec *exec);
+typedef int (*aotc_cuda_backward_fn)(aotc_context *ctx, const void *const *in, const void *saved,
                                      const void *const *tangents, void *const *grads,
                                      void *scratch, const aotc_cuda_exec *exec);
 

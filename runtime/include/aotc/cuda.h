@@ -5,13 +5,15 @@
  * never links libcuda: the driver is loaded by cudart at run time). It implements
  * what the object imports (aotc_cuda_launch, aotc_cuda_matmul in abi.h) and:
  *
+ *   aotc_context *ctx = mlp_context_create();          // the object's ABI context (abi.h)
  *   aotc_cuda_exec exec;
  *   aotc_cuda_exec_create(&exec, stream, 0);          // handles, workspace, error word
- *   rc = mlp_forward(in, out, saved, scratch, &exec);  // enqueues only (abi.h)
- *   rc = mlp_backward(in, saved, tangents, grads, scratch, &exec);
+ *   rc = mlp_forward(ctx, in, out, saved, scratch, &exec);  // enqueues only (abi.h)
+ *   rc = mlp_backward(ctx, in, saved, tangents, grads, scratch, &exec);
  *   aotc_cuda_sgd(&exec, AOTC_F32, w, dw, n, 0.1);     // w -= 0.1 * dw, on the device
  *   rc = aotc_cuda_check(&exec);                       // syncs; device-side errors
  *   aotc_cuda_exec_destroy(&exec);
+ *   mlp_context_destroy(ctx);
  *
  * Kernels are loaded from the object's fatbin once per process and module
  * (cudaLibraryLoadData, cudaLibraryGetKernel) in the current device's primary

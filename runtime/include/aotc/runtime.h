@@ -7,13 +7,13 @@
 //   #include "aotc/runtime.h"
 //   aotc::rt::DifferentiableFunction f(mlp_program);
 //   auto fwd = f.forward({&w1, &b1, &w2, &b2, &x, &target});   // fwd.outputs[0] = loss
-//   auto grads = f.backward(fwd.ctx, {});                       // ones as the loss cotangent
+//   auto grads = f.backward(fwd.state, {});                     // ones as the loss cotangent
 //   aotc::rt::sgdStep({&w1, &b1, &w2, &b2}, grads, 0.1);
 //
 // Everything lives in namespace aotc::rt (the compiler's own aotc::DType and
 // friends are a different, compiler-side type). This library never includes lib/.
 //
-// Errors: every misuse (wrong shape or dtype, wrong number of tensors, a context
+// Errors: every misuse (wrong shape or dtype, wrong number of tensors, a saved state
 // used twice) and every non-zero return code of an entry point throws
 // aotc::rt::RuntimeError with a message naming the tensor, or the node and the
 // offending value (from aotc_program::errors / error_value).
@@ -124,16 +124,18 @@ private:
 /// The dtype/shape of a descriptor as "f32[64, 784]".
 std::string descTypeString(const aotc_tensor_desc &desc);
 
-/// What forward() hands to backward(): the saved area written by the forward and
-/// the (non-owned) inputs it ran on. The inputs must stay alive and unchanged
-/// until backward() (the backward receives them again, per the ABI). A context
-/// can be consumed by backward() exactly once; it is move-only.
-class Context {
+/// What forward() hands to backward() (autograd's "ctx"): the saved area written by the
+/// forward and the (non-owned) inputs it ran on. The inputs must stay alive and unchanged
+/// until backward() (the backward receives them again, per the ABI). A saved state can be
+/// consumed by backward() exactly once; it is move-only. Not to be confused with the ABI
+/// context (aotc_context, abi.h), which a DifferentiableFunction owns: library state kept
+/// across calls.
+class SavedState {
 public:
-  Context() = default;
-  Context(Context &&) noexcept = default;
-  Context &operator=(Context &&) noexcept = default;
-  /// False after backward() consumed it, or for a default-constructed context.
+  SavedState() = default;
+  SavedState(SavedState &&) noexcept = default;
+  SavedState &operator=(SavedState &&) noexcept = default;
+  /// False after backward() consumed it, or for a default-constructed state.
   bool valid() const { return program_ != nullptr; }
   /// The saved area (saved_bytes bytes).
   const AlignedBuffer &saved() const { return saved_; }
@@ -146,12 +148,14 @@ private:
 };
 
 /// A compiled training step: forward + backward of one aotc_program.
-/// Owns the scratch arena (reused by every call, so one instance is not
-/// thread-safe; use one instance per thread). Contexts are independent: any
-/// number of forwards may be outstanding and their backwards may run in any order.
+/// Owns the program's ABI context (created once, in the constructor) and the scratch
+/// arena (reused by every call), so one instance is not thread-safe; use one instance
+/// per thread. Saved states are independent: any number of forwards may be outstanding
+/// and their backwards may run in any order.
 class DifferentiableFunction {
 public:
-  /// Throws RuntimeError when the program's abi_version differs from AOTC_ABI_VERSION.
+  /// Throws RuntimeError when the program's abi_version differs from AOTC_ABI_VERSION, or
+  /// when its context cannot be created.
   explicit DifferentiableFunction(const aotc_program &program);
 
   const aotc_program &program() const { return *program_; }
@@ -165,19 +169,19 @@ public:
 
   struct ForwardResult {
     std::vector<Tensor> outputs; ///< One per program output, in order.
-    Context ctx;                 ///< Pass to backward().
+    SavedState state;            ///< Pass to backward().
   };
   /// Runs <name>_forward. `inputs[i]` is the i-th program input; each must match
   /// its descriptor exactly (dtype and shape), else RuntimeError naming it.
   ForwardResult forward(const std::vector<const Tensor *> &inputs);
 
-  /// Runs <name>_backward with the context of an earlier forward. `outputGrads[i]`
+  /// Runs <name>_backward with the saved state of an earlier forward. `outputGrads[i]`
   /// is the cotangent of output i (same dtype/shape); it may be shorter than the
   /// number of outputs or hold nullptr: a missing cotangent of a floating output
   /// is ones for a 0-d output (a loss) and zeros otherwise; non-floating outputs
   /// get NULL. Returns one gradient per program grad (grads[j] belongs to input
-  /// grad_input_index[j]). Consumes `ctx` (RuntimeError if already consumed).
-  std::vector<Tensor> backward(Context &ctx, const std::vector<const Tensor *> &outputGrads = {});
+  /// grad_input_index[j]). Consumes `state` (RuntimeError if already consumed).
+  std::vector<Tensor> backward(SavedState &state, const std::vector<const Tensor *> &outputGrads = {});
 
   /// Fills the scratch arena with 0xFF bytes (NaN for f32/f64). Test hook: the
   /// ABI promises scratch need not survive between calls.
@@ -188,6 +192,7 @@ private:
   [[noreturn]] void entryPointFailed(const char *entry, int rc) const;
 
   const aotc_program *program_;
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
   AlignedBuffer scratch_;
 };
 

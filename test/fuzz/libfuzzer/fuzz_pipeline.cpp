@@ -668,7 +668,7 @@ void jitCheck(const Program &joint, const Program &partitioned, uint64_t seed) {
     auto fwd = fn.forward(in);
     outs = std::move(fwd.outputs);
     if (prog.num_grads > 0)
-      grads = fn.backward(fwd.ctx, tan);
+      grads = fn.backward(fwd.state, tan);
   } catch (const rt::RuntimeError &e) {
     jitError = e.what();
   }

@@ -139,7 +139,8 @@ inline RunResult run(const Loaded &L, const std::vector<RefTensor> &inputs,
     outp.push_back(out.back().get());
   }
   Buf saved(P.saved_bytes, 0xab), scratch(P.scratch_bytes, scratchFill);
-  r.fwdRc = P.forward(inp.data(), outp.data(), saved.get(), scratch.get());
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx(P.context_create(), P.context_destroy);
+  r.fwdRc = P.forward(ctx.get(), inp.data(), outp.data(), saved.get(), scratch.get());
   auto readError = [&] {
     if (P.error_value_offset >= 0)
       std::memcpy(&r.errorValue, static_cast<char *>(scratch.get()) + P.error_value_offset, 8);
@@ -163,7 +164,7 @@ inline RunResult run(const Loaded &L, const std::vector<RefTensor> &inputs,
     grp.push_back(gr.back().get());
   }
   std::memset(scratch.get(), scratchFill, std::max<int64_t>(64, (P.scratch_bytes + 63) / 64 * 64));
-  r.bwdRc = P.backward(inp.data(), saved.get(), tgp.data(), grp.data(), scratch.get());
+  r.bwdRc = P.backward(ctx.get(), inp.data(), saved.get(), tgp.data(), grp.data(), scratch.get());
   if (r.bwdRc != 0) readError();
   for (int j = 0; j < P.num_grads; ++j) {
     TensorType t{(DType)P.grads[j].dtype, Shape(P.grads[j].shape, P.grads[j].shape + P.grads[j].rank)};

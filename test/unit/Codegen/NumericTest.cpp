@@ -267,7 +267,7 @@ TEST_CASE("numeric: blocked GEMMs (bias folded into relu) give identical bits fo
   for (size_t j = 0; j < r1.grads.size(); ++j) CHECK(r1.grads[j].data == r2.grads[j].data);
 }
 
-TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, libm, memset/memcpy",
+TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, libm, memset/memcpy, calloc/free",
           "[numeric]") {
   Program p = logSoftmaxNll(64, 10);
   auto L = compileAndLoad(p);
@@ -287,7 +287,7 @@ TEST_CASE("numeric: the object's undefined symbols are BLAS, OpenMP runtime, lib
       s.erase(s.find_last_not_of("\n") + 1);
       INFO("undefined symbol " << s);
       bool ok = s.rfind("cblas_", 0) == 0 || s.rfind("__kmpc_", 0) == 0 || libm.count(s) ||
-                s == "memset" || s == "memcpy";
+                s == "memset" || s == "memcpy" || s == "calloc" || s == "free"; // calloc/free: the ABI context
       CHECK(ok);
       ++n;
     }
@@ -373,4 +373,44 @@ TEST_CASE("numeric: integer scalars beyond 2^53 stay exact", "[numeric]") {
   RunResult r = runForward(p, {tx});
   CHECK(r.outputs[0].data == std::vector<double>{0, 0});
   CHECK(r.outputs[1].data == std::vector<double>{-1, 1});
+}
+
+TEST_CASE("numeric: the ABI context: made once per caller, another program's (or NULL) is refused",
+          "[numeric]") {
+  Program p = logSoftmaxNll(8, 4);
+  auto L = compileAndLoad(p);
+  Program q = linearReluSum(8, 6, 5);
+  q.name = "other";
+  auto L2 = compileAndLoad(q);
+  REQUIRE(L->prog);
+  REQUIRE(L2->prog);
+  const aotc_program &P = *L->prog;
+  aotc_context *mine = P.context_create();
+  aotc_context *theirs = L2->prog->context_create();
+  REQUIRE(mine);
+  REQUIRE(theirs);
+  CHECK(mine != theirs);
+  std::vector<Buf> in;
+  std::vector<const void *> inp;
+  for (int i = 0; i < P.num_inputs; ++i) {
+    in.emplace_back(P.inputs[i].bytes, 0);
+    inp.push_back(in.back().get());
+  }
+  std::vector<Buf> out;
+  std::vector<void *> outp;
+  for (int i = 0; i < P.num_outputs; ++i) {
+    out.emplace_back(P.outputs[i].bytes, 0xcd);
+    outp.push_back(out.back().get());
+  }
+  Buf saved(P.saved_bytes), scratch(P.scratch_bytes);
+  CHECK(P.forward(nullptr, inp.data(), outp.data(), saved.get(), scratch.get()) == AOTC_ERROR_CONTEXT);
+  CHECK(P.forward(theirs, inp.data(), outp.data(), saved.get(), scratch.get()) == AOTC_ERROR_CONTEXT);
+  unsigned char untouched[64];
+  std::memset(untouched, 0xcd, sizeof untouched);
+  CHECK(std::memcmp(out[0].get(), untouched, std::min<int64_t>(64, P.outputs[0].bytes)) == 0); // nothing ran
+  CHECK(P.backward(nullptr, inp.data(), saved.get(), nullptr, nullptr, scratch.get()) == AOTC_ERROR_CONTEXT);
+  CHECK(P.forward(mine, inp.data(), outp.data(), saved.get(), scratch.get()) == 0);
+  P.context_destroy(mine);
+  L2->prog->context_destroy(theirs);
+  P.context_destroy(nullptr); // as free(NULL)
 }

@@ -41,7 +41,28 @@ const char *const kErrors[] = {
 };
 void setErrorValue(void *scratch, int64_t v) { std::memcpy(static_cast<char *>(scratch) + 16, &v, 8); }
 
-int fakeForward(const void *const *in, void *const *out, void *saved, void *scratch) {
+// The fake's ABI context: counts how often it is made, and the entry points count their calls
+// with it (a generated object keeps library state there).
+int gContextsCreated = 0, gContextsDestroyed = 0;
+} // namespace
+struct aotc_context {
+  const void *owner;
+  int64_t calls = 0;
+};
+namespace {
+aotc_context *fakeCreate() {
+  ++gContextsCreated;
+  return new aotc_context{reinterpret_cast<const void *>(&fakeCreate)};
+}
+void fakeDestroy(aotc_context *c) {
+  if (c) ++gContextsDestroyed;
+  delete c;
+}
+bool badContext(aotc_context *c) { return !c || c->owner != reinterpret_cast<const void *>(&fakeCreate); }
+
+int fakeForward(aotc_context *ctx, const void *const *in, void *const *out, void *saved, void *scratch) {
+  if (badContext(ctx)) return AOTC_ERROR_CONTEXT;
+  ++ctx->calls;
   const float *w = static_cast<const float *>(in[0]);
   const float *x = static_cast<const float *>(in[1]);
   float *s = static_cast<float *>(scratch);
@@ -65,8 +86,10 @@ int fakeForward(const void *const *in, void *const *out, void *saved, void *scra
   return 0;
 }
 
-int fakeBackward(const void *const *in, const void *saved, const void *const *tangents,
+int fakeBackward(aotc_context *ctx, const void *const *in, const void *saved, const void *const *tangents,
                  void *const *grads, void *scratch) {
+  if (badContext(ctx)) return AOTC_ERROR_CONTEXT;
+  ++ctx->calls;
   if (tangents[1] != nullptr) {
     setErrorValue(scratch, 1);
     return 1;
@@ -87,7 +110,7 @@ int fakeBackward(const void *const *in, const void *saved, const void *const *ta
 
 const aotc_program kFake = {AOTC_ABI_VERSION, "fake", 2, kInputs, 2, kOutputs, 2, kGrads,
                             kGradIndex,       16,     24, fakeForward, fakeBackward, 2, kErrors,
-                            16, "0123456789abcdef0123456789abcdef", 0, 0};
+                            16, "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy};
 
 Tensor vec4(float a, float b, float c, float d) {
   Tensor t(DType::F32, {4});
@@ -123,7 +146,30 @@ void checkGrads(const std::vector<Tensor> &grads, const Ref &r) {
 
 } // namespace
 
-TEST_CASE("two forwards into two contexts, backwards in reverse order, NaN scratch in between") {
+TEST_CASE("the ABI context is created once per function, used by every call, destroyed with it") {
+  int created = gContextsCreated, destroyed = gContextsDestroyed;
+  {
+    DifferentiableFunction f(kFake);
+    CHECK(gContextsCreated == created + 1);
+    Tensor w = vec4(0.5f, -1.0f, 2.0f, 0.25f), x = vec4(1.0f, 0.3f, -0.2f, 4.0f);
+    for (int k = 0; k < 3; ++k) {
+      auto r = f.forward({&w, &x});
+      f.backward(r.state);
+    }
+    CHECK(gContextsCreated == created + 1);
+    CHECK(gContextsDestroyed == destroyed);
+    DifferentiableFunction g = std::move(f); // the context moves with the function
+    auto r = g.forward({&w, &x});
+    g.backward(r.state);
+  }
+  CHECK(gContextsCreated == created + 1);
+  CHECK(gContextsDestroyed == destroyed + 1);
+  // An entry point called with another program's context (or NULL) refuses to run.
+  alignas(64) unsigned char buf[256] = {};
+  CHECK(kFake.forward(nullptr, nullptr, nullptr, buf, buf) == AOTC_ERROR_CONTEXT);
+}
+
+TEST_CASE("two forwards into two saved states, backwards in reverse order, NaN scratch in between") {
   DifferentiableFunction f(kFake);
   Tensor w1 = vec4(0.5f, -1.0f, 2.0f, 0.25f), x1 = vec4(1.0f, 0.3f, -0.2f, 4.0f);
   Tensor w2 = vec4(-0.7f, 0.1f, 1.5f, -2.0f), x2 = vec4(0.9f, -3.0f, 0.4f, 0.05f);
@@ -141,13 +187,13 @@ TEST_CASE("two forwards into two contexts, backwards in reverse order, NaN scrat
   CHECK(b.outputs[1].at(0) == 1); // w2*x2 = -0.63, -0.3, 0.6, -0.1
 
   Tensor g2 = Tensor::full(DType::F32, {}, 2.5);
-  auto gradsB = f.backward(b.ctx, {&g2, nullptr});
+  auto gradsB = f.backward(b.state, {&g2, nullptr});
   f.poisonScratch();
-  auto gradsA = f.backward(a.ctx); // default cotangent of the 0-d loss: 1
+  auto gradsA = f.backward(a.state); // default cotangent of the 0-d loss: 1
   checkGrads(gradsB, r2);
   checkGrads(gradsA, r1);
-  CHECK_FALSE(a.ctx.valid());
-  CHECK_THROWS_WITH(f.backward(a.ctx), Catch::Contains("was not consumed yet"));
+  CHECK_FALSE(a.state.valid());
+  CHECK_THROWS_WITH(f.backward(a.state), Catch::Contains("was not consumed yet"));
 }
 
 TEST_CASE("names, indices and caller checks name the tensor") {
@@ -166,12 +212,12 @@ TEST_CASE("names, indices and caller checks name the tensor") {
   Tensor x = vec4(1, 1, 1, 1);
   auto r = f.forward({&w, &x});
   Tensor g64 = Tensor::full(DType::F64, {}, 1.0);
-  CHECK_THROWS_WITH(f.backward(r.ctx, {&g64}),
+  CHECK_THROWS_WITH(f.backward(r.state, {&g64}),
                     "fake: gradient of output 'output_0' (output 0) must be f32[], got f64[]");
   Tensor gi = Tensor::full(DType::I64, {}, 1.0);
   Tensor g = Tensor::full(DType::F32, {}, 1.0);
-  CHECK_THROWS_WITH(f.backward(r.ctx, {&g, &gi}), Catch::Contains("not differentiable"));
-  CHECK(r.ctx.valid()); // a rejected call does not consume the context
+  CHECK_THROWS_WITH(f.backward(r.state, {&g, &gi}), Catch::Contains("not differentiable"));
+  CHECK(r.state.valid()); // a rejected call does not consume the saved state
 }
 
 TEST_CASE("entry point error codes become exceptions naming the node and value") {
