@@ -3,13 +3,13 @@
 # torch eager vs torch.compile, 1 and 2 threads, twice, with the machine's ceilings
 # (STREAM triad, OpenBLAS sgemm, torch.mm, aotc's pointwise probe). Writes
 # docs/benchmarks.json and renders docs/benchmarks.md from it. About 10-12 minutes on
-# 2 cores. Needs torch: $AOTC_TORCH_PYTHON, else tools/export/.venv/bin/python.
+# 2 cores. Needs torch: tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else setup-venv.sh's venv).
 # Arguments go to tools/bench/bench.py (--quick: smoke test with tiny iteration counts;
 # --reps N; --no-large; --out FILE --md FILE to write elsewhere).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${AOTC_BUILD_DIR:-$root/build}
-py=${AOTC_TORCH_PYTHON:-$root/tools/export/.venv/bin/python}
+py=$("$root/tools/export/torch-python.sh")
 if ! "$py" -c "import torch, safetensors" 2>/dev/null; then
   echo "bench.sh: needs a python with torch and safetensors: set AOTC_TORCH_PYTHON or run" \
        "tools/export/setup-venv.sh (tried '$py')" >&2

@@ -2,7 +2,7 @@
 # README command 2: installs what is missing, builds, runs every test (Catch2 units,
 # lit stage tests, end-to-end tests, fuzz replays) through ctest.
 # --with-torch: also run the PyTorch tests (ctest label 'torch'; they read
-# AOTC_WITH_TORCH=1 and use $AOTC_TORCH_PYTHON or tools/export/.venv); without it they
+# AOTC_WITH_TORCH=1 and use tools/export/torch-python.sh); without it they
 # are skipped with the reason printed.
 # --sanitize=address|thread: the same suite in a sanitizer build (build-asan/ or
 # build-tsan/, docs/testing.md "Sanitizer suites"), with the options of
@@ -35,7 +35,7 @@ rc=${PIPESTATUS[0]}
 set -e
 if [ "${AOTC_WITH_TORCH:-0}" != 1 ]; then
   echo "note: PyTorch tests (ctest -L torch) were skipped: torch is not needed by default;" \
-       "run scripts/test.sh --with-torch (torch python: \$AOTC_TORCH_PYTHON or tools/export/.venv)"
+       "run scripts/test.sh --with-torch (torch python: tools/export/torch-python.sh)"
 fi
 # The yardsticks' one-line summaries (docs/conformance.md, docs/partition.md), then
 # ctest's verdict again as the last line.

@@ -3,7 +3,7 @@
 # the torch python (numpy present there, so the numpy paths run too).
 # Skipped (exit 77, ctest SKIP_RETURN_CODE) unless AOTC_WITH_TORCH=1, which
 # `scripts/test.sh --with-torch` sets; then a missing torch is a failure.
-# Python: $AOTC_TORCH_PYTHON, else tools/export/.venv/bin/python (as tools/export/run.sh).
+# Python: tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else the venv of setup-venv.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -11,7 +11,7 @@ if [[ "${AOTC_WITH_TORCH:-0}" != 1 ]]; then
   echo "skipped: PyTorch tests run only with scripts/test.sh --with-torch (AOTC_WITH_TORCH=1)"
   exit 77
 fi
-py="${AOTC_TORCH_PYTHON:-$root/tools/export/.venv/bin/python}"
+py="$("$root/tools/export/torch-python.sh")"
 if [[ ! -x "$py" ]] || ! "$py" -c "import torch" 2>/dev/null; then
   echo "error: --with-torch needs a python with torch: '$py' has none;" \
        "set AOTC_TORCH_PYTHON or run tools/export/setup-venv.sh" >&2

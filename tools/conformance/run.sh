@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the op conformance fixtures (docs/conformance.md) with a torch-enabled Python:
-# $AOTC_TORCH_PYTHON if set, else tools/export/.venv/bin/python (torch, safetensors, numpy,
+# tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else the setup-venv.sh venv; torch, safetensors, numpy,
 # expecttest). Two generator processes share the overloads, then manifest.json is merged.
 # Usage: tools/conformance/run.sh [--only aten.add.Tensor,...] [--resume]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-py="${AOTC_TORCH_PYTHON:-$here/../export/.venv/bin/python}"
+py="$("$here/../export/torch-python.sh")"
 if [[ ! -x "$py" ]]; then
   echo "error: no torch python at '$py'; run tools/export/setup-venv.sh or set AOTC_TORCH_PYTHON" >&2
   exit 1

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the fixture generators with a torch-enabled Python.
-# Python: $AOTC_TORCH_PYTHON if set, else tools/export/.venv/bin/python (setup-venv.sh).
+# Python: tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else the venv of setup-venv.sh).
 # Usage: tools/export/run.sh [all|models|fixtures|aot]   (default: all)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-py="${AOTC_TORCH_PYTHON:-$here/.venv/bin/python}"
+py="$("$here/torch-python.sh")"
 if [[ ! -x "$py" ]]; then
   echo "error: no torch python at '$py'; run tools/export/setup-venv.sh or set AOTC_TORCH_PYTHON" >&2
   exit 1
