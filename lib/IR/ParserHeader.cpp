@@ -24,6 +24,15 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
   for (std::string x; in >> x;) w.push_back(x);
   SourceLoc loc = at(line, col);
   if (w.empty()) userError(loc, "empty '# aotc:' header line");
+  // A non-negative int (at most 2^31-1), else "<what> a non-negative integer ...".
+  auto count = [&](const std::string &text, const std::string &what) {
+    char *end = nullptr;
+    errno = 0;
+    long v = std::strtol(text.c_str(), &end, 10);
+    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
+      userError(loc, what + " a non-negative integer (at most 2^31-1)");
+    return (int)v;
+  };
   const std::string &key = w[0];
   auto need = [&](size_t n) {
     if (w.size() != n) userError(loc, "'# aotc: " + key + "' expects " + std::to_string(n - 1) +
@@ -72,24 +81,14 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
       userError(loc, "duplicate '# aotc: input' line for '" + w[2] + "'");
   } else if (key == "num_forward_outputs") {
     need(2);
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
-      userError(loc, "num_forward_outputs must be a non-negative integer (at most 2^31-1)");
-    prog_.numForwardOutputs = (int)v;
+    prog_.numForwardOutputs = count(w[1], "num_forward_outputs must be");
   } else if (key == "grad_of") {
     for (size_t k = 1; k < w.size(); ++k) gradOfLocs_.push_back({w[k], loc});
   } else if (key == "saved") {
     for (size_t k = 1; k < w.size(); ++k) savedLocs_.push_back({w[k], loc});
   } else if (key == "mutated_input") {
     need(3);
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(w[1].c_str(), &end, 10);
-    if (*end || errno == ERANGE || v < 0 || v > INT_MAX)
-      userError(loc, "mutated_input: output index must be a non-negative integer (at most 2^31-1)");
-    mutatedLocs_.push_back({{(int)v, w[2]}, loc});
+    mutatedLocs_.push_back({{count(w[1], "mutated_input: output index must be"), w[2]}, loc});
   } else {
     userError(loc, "unknown '# aotc:' header key '" + key + "'");
   }
