@@ -3,13 +3,16 @@
 // Stage "kernels/mlir/llvm" of the pipeline. Input: a partitioned Program
 // (primitives only, see docs/stage-codegen.md). Output: an Artifact holding a
 // relocatable, position-independent x86-64 ELF object that defines
-//   int <name>_forward(const void*const* in, void*const* out, void* saved, void* scratch);
-//   int <name>_backward(const void*const* in, const void* saved,
+//   aotc_context *<name>_context_create(void);  void <name>_context_destroy(aotc_context*);
+//   int <name>_forward(aotc_context* ctx, const void*const* in, void*const* out, void* saved,
+//                      void* scratch);
+//   int <name>_backward(aotc_context* ctx, const void*const* in, const void* saved,
 //                       const void*const* tangents, void*const* grads, void* scratch);
 //   const aotc_program <name>_program;
-// exactly as runtime/include/aotc/abi.h, plus the matching C header.
+// exactly as runtime/include/aotc/abi.h (ABI 3), plus the matching C header.
 // Undefined symbols of the object: cblas_sgemm/cblas_dgemm (OpenBLAS),
-// __kmpc_* (LLVM libomp), libm functions, memset/memcpy. No malloc/free.
+// __kmpc_* (LLVM libomp), libm functions, memset/memcpy, and calloc/free in the context
+// functions only (the entry points never allocate).
 // The same Program and options always give byte-identical object and header.
 //===----------------------------------------------------------------------===//
 #pragma once

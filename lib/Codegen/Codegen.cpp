@@ -68,26 +68,30 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << " *\n"
      << " * Usage:\n";
   if (cuda) {
-    os << " *   aotc_cuda_exec exec;  aotc_cuda_exec_create(&exec, stream);   (aotc/cuda.h)\n"
+    os << " *   aotc_context *ctx = " << n << "_context_create();   (one per thread; NULL: out of memory)\n"
+       << " *   aotc_cuda_exec exec;  aotc_cuda_exec_create(&exec, stream);   (aotc/cuda.h)\n"
        << " *   cudaMalloc(&saved, " << n << "_SAVED_BYTES_ALLOC);  cudaMalloc(&scratch, " << n
        << "_SCRATCH_BYTES_ALLOC);\n"
-       << " *   int rc = " << n << "_forward(in, out, saved, scratch, &exec);\n"
-       << " *   rc = " << n << "_backward(in, saved, tangents, grads, scratch, &exec);\n"
-       << " *   rc > 0: " << n << "_program.base.errors[rc - 1]; rc < 0: aotc_cuda_last_error();\n"
+       << " *   int rc = " << n << "_forward(ctx, in, out, saved, scratch, &exec);\n"
+       << " *   rc = " << n << "_backward(ctx, in, saved, tangents, grads, scratch, &exec);\n"
+       << " *   rc > 0: " << n << "_program.base.errors[rc - 1]; rc == AOTC_ERROR_CONTEXT: a bad ctx;\n"
+       << " *   other rc < 0: aotc_cuda_last_error();  " << n << "_context_destroy(ctx) at the end.\n"
        << " *   after a sync, aotc_cuda_check(&exec) reports device-side errors (an index out of range).\n";
   } else {
-    os << " *   void *saved = aligned_alloc(64, " << n << "_SAVED_BYTES_ALLOC);\n"
+    os << " *   aotc_context *ctx = " << n << "_context_create();   (one per thread; NULL: out of memory)\n"
+       << " *   void *saved = aligned_alloc(64, " << n << "_SAVED_BYTES_ALLOC);\n"
        << " *   void *scratch = aligned_alloc(64, " << n << "_SCRATCH_BYTES_ALLOC);\n"
        << " *   const void *in[" << kp.inputs.size() << "] = {...};  void *out[" << kp.outputs.size()
        << "] = {...};\n"
-       << " *   int rc = " << n << "_forward(in, out, saved, scratch);\n"
+       << " *   int rc = " << n << "_forward(ctx, in, out, saved, scratch);\n"
        << " *   const void *tangents[" << kp.outputs.size() << "] = {...};  void *grads["
        << kp.grads.size() << "] = {...};\n"
-       << " *   rc = " << n << "_backward(in, saved, tangents, grads, scratch);\n"
-       << " *   if (rc != 0) fprintf(stderr, \"%s (value %lld)\\n\", " << n
+       << " *   rc = " << n << "_backward(ctx, in, saved, tangents, grads, scratch);\n"
+       << " *   if (rc > 0) fprintf(stderr, \"%s (value %lld)\\n\", " << n
        << "_program.errors[rc - 1],\n"
        << " *       (long long)*(int64_t *)((char *)scratch + " << n
-       << "_program.error_value_offset));\n";
+       << "_program.error_value_offset));   (AOTC_ERROR_CONTEXT: a bad ctx)\n"
+       << " *   " << n << "_context_destroy(ctx);\n";
   }
   const std::string id = kp.buildId.empty() ? std::string(32, '0') : kp.buildId;
   os << " *\n"

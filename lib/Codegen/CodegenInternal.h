@@ -77,16 +77,18 @@ llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryAr
 llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &name,
                                 unsigned nPtrParams);
 /// The ABI context functions (abi.h) of program `prog`: `aotc_context *<prog>_context_create(void)`
-/// (calloc of kContextBytes; the first word holds the create function's own address, which
-/// identifies the program) and `void <prog>_context_destroy(aotc_context *)` (free; NULL is fine).
+/// (calloc of kContextBytes; the first word holds the address of the private constant
+/// "aotc_context:<prog>", which identifies the program) and `void <prog>_context_destroy(aotc_context *)`
+/// (free; NULL is fine).
 struct ContextFns {
   llvm::Function *create = nullptr, *destroy = nullptr;
+  llvm::GlobalVariable *tag = nullptr; ///< The owner word's target.
 };
 ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog);
 /// Bytes of an ABI context today: the owner word, the rest reserved for library state.
 constexpr int64_t kContextBytes = 64;
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
-/// context made by `fns.create`; continues in a new block.
+/// context made by `fns.create` (its owner word is `fns.tag`); continues in a new block.
 void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns);
 /// A private, unnamed_addr constant global holding `init`.
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);

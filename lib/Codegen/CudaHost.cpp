@@ -5,8 +5,10 @@
 // object holding
 //  * the fatbin as a private constant byte array (8-byte aligned) and the
 //    `aotc_cuda_module` constant naming its kernels (runtime/include/aotc/abi.h);
-//  * <name>_forward(in, out, saved, scratch, exec) and
-//    <name>_backward(in, saved, tangents, grads, scratch, exec): first every
+//  * <name>_context_create/_destroy (HostCommon.cpp, as the CPU object's);
+//  * <name>_forward(ctx, in, out, saved, scratch, exec) and
+//    <name>_backward(ctx, in, saved, tangents, grads, scratch, exec): first the context is
+//    checked (AOTC_ERROR_CONTEXT), then every
 //    tensor pointer is checked for AOTC_CUDA_ALIGNMENT (a failure returns the code
 //    of a message naming the tensor, the pointer in error_value); then, in kernel
 //    order, one aotc_cuda_launch per Loop kernel (and per GEMM extern kernel's init

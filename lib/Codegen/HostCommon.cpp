@@ -70,6 +70,11 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
   llvm::FunctionCallee callocFn = M.getOrInsertFunction("calloc", llvm::FunctionType::get(ptr, {i64, i64}, false));
   llvm::FunctionCallee freeFn = M.getOrInsertFunction("free", llvm::FunctionType::get(b.getVoidTy(), {ptr}, false));
   ContextFns f;
+  // The owner word points at a constant whose bytes name the program, so no two programs'
+  // tags can be merged (identical-code folding could merge their create functions).
+  auto *tagInit = llvm::ConstantDataArray::getString(C, "aotc_context:" + prog);
+  f.tag = new llvm::GlobalVariable(M, tagInit->getType(), true, llvm::GlobalValue::PrivateLinkage, tagInit,
+                                   prog + ".context_tag");
   f.create = llvm::Function::Create(llvm::FunctionType::get(ptr, {}, false), llvm::GlobalValue::ExternalLinkage,
                                     prog + "_context_create", M);
   f.create->addFnAttr(llvm::Attribute::NoUnwind);
@@ -80,7 +85,7 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
   llvm::Value *p = b.CreateCall(callocFn, {b.getInt64(1), b.getInt64(kContextBytes)}, "ctx");
   b.CreateCondBr(b.CreateIsNull(p), done, init);
   b.SetInsertPoint(init);
-  b.CreateAlignedStore(f.create, p, llvm::Align(8)); // the owner word
+  b.CreateAlignedStore(f.tag, p, llvm::Align(8)); // the owner word
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRet(p);
@@ -103,7 +108,7 @@ void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns)
   b.CreateCondBr(b.CreateIsNull(ctx), bad, notNull);
   b.SetInsertPoint(notNull);
   llvm::Value *owner = b.CreateAlignedLoad(llvm::PointerType::get(C, 0), ctx, llvm::Align(8), "ctx.owner");
-  b.CreateCondBr(b.CreateICmpEQ(owner, fns.create), ok, bad);
+  b.CreateCondBr(b.CreateICmpEQ(owner, fns.tag), ok, bad);
   b.SetInsertPoint(bad);
   b.CreateRet(b.getInt32(AOTC_ERROR_CONTEXT));
   b.SetInsertPoint(ok);

@@ -199,6 +199,7 @@ void Parser::prescanTargets() {
   std::string trace;
   for (size_t i = 0; i < toks_.size(); ++i) {
     const Tok &t = toks_[i];
+    if (isName(t, "def")) trace.clear(); // as parseDef does for curTrace_
     if (t.kind == TK::Comment) {
       if (t.text.rfind("File:", 0) == 0) trace = t.text;
       else if (t.text.rfind("No stacktrace found", 0) == 0) trace.clear();

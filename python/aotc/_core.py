@@ -525,7 +525,8 @@ class Program:
         msg = (self.errors[rc - 1] if 0 < rc <= len(self.errors)
                else "AOTC_ERROR_CONTEXT: no context or another program's" if rc == ERROR_CONTEXT
                else f"unknown error code (the program lists {len(self.errors)})")
-        raise AotcError(self.name, entry, rc, msg, self.error_value(scratch_ptr))
+        value = 0 if rc == ERROR_CONTEXT else self.error_value(scratch_ptr)  # no value was written
+        raise AotcError(self.name, entry, rc, msg, value)
 
     def call_forward(self, in_ptrs, out_ptrs, saved_ptr, scratch_ptr=None):
         """`<name>_forward` on raw addresses (ints; every buffer 64-byte aligned and of

@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
   if (rc == 0) rc = p->backward(ctx, in, saved, tan, grads, scratch);
   if (rc != 0) {
     fprintf(stderr, "error: code %d: %s (value %lld)\n", rc,
-            rc <= p->num_errors ? p->errors[rc - 1] : "?",
+            rc > 0 && rc <= p->num_errors ? p->errors[rc - 1] : "?",
             p->error_value_offset >= 0 ? (long long)*(const int64_t *)((const char *)scratch + p->error_value_offset) : 0LL);
     return 1;
   }

@@ -54,7 +54,9 @@ using aotc_gpu::ck;
 
 void ckRc(int rc, const char *what) {
   if (rc != 0) {
-    const char *msg = rc > 0 && rc <= kBase.num_errors ? kBase.errors[rc - 1] : aotc_cuda_last_error();
+    const char *msg = rc > 0 && rc <= kBase.num_errors ? kBase.errors[rc - 1]
+                      : rc == AOTC_ERROR_CONTEXT ? "AOTC_ERROR_CONTEXT: no context or another program's"
+                                                 : aotc_cuda_last_error();
     die(std::string(what) + " returned " + std::to_string(rc) + ": " + msg);
   }
 }
@@ -79,7 +81,10 @@ struct DeviceModel {
   /// weights/golden NULL: deterministic random floating inputs, zero integer inputs.
   DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden) {
     ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    ckRc(ctx ? 0 : -1, "context_create");
+    if (!ctx) {
+      std::fprintf(stderr, "train_cuda: %s_context_create returned NULL (out of memory)\n", kBase.name);
+      std::exit(2);
+    }
     ckRc(aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
     for (int i = 0; i < kBase.num_inputs; ++i) {
       const aotc_tensor_desc &d = kBase.inputs[i];
