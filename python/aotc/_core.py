@@ -399,6 +399,24 @@ class SavedState:
 Context = SavedState
 
 
+class _OwnedContext:
+    """One aotc_context, destroyed with this object (kept in a threading.local, so when its
+    thread ends or its Program is collected). The library stays loaded (_LOADED_LIBS)."""
+
+    __slots__ = ("ptr", "_destroy")
+
+    def __init__(self, create, destroy, name):
+        self.ptr = create()
+        if not self.ptr:
+            raise MemoryError(f"{name}_context_create returned NULL")
+        self._destroy = destroy
+
+    def __del__(self):
+        if self.ptr:
+            self._destroy(self.ptr)
+            self.ptr = None
+
+
 class Program:
     """An aotc program in a shared library: `Program(path, name=None)`.
 
@@ -411,7 +429,7 @@ class Program:
     One Program owns one scratch arena; calls without an explicit scratch serialize on
     a lock, so a Program may be shared between threads. It owns one ABI context per
     thread that calls it (`<name>_context_create`, made at the thread's first call and
-    destroyed with the Program).
+    destroyed when that thread ends or the Program is collected).
     Raises OSError (cannot load) or AbiError (no descriptor, other ABI version).
     """
 
@@ -460,8 +478,7 @@ class Program:
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
         self._context_create, self._context_destroy = c.context_create, c.context_destroy
-        self._contexts = {}  # thread ident -> aotc_context address
-        self._contexts_lock = threading.Lock()
+        self._contexts = threading.local()  # .ctx: this thread's _OwnedContext
         self._scratch = AlignedBuffer(self.scratch_bytes)
         self._lock = threading.Lock()
         with _LIBS_LOCK:
@@ -503,20 +520,13 @@ class Program:
 
     # -- the ABI context -----------------------------------------------------------------
     def context(self):
-        """This thread's ABI context (the address of an aotc_context), made on first use."""
-        tid = threading.get_ident()
-        ctx = self._contexts.get(tid)
-        if ctx is None:
-            ctx = self._context_create()
-            if not ctx:
-                raise MemoryError(f"{self.name}_context_create returned NULL")
-            with self._contexts_lock:
-                self._contexts[tid] = ctx
-        return ctx
-
-    def __del__(self):
-        for ctx in getattr(self, "_contexts", {}).values():
-            self._context_destroy(ctx)
+        """This thread's ABI context (the address of an aotc_context), made on first use.
+        It is destroyed when the thread ends or the Program goes away, whichever is first."""
+        owned = getattr(self._contexts, "ctx", None)
+        if owned is None:
+            owned = _OwnedContext(self._context_create, self._context_destroy, self.name)
+            self._contexts.ctx = owned
+        return owned.ptr
 
     # -- raw entry points ----------------------------------------------------------------
     def _check_rc(self, entry, rc, scratch_ptr=None):

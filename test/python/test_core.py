@@ -356,6 +356,10 @@ class AbiChecks(unittest.TestCase):
         self.assertEqual(live.value, 1)  # one context for this thread, made once
         p.forward([])
         self.assertEqual(live.value, 1)
+        t = threading.Thread(target=lambda: p.forward([]))
+        t.start()
+        t.join()
+        self.assertEqual(live.value, 1)  # the thread's own context went with the thread
         del p
         import gc
         gc.collect()
