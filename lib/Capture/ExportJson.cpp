@@ -659,7 +659,10 @@ void Reader::readOutputs(const json &graph, const json &sig) {
   const json *specs = sig.contains("output_specs") ? &sig["output_specs"] : nullptr;
   if (specs && (!specs->is_array() || specs->size() != outs.size()))
     fail("signature.output_specs does not match graph.outputs");
-  std::vector<Node *> result;
+  // User outputs first, then the new values of mutated inputs (abi.h's order; torch.export
+  // puts the mutations first): the loss is out[0] whatever the export order.
+  std::vector<Node *> result, mutations;
+  std::vector<std::string> mutated; // input names, parallel to `mutations`
   for (size_t i = 0; i < outs.size(); ++i) {
     std::string ctx = "graph.outputs[" + std::to_string(i) + "]";
     auto [k, v] = unionOf(outs[i], ctx);
@@ -667,10 +670,15 @@ void Reader::readOutputs(const json &graph, const json &sig) {
     std::string name = tensorName(*v, ctx);
     auto it = values_.find(name);
     if (it == values_.end()) fail(ctx + ": returns '" + name + "', which no input or node defines (dangling reference)");
-    result.push_back(it->second);
-    if (!specs) continue;
+    if (!specs) {
+      result.push_back(it->second);
+      continue;
+    }
     auto [sk, sv] = unionOf((*specs)[i], "output_specs[" + std::to_string(i) + "]");
-    if (sk == "user_output" || sk == "loss_output") continue;
+    if (sk == "user_output" || sk == "loss_output") {
+      result.push_back(it->second);
+      continue;
+    }
     if (sk == "buffer_mutation" || sk == "parameter_mutation" || sk == "user_input_mutation") {
       const char *key = sk == "buffer_mutation" ? "buffer_name"
                         : sk == "parameter_mutation" ? "parameter_name" : "user_input_name";
@@ -681,13 +689,18 @@ void Reader::readOutputs(const json &graph, const json &sig) {
       for (Node *ph : p_.forward.placeholders())
         if ((sk == "user_input_mutation" ? ph->name : ph->fqn) == target) in = ph;
       if (!in) fail("output_specs[" + std::to_string(i) + "]: mutates unknown input '" + target + "'");
-      p_.mutatedInputs.push_back({(int)i, in->name});
+      mutations.push_back(it->second);
+      mutated.push_back(in->name);
       continue;
     }
     if (sk == "gradient_to_parameter" || sk == "gradient_to_user_input")
       fail("output_specs[" + std::to_string(i) + "]: '" + sk +
            "': joint (training) exports are not supported; export the forward only");
     fail("output_specs[" + std::to_string(i) + "]: output kind '" + sk + "' is not supported");
+  }
+  for (size_t k = 0; k < mutations.size(); ++k) {
+    p_.mutatedInputs.push_back({(int)result.size(), mutated[k]});
+    result.push_back(mutations[k]);
   }
   p_.forward.setOutputs(result);
 }

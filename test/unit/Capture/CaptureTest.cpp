@@ -187,7 +187,9 @@ TEST_CASE("capture: buffer mutation output is recorded", "[capture]") {
   CHECK(buf->fqn == "buf");
   CHECK_FALSE(buf->requiresGrad);
   REQUIRE(p.mutatedInputs.size() == 1);
-  CHECK(p.mutatedInputs[0] == std::pair<int, std::string>{0, "b_buf"});
+  // User outputs first (abi.h): the export lists the mutation before the loss.
+  CHECK(p.mutatedInputs[0] == std::pair<int, std::string>{1, "b_buf"});
+  CHECK(p.forward.outputs()[1]->name == "add");
   CHECK(w.size() == 3);
 }
 
