@@ -122,22 +122,31 @@ struct RunResult {
   std::vector<RefTensor> outputs, grads;
 };
 
+/// One buffer per descriptor of `descs` (bytes filled with `fill`) and their addresses.
+template <class Ptr> struct BufList {
+  std::vector<Buf> bufs;
+  std::vector<Ptr> ptrs;
+  void add(Buf b) {
+    bufs.push_back(std::move(b));
+    ptrs.push_back(bufs.back().get());
+  }
+};
+template <class Ptr> BufList<Ptr> buffersFor(const aotc_tensor_desc *descs, int n, unsigned char fill) {
+  BufList<Ptr> l;
+  for (int i = 0; i < n; ++i) l.add(Buf(descs[i].bytes, fill));
+  return l;
+}
+
 inline RunResult run(const Loaded &L, const std::vector<RefTensor> &inputs,
                      const std::vector<RefTensor> *tangents, unsigned char scratchFill = 0xff) {
   const aotc_program &P = *L.prog;
   RunResult r;
-  std::vector<Buf> in;
-  std::vector<const void *> inp;
-  for (auto &t : inputs) {
-    in.push_back(toBuf(t));
-    inp.push_back(in.back().get());
-  }
-  std::vector<Buf> out;
-  std::vector<void *> outp;
-  for (int i = 0; i < P.num_outputs; ++i) {
-    out.emplace_back(P.outputs[i].bytes, 0xcd);
-    outp.push_back(out.back().get());
-  }
+  BufList<const void *> inL;
+  for (auto &t : inputs) inL.add(toBuf(t));
+  std::vector<const void *> &inp = inL.ptrs;
+  BufList<void *> outL = buffersFor<void *>(P.outputs, P.num_outputs, 0xcd);
+  std::vector<Buf> &out = outL.bufs;
+  std::vector<void *> &outp = outL.ptrs;
   Buf saved(P.saved_bytes, 0xab), scratch(P.scratch_bytes, scratchFill);
   std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx(P.context_create(), P.context_destroy);
   r.fwdRc = P.forward(ctx.get(), inp.data(), outp.data(), saved.get(), scratch.get());

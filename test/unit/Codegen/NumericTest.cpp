@@ -390,18 +390,11 @@ TEST_CASE("numeric: the ABI context: made once per caller, another program's (or
   REQUIRE(mine);
   REQUIRE(theirs);
   CHECK(mine != theirs);
-  std::vector<Buf> in;
-  std::vector<const void *> inp;
-  for (int i = 0; i < P.num_inputs; ++i) {
-    in.emplace_back(P.inputs[i].bytes, 0);
-    inp.push_back(in.back().get());
-  }
-  std::vector<Buf> out;
-  std::vector<void *> outp;
-  for (int i = 0; i < P.num_outputs; ++i) {
-    out.emplace_back(P.outputs[i].bytes, 0xcd);
-    outp.push_back(out.back().get());
-  }
+  BufList<const void *> inL = buffersFor<const void *>(P.inputs, P.num_inputs, 0);
+  BufList<void *> outL = buffersFor<void *>(P.outputs, P.num_outputs, 0xcd);
+  std::vector<const void *> &inp = inL.ptrs;
+  std::vector<void *> &outp = outL.ptrs;
+  std::vector<Buf> &out = outL.bufs;
   Buf saved(P.saved_bytes), scratch(P.scratch_bytes);
   CHECK(P.forward(nullptr, inp.data(), outp.data(), saved.get(), scratch.get()) == AOTC_ERROR_CONTEXT);
   CHECK(P.forward(theirs, inp.data(), outp.data(), saved.get(), scratch.get()) == AOTC_ERROR_CONTEXT);
