@@ -23,7 +23,6 @@
 #include "aotc/OpRegistry.h"
 
 #include <algorithm>
-#include <set>
 #include <unordered_map>
 
 namespace aotc {
@@ -189,7 +188,7 @@ private:
   }
 
   bool isMatmul(const Node *n) {
-    const OpLowering *l = n->isCall() ? findLowering(n->target) : nullptr;
+    const OpLowering *l = findLowering(*n);
     return l && l->kind == LoweringKind::Matmul;
   }
 
@@ -238,7 +237,7 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
   // gather of one element per row; no [N, C] buffer between the two kernels).
   size_t full = 0;
   for (Node *u : eff) {
-    const OpLowering *l = u->isCall() ? findLowering(u->target) : nullptr;
+    const OpLowering *l = findLowering(*u);
     bool picks = l && (l->kind == LoweringKind::Gather || l->kind == LoweringKind::IndexSelect) &&
                  readsAsData(u, n);
     full += picks ? 0 : 1;
@@ -344,15 +343,13 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
     if (auto *dims = std::get_if<std::vector<int64_t>>(&n->args[1])) {
       all = dims->empty();
       for (int64_t d : *dims) {
-        auto w = wrapDim(d, r);
-        if (!w) nodeError(*n, "codegen: dimension out of range");
-        if (r > 0) mask[*w] = true;
+        int64_t w = wrapDimOrError(*n, d, r);
+        if (r > 0) mask[w] = true;
       }
     } else if (std::holds_alternative<int64_t>(n->args[1])) {
       all = false;
-      auto w = wrapDim(n->intArg(1), r);
-      if (!w) nodeError(*n, "codegen: dimension out of range");
-      if (r > 0) mask[*w] = true;
+      int64_t w = wrapDimOrError(*n, n->intArg(1), r);
+      if (r > 0) mask[w] = true;
     }
   }
   if (all) mask.assign(r, true);
@@ -487,7 +484,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   const Node *tu = nullptr;
   if (!add && !batched && !outSlots_.count(n) && users_[n].size() == 1) {
     const Node *u = users_[n][0];
-    const OpLowering *ul = u->isCall() ? findLowering(u->target) : nullptr;
+    const OpLowering *ul = findLowering(*u);
     bool transpose = false;
     if (ul && ul->kind == LoweringKind::View) {
       IndexMap m = ul->view(*u, ot.shape, u->type().shape);
@@ -596,9 +593,8 @@ void GraphFuser::defineGather(const Node *n) {
   Node *src = n->tensorArg(0);
   Val in = val(src);
   int r = (int)in.type.shape.size();
-  auto w = wrapDim(n->intArg(1), r);
-  if (!w) nodeError(*n, "codegen: dimension out of range");
-  int64_t dim = r == 0 ? 0 : *w;
+  int64_t w = wrapDimOrError(*n, n->intArg(1), r);
+  int64_t dim = r == 0 ? 0 : w;
   Node *idxNode = n->tensorArg(2);
   Val idx = val(idxNode);
   const Shape &os = n->type().shape;
@@ -645,9 +641,7 @@ void GraphFuser::defineIndexSelect(const Node *n) {
   Node *src = n->tensorArg(0);
   Val in = val(src);
   int r = (int)in.type.shape.size();
-  auto w = wrapDim(n->intArg(1), r);
-  if (!w) nodeError(*n, "codegen: dimension out of range");
-  int64_t dim = *w;
+  int64_t dim = wrapDimOrError(*n, n->intArg(1), r);
   Val idx = val(n->tensorArg(2));
   const Shape &os = n->type().shape;
   int nr = (int)os.size();
@@ -680,9 +674,8 @@ void GraphFuser::defineIndexSelect(const Node *n) {
 void GraphFuser::defineScatterAdd(const Node *n) {
   Val self = val(n->tensorArg(0));
   int r = (int)self.type.shape.size();
-  auto w = wrapDim(n->intArg(1), r);
-  if (!w) nodeError(*n, "codegen: dimension out of range");
-  int64_t dim = r == 0 ? 0 : *w;
+  int64_t w = wrapDimOrError(*n, n->intArg(1), r);
+  int64_t dim = r == 0 ? 0 : w;
   Node *idxNode = n->tensorArg(2);
   Val idx = val(idxNode);
   Val src = val(n->tensorArg(3));

@@ -87,6 +87,10 @@ struct IndexMap {
 /// Applies an index map to every load of e (returns e unchanged for rank-0 identity).
 ERef applyIndexMap(const ERef &e, const IndexMap &map);
 
+/// Dimension `d` of a rank-`rank` tensor wrapped as ATen's maybe_wrap_dim (wrapDim, Types.h);
+/// out of range: nodeError "codegen: dimension out of range". Defined in ViewScatter.cpp.
+int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank);
+
 /// The value of slice_scatter / select_scatter node `n` (ViewScatter.cpp) over
 /// its output index space (`shape`): self where the element is off the slice,
 /// src (re-indexed, clamped) on it. Errors: nodeError for bad dims/indices.

@@ -133,12 +133,6 @@ ERef clampBy(const PointwiseArgs &a, ERef e, size_t i, ScalarOp cmp) {
 
 //===-- View rules ----------------------------------------------------------===//
 
-int64_t wrap(const Node &n, int64_t d, int64_t rank) {
-  auto w = wrapDim(d, rank);
-  if (!w) nodeError(n, "codegen: dimension out of range");
-  return *w;
-}
-
 /// New dim k = old dim perm[k]  =>  old var perm[k] = new var k.
 IndexMap permutation(const std::vector<int> &perm, int newRank) {
   std::vector<int> pos(perm.size());
@@ -156,7 +150,7 @@ IndexMap permuteRule(const Node &n, const Shape &in, const Shape &out) {
   int r = (int)in.size();
   std::vector<int> perm(r);
   auto &dims = n.intListArg(1);
-  for (int i = 0; i < r; ++i) perm[i] = (int)wrap(n, dims[i], r);
+  for (int i = 0; i < r; ++i) perm[i] = (int)wrapDimOrError(n, dims[i], r);
   return permutation(perm, (int)out.size());
 }
 
@@ -171,7 +165,7 @@ IndexMap tRule(const Node &, const Shape &in, const Shape &out) {
 IndexMap transposeRule(const Node &n, const Shape &in, const Shape &out) {
   int r = (int)in.size();
   std::vector<int> perm = identityPerm(r);
-  int64_t a = wrap(n, n.intArg(1), r), b = wrap(n, n.intArg(2), r);
+  int64_t a = wrapDimOrError(n, n.intArg(1), r), b = wrapDimOrError(n, n.intArg(2), r);
   if (r >= 2) std::swap(perm[a], perm[b]);
   return permutation(perm, (int)out.size());
 }
@@ -195,7 +189,7 @@ IndexMap squeezeRule(const Node &, const Shape &in, const Shape &out) {
 /// slice(self, dim, start, end, step): old var dim = start + step * new var dim.
 IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
   int r = (int)in.size();
-  int64_t dim = wrap(n, n.intArg(1), r);
+  int64_t dim = wrapDimOrError(n, n.intArg(1), r);
   int64_t size = in[dim];
   int64_t start = n.isNoneArg(2) ? 0 : n.intArg(2);
   int64_t step = n.isNoneArg(4) ? 1 : n.intArg(4);
@@ -210,7 +204,7 @@ IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
 /// select(self, dim, index): old var dim = index; the later dims move down by one.
 IndexMap selectRule(const Node &n, const Shape &in, const Shape &out) {
   int r = (int)in.size();
-  int64_t dim = wrap(n, n.intArg(1), r);
+  int64_t dim = wrapDimOrError(n, n.intArg(1), r);
   int64_t idx = n.intArg(2);
   if (idx < 0) idx += in[dim];
   if (idx < 0 || idx >= in[dim]) nodeError(n, "codegen: select index out of range");

@@ -71,6 +71,8 @@ struct OpLowering {
 const std::map<std::string, OpLowering> &loweringTable();
 /// The entry of canonical `target`, or nullptr when codegen cannot lower it.
 const OpLowering *findLowering(const std::string &target);
+/// The entry of a call node's target; nullptr for other nodes and unknown targets.
+inline const OpLowering *findLowering(const Node &n) { return n.isCall() ? findLowering(n.target) : nullptr; }
 
 /// The op's short name for --emit=kernels ("aten.add.Tensor" -> "add").
 std::string opBase(const std::string &target);

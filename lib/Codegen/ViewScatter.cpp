@@ -37,13 +37,13 @@ ERef indexOf(int rank, int64_t dim) {
   return mkIndex(std::move(a));
 }
 
-int64_t wrapOrError(const Node &n, int64_t d, int64_t rank) {
+} // namespace
+
+int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank) {
   auto w = wrapDim(d, rank);
   if (!w) nodeError(n, "codegen: dimension out of range");
   return *w;
 }
-
-} // namespace
 
 ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Shape &shape) {
   int r = (int)shape.size();
@@ -51,7 +51,7 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Sh
   DType t = n.type().dtype;
   ERef s = mkCast(src, t), x = mkCast(self, t);
   if (n.target == "aten.select_scatter.default") {
-    int64_t dim = wrapOrError(n, n.intArg(2), r);
+    int64_t dim = wrapDimOrError(n, n.intArg(2), r);
     int64_t idx = n.intArg(3);
     if (idx < 0) idx += shape[dim];
     if (idx < 0 || idx >= shape[dim]) nodeError(n, "codegen: select_scatter index out of range");
