@@ -73,6 +73,10 @@ private:
   std::vector<std::string> diags_;
 };
 
+/// The last line of capture's all-unsupported-ops report (DiagnosticList::throwIfAny's summary):
+/// "2 unsupported ops in 3 nodes (docs/ops.md lists the ops aotc reads)".
+std::string unsupportedOpsSummary(size_t ops, size_t nodes);
+
 /// Formats the node diagnostic without throwing (used for warnings and runtime messages).
 std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);
 

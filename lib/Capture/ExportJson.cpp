@@ -538,26 +538,17 @@ void Reader::checkTargets(const json &nodes) {
     std::string uses = g.count == 1 ? "" : " (" + std::to_string(g.count) + " nodes; the first is shown)";
     diags_.add(nodeDiag(nodes[g.first], g.problem + uses));
   }
-  std::string summary;
-  if (!order.empty())
-    summary = std::to_string(order.size()) + " unsupported op" + (order.size() == 1 ? "" : "s") + " in " +
-              std::to_string(bad) + " node" + (bad == 1 ? "" : "s") + " (docs/ops.md lists the ops aotc reads)";
-  diags_.throwIfAny(summary);
+  diags_.throwIfAny(order.empty() ? "" : unsupportedOpsSummary(order.size(), bad));
 }
 
 void Reader::buildNode(const json &jn) {
   const json &tj = field(jn, "target", "node");
   if (!tj.is_string()) failNode(jn, "'target' must be a string");
   std::string raw = tj.get<std::string>();
-  if (raw.rfind("torch.ops.higher_order.", 0) == 0) failNode(jn, "higher-order op '" + raw + "' is not supported");
-  if (raw.rfind("torch.ops.", 0) != 0) {
-    if (raw.rfind("_operator.", 0) == 0 || raw.rfind("torch.sym_", 0) == 0 || raw.rfind("math.", 0) == 0)
-      failNode(jn, "symbolic-shape op '" + raw + "': dynamic shapes not supported yet");
-    failNode(jn, "unknown op '" + raw + "'");
-  }
+  if (std::string why = targetProblem(raw); !why.empty()) failNode(jn, why); // checkTargets reported it already
   std::string target = canonicalTarget(raw);
   const OpDef *def = OpRegistry::get().lookup(target);
-  if (!def) failNode(jn, "unknown op '" + raw + "'");
+  AOTC_ASSERT(def, "capture: targetProblem accepted the unknown op '" + raw + "'");
   const auto &sargs = def->schema.args;
   std::string stack;
   if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("stack_trace") &&

@@ -233,11 +233,7 @@ void Parser::prescanTargets() {
     diags.add(g.first.str() + ": error: unknown op 'torch.ops." + target + "'" + uses +
               (g.trace.empty() ? "" : "\n  stack_trace: " + g.trace));
   }
-  std::string summary;
-  if (!order.empty())
-    summary = std::to_string(order.size()) + " unsupported op" + (order.size() == 1 ? "" : "s") + " in " +
-              std::to_string(bad) + " node" + (bad == 1 ? "" : "s") + " (docs/ops.md lists the ops aotc reads)";
-  diags.throwIfAny(summary);
+  diags.throwIfAny(order.empty() ? "" : unsupportedOpsSummary(order.size(), bad));
 }
 
 void Parser::parseDef(int defIndent) {

@@ -52,6 +52,11 @@ void DiagnosticList::throwIfAny(const std::string &summary) const {
   throw Error(Error::Kind::User, all);
 }
 
+std::string unsupportedOpsSummary(size_t ops, size_t nodes) {
+  return std::to_string(ops) + " unsupported op" + (ops == 1 ? "" : "s") + " in " + std::to_string(nodes) +
+         " node" + (nodes == 1 ? "" : "s") + " (docs/ops.md lists the ops aotc reads)";
+}
+
 void warning(const std::string &msg) { std::cerr << "warning: " << msg << "\n"; }
 
 } // namespace aotc
