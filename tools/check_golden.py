@@ -7,7 +7,8 @@ Usage: check_golden.py RESULT GOLDEN [--tol 1e-4] [--grad-key-prefix grad.]
                        [--no-loss] [--no-param-final] [-v]
 
 GOLDEN (written by tools/export/gen_models.py) holds input.<name>, param.<FQN>,
-grad.<FQN> (step 0), grad.<input> (optional), loss f32[S], param_final.<FQN>.
+grad.<FQN> (step 0), grad.<input> (optional), loss f32[S], param_final.<FQN>, and
+buffer_final.<FQN> for buffers the model mutates (after S steps).
 RESULT holds the same kinds of tensors under configurable key prefixes; e.g. the
 example writes loss, grad.<FQN>, param_final.<FQN>, and `aotc run` writes
 grad_<name> (--grad-key-prefix grad_ --no-loss --no-param-final).
@@ -19,8 +20,10 @@ Errors (g = golden, a = result, per tensor T):
   max_rel_loss_err  = max_k |l_k - g_k| / |g_k| over the first len(l) steps
                       (len(l) may be < S, e.g. 1 for a single forward)
   max_rel_param_err = max over param_final.<FQN> of err(T)
+  max_rel_buffer_err = max over the golden's buffer_final.<FQN> of err(T) (RESULT must
+                      have each; skipped with --no-param-final)
 A NaN anywhere counts as an infinite error. Prints one line
-  max_rel_grad_err=%.9g max_rel_loss_err=%.9g max_rel_param_err=%.9g
+  max_rel_grad_err=%.9g max_rel_loss_err=%.9g max_rel_param_err=%.9g max_rel_buffer_err=%.9g
 (a skipped check prints 0) and, on failure, the offending tensors on stderr.
 Exit: 0 all errors <= tol; 1 an error > tol, or a needed tensor missing / of the wrong
 shape; 2 malformed file or bad command line.
@@ -232,8 +235,15 @@ def main(argv):
             per["param_final " + name] = e = c.tensor_err(args.param_key_prefix + name,
                                                          "param_final." + name)
             param_err = max(param_err, e)
+    # Buffers the golden has final values of (a mutated buffer: batch norm's statistics).
+    buffer_err = 0.0
+    if not args.no_param_final:
+        for name in sorted(k[len("buffer_final."):] for k in golden if k.startswith("buffer_final.")):
+            per["buffer_final " + name] = e = c.tensor_err("buffer_final." + name,
+                                                          "buffer_final." + name)
+            buffer_err = max(buffer_err, e)
     print(f"max_rel_grad_err={grad_err:.9g} max_rel_loss_err={loss_err:.9g} "
-          f"max_rel_param_err={param_err:.9g}", flush=True)
+          f"max_rel_param_err={param_err:.9g} max_rel_buffer_err={buffer_err:.9g}", flush=True)
     if args.verbose:
         for k, e in per.items():
             print(f"  {k}: {e:.9g}", file=sys.stderr)

@@ -169,6 +169,14 @@ struct Program {
   /// Mutated inputs after functionalization: (output index, input name).
   std::vector<std::pair<int, std::string>> mutatedInputs;
 
+  /// The name of the input whose new value forward output k is (mutatedInputs), or nullptr.
+  const std::string *mutatedInputOf(int k) const;
+  /// Whether forward output k, of dtype dt, is differentiable, i.e. gets a tangent placeholder
+  /// in the joint graph and a tangents[k] in the ABI: a floating dtype and not a mutated
+  /// input's new value (as AOTAutograd: batch norm's running statistics get no cotangent).
+  /// The one rule the joint builder, gradcheck and codegen share.
+  bool outputHasTangent(int k, DType dt) const;
+
   /// Deep copy (both graphs and all bookkeeping).
   Program clone() const;
 };

@@ -222,6 +222,7 @@ struct AbiTensor {
   TensorType type;
   int role = 0;       ///< aotc_role.
   bool requiresGrad = false;
+  int updatesInput = -1; ///< Outputs: index into inputs of the input this is the new value of.
 };
 
 /// The whole planned program: forward and backward kernel graphs plus the ABI.

@@ -206,10 +206,11 @@ void JointBuilder::run() {
   AOTC_ASSERT(g_.outputNode(), "buildJoint: graph has no output node");
   analyze(outputs);
 
-  // Tangents, one per floating output, in output order.
+  // Tangents, one per differentiable output (Program::outputHasTangent), in output order.
   int tangentNo = 0;
-  for (Node *o : outputs) {
-    if (!isFloating(o->type().dtype)) continue;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    Node *o = outputs[k];
+    if (!p_.outputHasTangent((int)k, o->type().dtype)) continue;
     // AOTAutograd's names; a forward that already uses one gets FX's "_1" suffix
     // (the role, not the name, marks a tangent).
     std::string name = g_.uniqueName("tangents_" + std::to_string(++tangentNo));

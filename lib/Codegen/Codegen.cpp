@@ -32,11 +32,17 @@ static const char *cDType(DType d) {
   return "?";
 }
 
-static void tensorLines(std::ostringstream &os, const char *arr, const std::vector<AbiTensor> &ts) {
-  for (size_t i = 0; i < ts.size(); ++i)
+static void tensorLines(std::ostringstream &os, const char *arr, const std::vector<AbiTensor> &ts,
+                        const std::vector<AbiTensor> *inputs = nullptr) {
+  for (size_t i = 0; i < ts.size(); ++i) {
     os << " *   " << arr << "[" << i << "] " << ts[i].name << ": " << dtypeAbbr(ts[i].type.dtype)
        << shapeStr(ts[i].type.shape) << " " << cDType(ts[i].type.dtype) << ", " << ts[i].type.bytes()
-       << " bytes\n";
+       << " bytes";
+    if (inputs && ts[i].updatesInput >= 0)
+      os << ", new value of in[" << ts[i].updatesInput << "] " << (*inputs)[ts[i].updatesInput].name
+         << " (copy it there after the step)";
+    os << "\n";
+  }
 }
 
 std::string emitHeader(const KernelProgram &kp, const std::string &target) {
@@ -59,8 +65,8 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << " * Inputs (forward in[], and again backward in[]):\n";
   tensorLines(os, "in", kp.inputs);
   os << " * Outputs (forward out[]; backward tangents[] has the same shapes, NULL for\n"
-     << " * non-floating outputs):\n";
-  tensorLines(os, "out", kp.outputs);
+     << " * non-floating outputs and for the new values of mutated inputs):\n";
+  tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"

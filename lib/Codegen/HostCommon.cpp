@@ -145,7 +145,8 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
     elems.push_back(llvm::ConstantStruct::get(
         descTy, {stringConstant(M, t.name), b.getInt32(dt), b.getInt32(t.role),
                  b.getInt32((int)t.type.shape.size()), b.getInt32(t.requiresGrad ? 1 : 0), shape,
-                 b.getInt64(t.type.numel()), b.getInt64(t.type.bytes())}));
+                 b.getInt64(t.type.numel()), b.getInt64(t.type.bytes()), b.getInt32(t.updatesInput),
+                 b.getInt32(0)}));
   }
   auto *at = llvm::ArrayType::get(descTy, elems.size());
   return new llvm::GlobalVariable(M, at, true, llvm::GlobalValue::PrivateLinkage,
@@ -163,7 +164,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   llvm::Type *p = llvm::PointerType::get(C, 0);
   llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
-  if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t}, "aotc_tensor_desc");
+  if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i32t, i32t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
       C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p},
       "aotc_program");

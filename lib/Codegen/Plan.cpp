@@ -138,6 +138,12 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
     t.name = fouts[k]->name;
     t.type = fouts[k]->type();
     t.role = 3;
+    if (const std::string *mut = p.mutatedInputOf(k)) {
+      for (size_t i = 0; i < fph.size(); ++i)
+        if (fph[i]->name == *mut) t.updatesInput = (int)i;
+      if (t.updatesInput < 0)
+        internalError("codegen: output " + std::to_string(k) + " updates unknown input '" + *mut + "'");
+    }
     kp.outputs.push_back(t);
   }
   if (hasBwd)
@@ -182,10 +188,10 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
 
   if (hasBwd) {
     KernelGraph &kg = kp.backward;
-    // Tangent k <-> k-th floating user output.
+    // Tangent k <-> k-th differentiable forward output (Program::outputHasTangent).
     std::vector<int> floatingOut;
     for (int k = 0; k < nUser; ++k)
-      if (isFloating(fouts[k]->type().dtype)) floatingOut.push_back(k);
+      if (p.outputHasTangent(k, fouts[k]->type().dtype)) floatingOut.push_back(k);
     std::vector<int> in;
     int primal = 0, tangent = 0;
     for (Node *ph : p.backward.placeholders()) {

@@ -108,6 +108,14 @@ const char *argKindName(const Arg &a) {
   }
 }
 
+const std::string *Program::mutatedInputOf(int k) const {
+  for (const auto &[idx, name] : mutatedInputs)
+    if (idx == k) return &name;
+  return nullptr;
+}
+
+bool Program::outputHasTangent(int k, DType dt) const { return isFloating(dt) && !mutatedInputOf(k); }
+
 Program Program::clone() const {
   Program q;
   q.stage = stage;

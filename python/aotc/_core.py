@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 3
+ABI_VERSION = 4
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -52,6 +52,8 @@ class aotc_tensor_desc(ctypes.Structure):
         ("shape", ctypes.POINTER(ctypes.c_int64)),
         ("numel", ctypes.c_int64),
         ("bytes", ctypes.c_int64),
+        ("updates_input", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
     ]
 
 
@@ -244,10 +246,13 @@ class TensorDesc:
 
     name (FQN for parameters/buffers), dtype ('f32'...), role ('parameter', 'buffer',
     'user_input', 'output', 'grad'), shape (tuple), numel, nbytes, requires_grad (bool;
-    inputs only), index (position in its list).
+    inputs only), updates_input (outputs only: the index of the input whose new value this
+    output is, e.g. batch norm's running_mean; else -1), differentiable (outputs: gets a
+    tangent: floating and not a mutated input's new value), index (position in its list).
     """
 
-    __slots__ = ("index", "name", "dtype", "role", "shape", "numel", "nbytes", "requires_grad")
+    __slots__ = ("index", "name", "dtype", "role", "shape", "numel", "nbytes", "requires_grad",
+                 "updates_input")
 
     def __init__(self, index, c, what):
         if c.dtype not in _DTYPES or c.role not in _ROLES or c.rank < 0:
@@ -260,10 +265,16 @@ class TensorDesc:
         self.shape = tuple(c.shape[i] for i in range(c.rank))
         self.numel, self.nbytes = c.numel, c.bytes
         self.requires_grad = bool(c.requires_grad)
+        self.updates_input = int(c.updates_input)
         if (self.numel != math.prod(self.shape) or
                 self.nbytes != self.numel * DTYPE_ITEMSIZE[self.dtype]):
             raise AbiError(f"{what}: descriptor of '{self.name}' is inconsistent "
                            f"(shape {list(self.shape)}, numel {self.numel}, bytes {self.nbytes})")
+
+    @property
+    def differentiable(self):
+        """Whether backward takes a tangent for this output (abi.h tangents[i])."""
+        return self.dtype in FLOATING and self.updates_input < 0
 
     @property
     def type_str(self):
@@ -640,8 +651,8 @@ class Program:
         """Runs the backward of the forward that produced `ctx` (consumed).
 
         tangents: None, or one entry per output: None (1 for a 0-d floating output,
-        zeros for other floating outputs, NULL for integer/bool outputs) or a value of
-        the output's dtype and shape. Returns one Tensor per `self.grads` entry (the
+        zeros for other differentiable outputs, NULL for integer/bool outputs and for the
+        new values of mutated inputs) or a value of the output's dtype and shape. Returns one Tensor per `self.grads` entry (the
         gradient of input grad_input_index[j])."""
         if not isinstance(ctx, SavedState) or ctx.consumed:
             raise InputError(f"{self.name}: backward needs a saved state from forward() that was "
@@ -652,7 +663,10 @@ class Program:
                              f"gradients, got {len(tangents)}")
         kept, tptrs = [], []
         for d, t in zip(self.outputs, tangents):
-            if d.dtype not in FLOATING:
+            if not d.differentiable:
+                if t is not None:
+                    raise InputError(f"{self.name}: output '{d.name}' (output {d.index}) is not "
+                                     f"differentiable; pass None as its gradient")
                 tptrs.append(None)
                 continue
             if t is None:
@@ -665,6 +679,42 @@ class Program:
         ctx.consumed = True
         ctx.saved = ctx.inputs = ctx.in_ptrs = None
         return grads
+
+
+    def write_back(self, inputs, outputs):
+        """Copies the new values of mutated inputs (outputs whose `updates_input` is k:
+        batch norm's running statistics) into inputs[k], as PyTorch's in-place buffer update
+        would. Call it after the backward (which reads the values the forward ran on).
+        `inputs`: the forward's inputs (sequence or mapping by name); each updated one must
+        be a writable aotc.Tensor or numpy array. `outputs`: forward's outputs. Returns the
+        number of inputs written."""
+        if isinstance(inputs, Mapping):
+            inputs = [inputs.get(d.name) for d in self.inputs]
+        inputs, outputs = list(inputs), list(outputs)
+        if len(inputs) != len(self.inputs) or len(outputs) != len(self.outputs):
+            raise InputError(f"{self.name}: write_back needs {len(self.inputs)} inputs and "
+                             f"{len(self.outputs)} outputs, got {len(inputs)} and {len(outputs)}")
+        written = 0
+        for d in self.outputs:
+            if d.updates_input < 0:
+                continue
+            dst_desc = self.inputs[d.updates_input]
+            what = f"{dst_desc.role} '{dst_desc.name}' (input {dst_desc.index})"
+            dst, src = inputs[d.updates_input], outputs[d.index]
+            _, src_ptr = self._as_tensor(src, d, f"output '{d.name}' (output {d.index})")
+            if isinstance(dst, Tensor):
+                self._as_tensor(dst, dst_desc, what)
+                view = dst.buffer.memory
+            elif _is_numpy(dst) and dst.flags["C_CONTIGUOUS"] and dst.flags["WRITEABLE"]:
+                self._as_tensor(dst, dst_desc, what)
+                view = memoryview(dst.reshape(-1).view("u1"))
+            else:
+                raise InputError(f"{self.name}: {what} gets a new value but is not writable "
+                                 f"(pass a writable aotc.Tensor or C-contiguous numpy array)")
+            if d.nbytes:
+                view[:d.nbytes] = memoryview((ctypes.c_ubyte * d.nbytes).from_address(src_ptr)).cast("B")
+            written += 1
+        return written
 
 
 def load(path, name=None):

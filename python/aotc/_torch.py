@@ -14,9 +14,10 @@ the remaining (user) inputs are forward's arguments, in placeholder order.
             are kept in ctx through ctx.save_for_backward (so autograd frees the area
             after the backward unless retain_graph, and modifying an input in place
             before the backward is caught by its version check); integer/bool outputs
-            are marked non-differentiable.
-  backward: cotangents of floating outputs (zeros for outputs that received none,
-            NULL for integer/bool ones), <name>_backward, and the gradient of every
+            and mutated inputs' new values are marked non-differentiable; an input an
+            output updates is saved as a copy (the module writes the new value back).
+  backward: cotangents of differentiable outputs (zeros for outputs that received
+            none, NULL for integer/bool ones and mutated inputs' new values), <name>_backward, and the gradient of every
             input that needs one; None for the others (integer inputs, frozen
             parameters, inputs without requires_grad).
 An input that requires grad but whose gradient the program does not compute is an
@@ -29,7 +30,7 @@ import torch
 
 from . import _safetensors
 from ._build import build_library
-from ._core import ALIGNMENT, FLOATING, InputError, Program
+from ._core import ALIGNMENT, InputError, Program
 
 _TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64,
                 "bool": torch.bool, "i32": torch.int32, "u8": torch.uint8}
@@ -110,10 +111,14 @@ class AotcFunction(torch.autograd.Function):
                        saved.data_ptr())
         ctx.runner = runner
         # The saved area travels with the inputs: autograd frees it after the backward
-        # (unless retain_graph) and checks the inputs' versions.
-        ctx.save_for_backward(*ready, saved)
+        # (unless retain_graph) and checks the inputs' versions. An input that an output
+        # updates (a batch-norm buffer) is written back after this call, so the backward
+        # keeps a copy of the value the forward ran on.
+        updated = {d.updates_input for d in p.outputs if d.updates_input >= 0}
+        ctx.save_for_backward(*[t.clone() if i in updated else t for i, t in enumerate(ready)],
+                              saved)
         ctx.mark_non_differentiable(*[o for d, o in zip(p.outputs, outs)
-                                      if d.dtype not in FLOATING])
+                                      if not d.differentiable])
         return tuple(outs)
 
     @staticmethod
@@ -124,7 +129,7 @@ class AotcFunction(torch.autograd.Function):
         *inputs, saved = [_aligned(t) for t in ctx.saved_tensors]
         tangents, tptrs = [], []
         for d, g in zip(p.outputs, grad_outputs):
-            if d.dtype not in FLOATING:
+            if not d.differentiable:
                 tptrs.append(None)
                 continue
             if g is None:
@@ -147,8 +152,9 @@ class CompiledModule(torch.nn.Module):
     """An aotc program as a module: parameters/buffers by FQN, forward(*user_inputs).
 
     forward takes the program's user inputs positionally or by name and returns the
-    single output, or a tuple when the program has several (user outputs, then the new
-    values of mutated inputs, which are returned, not written back).
+    single user output, or a tuple when the program has several; the new values of mutated
+    buffers (batch norm's running statistics) are copied into the module's buffers, as the
+    eager module updates them in place.
     Attributes: program (aotc.Program), build (aotc.BuildResult or None),
     input_names (user input names, in order).
     """
@@ -222,7 +228,17 @@ class CompiledModule(torch.nn.Module):
                 owner, leaf = self._param_paths[d.index]
                 full.append(getattr(owner, leaf))
         outs = AotcFunction.apply(self._runner, *full)
-        return outs[0] if len(outs) == 1 else outs
+        # Mutated buffers (batch norm's running statistics) are updated in place, as the
+        # eager module does; only the user outputs are returned.
+        user = []
+        with torch.no_grad():
+            for d, o in zip(p.outputs, outs):
+                if d.updates_input < 0:
+                    user.append(o)
+                    continue
+                owner, leaf = self._param_paths[d.updates_input]
+                getattr(owner, leaf).copy_(o)
+        return user[0] if len(user) == 1 else tuple(user)
 
     def extra_repr(self):
         lib = self.build.library if self.build else self.program.path

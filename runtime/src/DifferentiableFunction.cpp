@@ -37,6 +37,9 @@ const char *roleWord(int32_t role) {
 
 bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
 
+/// abi.h: an output has a tangent when it is floating and not a mutated input's new value.
+bool isDifferentiableOutput(const aotc_tensor_desc &d) { return isFloatingAbi(d.dtype) && d.updates_input < 0; }
+
 } // namespace
 
 DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : program_(&program) {
@@ -153,10 +156,13 @@ std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
   for (int i = 0; i < p.num_outputs; ++i) {
     const aotc_tensor_desc &d = p.outputs[i];
     const Tensor *g = i < (int)outputGrads.size() ? outputGrads[i] : nullptr;
-    if (!isFloatingAbi(d.dtype)) {
+    if (!isDifferentiableOutput(d)) {
       if (g)
         throw RuntimeError(std::string(p.name) + ": output '" + d.name + "' (output " +
-                           std::to_string(i) + ") is " + descTypeString(d) +
+                           std::to_string(i) + ") is " +
+                           (d.updates_input >= 0 ? std::string("the new value of input '") +
+                                                       p.inputs[d.updates_input].name + "'"
+                                                 : descTypeString(d)) +
                            ", not differentiable; pass nullptr as its gradient");
       continue;
     }
@@ -187,6 +193,31 @@ std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
   if (rc != 0)
     entryPointFailed("backward", rc);
   return grads;
+}
+
+int DifferentiableFunction::writeBack(const std::vector<Tensor *> &inputs,
+                                      const std::vector<Tensor> &outputs) const {
+  const aotc_program &p = *program_;
+  if ((int64_t)inputs.size() != p.num_inputs || (int64_t)outputs.size() != p.num_outputs)
+    throw RuntimeError(std::string(p.name) + ": writeBack needs " + std::to_string(p.num_inputs) +
+                       " inputs and " + std::to_string(p.num_outputs) + " outputs, got " +
+                       std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  int written = 0;
+  for (int i = 0; i < p.num_outputs; ++i) {
+    int k = p.outputs[i].updates_input;
+    if (k < 0) continue;
+    if (k >= p.num_inputs || !inputs[k])
+      throw RuntimeError(std::string(p.name) + ": output " + std::to_string(i) + " updates input " +
+                         std::to_string(k) + ", which is " + (k >= p.num_inputs ? "out of range" : "null"));
+    const aotc_tensor_desc &d = p.inputs[k];
+    if (!inputs[k]->matches(d) || !outputs[i].matches(d))
+      throw RuntimeError(std::string(p.name) + ": writeBack of " + roleWord(d.role) + " '" + d.name +
+                         "' needs " + descTypeString(d) + ", got input " + inputs[k]->typeString() +
+                         " and output " + outputs[i].typeString());
+    std::memcpy(inputs[k]->data(), outputs[i].data(), (size_t)d.bytes);
+    ++written;
+  }
+  return written;
 }
 
 namespace {

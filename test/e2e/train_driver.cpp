@@ -5,9 +5,10 @@
 // the PyTorch golden (input.<name>, param.<FQN>, grad.<FQN>, loss, param_final).
 //
 //   train_driver train WEIGHTS GOLDEN OUT [STEPS]
-//     STEPS (default 20) plain SGD steps, lr 0.1, same batch; writes loss f32[STEPS],
-//     grad.<name> of step 0 for every gradient (parameters and inputs such as x),
-//     param_final.<FQN>; tools/check_golden.py then compares OUT with GOLDEN.
+//     STEPS (default 20) plain SGD steps, lr 0.1, same batch, mutated buffers written back
+//     after each step; writes loss f32[STEPS], grad.<name> of step 0 for every gradient
+//     (parameters and inputs such as x), param_final.<FQN>, buffer_final.<FQN>;
+//     tools/check_golden.py then compares OUT with GOLDEN.
 //   train_driver two-contexts WEIGHTS GOLDEN
 //     A = forward(theta0), B = forward(theta1 = theta0 - 0.1 * golden grad),
 //     scratch NaN-filled between all calls, backward(B) then backward(A).
@@ -86,6 +87,13 @@ struct Model {
       p.push_back(&t);
     return p;
   }
+  /// The mutated buffers' new values into `inputs` (after the backward).
+  void writeBack(const std::vector<Tensor> &outputs) {
+    std::vector<Tensor *> p;
+    for (Tensor &t : inputs)
+      p.push_back(&t);
+    f.writeBack(p, outputs);
+  }
   std::string gradName(int j) const { return kProg.inputs[kProg.grad_input_index[j]].name; }
   Tensor &gradInput(int j) { return inputs[kProg.grad_input_index[j]]; }
   /// p <- p - lr * g for the parameters, g = grads[j].
@@ -147,6 +155,7 @@ int train(Model &m, const SafetensorsFile &golden, const std::string &out, int s
     loss.data<float>()[k] = (float)fwd.outputs[0].at(0);
     std::vector<Tensor> grads = m.f.backward(fwd.state);
     m.sgd(grads, 0.1);
+    m.writeBack(fwd.outputs);
     if (k == 0)
       first = std::move(grads);
   }
@@ -158,6 +167,9 @@ int train(Model &m, const SafetensorsFile &golden, const std::string &out, int s
     refs.push_back({"grad." + names[j], &first[j]});
   for (int j : m.paramGrads)
     refs.push_back({"param_final." + names[j], &m.gradInput(j)});
+  for (int i = 0; i < kProg.num_inputs; ++i)
+    if (kProg.inputs[i].role == AOTC_ROLE_BUFFER)
+      refs.push_back({std::string("buffer_final.") + kProg.inputs[i].name, &m.inputs[i]});
   aotc::rt::writeSafetensors(out, refs);
   std::printf("%s: steps=%d loss_first=%.9g loss_last=%.9g\n", kProg.name, steps, loss.at(0),
               loss.at(steps - 1));

@@ -58,7 +58,9 @@ static int layout(void) {
   FIELD(aotc_tensor_desc, requires_grad); printf(", ");
   FIELD(aotc_tensor_desc, shape); printf(", ");
   FIELD(aotc_tensor_desc, numel); printf(", ");
-  FIELD(aotc_tensor_desc, bytes);
+  FIELD(aotc_tensor_desc, bytes); printf(", ");
+  FIELD(aotc_tensor_desc, updates_input); printf(", ");
+  FIELD(aotc_tensor_desc, reserved);
   printf("}},\n \"aotc_program\": {\"sizeof\": %zu, \"fields\": {", sizeof(aotc_program));
   FIELD(aotc_program, abi_version); printf(", ");
   FIELD(aotc_program, name); printf(", ");

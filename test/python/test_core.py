@@ -113,7 +113,7 @@ class MlpSharedLibrary(unittest.TestCase):
 
     def test_descriptor_matches_golden(self):
         p, g = self.p, self.golden
-        self.assertEqual((p.name, p.abi_version), ("mlp", 3))
+        self.assertEqual((p.name, p.abi_version), ("mlp", 4))
         self.assertEqual([d.name for d in p.inputs],
                          ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "x", "target"])
         for d in p.inputs:
@@ -336,20 +336,20 @@ class AbiChecks(unittest.TestCase):
 
     def test_other_abi_version_is_refused(self):
         with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 1, "
-                                                   r"this module expects 3"):
+                                                   r"this module expects 4"):
             aotc.Program(self._fake(1), "fake")
 
     def test_missing_symbol(self):
-        lib = self._fake(3)
+        lib = self._fake(aotc.ABI_VERSION)
         with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'other_program'"):
             aotc.Program(lib, "other")
-        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake3_program'"):
-            aotc.Program(lib)  # libfake3.so -> default name 'fake3'
+        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake4_program'"):
+            aotc.Program(lib)  # libfake4.so -> default name 'fake4'
         p = aotc.Program(lib, "fake")
         self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
 
-    def test_version_3_empty_program_runs_and_frees_its_context(self):
-        p = aotc.Program(self._fake(3), "fake")
+    def test_current_version_empty_program_runs_and_frees_its_context(self):
+        p = aotc.Program(self._fake(aotc.ABI_VERSION), "fake")
         live = ctypes.c_int.in_dll(p._lib, "fake_contexts")
         outs, state = p.forward([])
         self.assertEqual((outs, p.backward(state)), ([], []))
@@ -405,6 +405,32 @@ class BuildLibrary(unittest.TestCase):
         self.assertLessEqual(max(abs(a - b) / abs(b) for a, b in zip(losses, gl)), 1e-4)
         for n, v in final.items():
             self.assertLessEqual(rel_err(v, g["param_final." + n].tolist()), 1e-4, n)
+
+    def test_mutated_buffer_is_marked_and_written_back(self):
+        # buf.add_(1) in the forward (test/fixtures/mutation): the output that updates the
+        # buffer names it, gets no tangent, and write_back gives the golden's buffer_final.
+        pt2 = os.path.join(testutil.SRC_ROOT, "test", "fixtures", "mutation", "mutation.pt2")
+        g = aotc.read_safetensors(os.path.join(os.path.dirname(pt2), "golden.safetensors"))
+        b = aotc.build_library(pt2, cache_dir=testutil.work_dir("cache"))
+        p = aotc.Program(b.library, b.name)
+        buf = p.input_index("buf")
+        self.assertEqual([d.updates_input for d in p.outputs], [-1, buf])
+        self.assertEqual([d.differentiable for d in p.outputs], [True, False])
+        self.assertEqual(p.inputs[buf].role, "buffer")
+        inputs = [aotc.Tensor(v.dtype, v.shape, v.data) for v in golden_inputs(p, g).values()]
+        outs, state = p.forward(inputs)
+        with self.assertRaisesRegex(aotc.InputError, r"output 'add' \(output 1\) is not "
+                                                     r"differentiable"):
+            p.backward(state, [None, outs[1]])
+        grads = p.backward(state)
+        for d, t in zip(p.grads, grads):
+            self.assertLessEqual(rel_err(t.tolist(), g["grad." + d.name].tolist()), 1e-5, d.name)
+        self.assertEqual(inputs[buf].tolist(), g["buffer.buf"].tolist())  # not written yet
+        self.assertEqual(p.write_back(inputs, outs), 1)
+        self.assertEqual(inputs[buf].tolist(), g["buffer_final.buf"].tolist())
+        with self.assertRaisesRegex(aotc.InputError, r"buffer 'buf' \(input 2\) gets a new "
+                                                     r"value but is not writable"):
+            p.write_back([bytes(t.nbytes) for t in inputs], outs)
 
     def test_weights_are_the_archive_values(self):
         b = aotc.build_library(MLP_PT2, cache_dir=testutil.work_dir("cache"))

@@ -47,5 +47,7 @@ def golden_inputs(program, golden):
     out = {}
     for d in program.inputs:
         key = ("param." if d.role in ("parameter", "buffer") else "input.") + d.name
+        if d.role == "buffer" and "buffer." + d.name in golden:
+            key = "buffer." + d.name  # goldens of mutated buffers keep them apart
         out[d.name] = golden[key]
     return out

@@ -5,7 +5,7 @@
 // Compiles IN with every f32 turned into f64 (convertF32ToF64, right before
 // codegen), links the object in-process (Jit.h) and checks each gradient the
 // program produces against central differences of the same compiled forward:
-//   L(x) = sum_i <out_i(x), c_i>     (c_i: fixed random cotangents, floating outputs)
+//   L(x) = sum_i <out_i(x), c_i>     (c_i: fixed random cotangents, differentiable outputs)
 //   numeric_e = (L(x + eps e) - L(x - eps e)) / (2 eps)
 //   error_e   = |grad_e - numeric_e|, passing when error_e <= atol + rtol |numeric_e|
 // Each line reports the worst error_e and the worst error_e / (atol + rtol |numeric_e|).
@@ -119,13 +119,14 @@ int gradcheckCommand(const GradcheckOptions &o) {
   const aotc_program &prog = obj.program();
   std::vector<rt::Tensor> inputs = bindInputs(prog, compiled.weights, file ? &*file : nullptr,
                                               o.inputs, &randomInput, o.seed);
-  // Random cotangents in [-1, 1] for every floating output.
+  // Random cotangents in [-1, 1] for every differentiable output (floating, and not a
+  // mutated input's new value: those are not differentiated, abi.h).
   std::vector<std::unique_ptr<rt::Tensor>> cot;
   std::mt19937_64 gen(o.seed + 12345);
   std::uniform_real_distribution<double> uni(-1.0, 1.0);
   for (int i = 0; i < prog.num_outputs; ++i) {
     const aotc_tensor_desc &d = prog.outputs[i];
-    if (d.dtype != AOTC_F64) {
+    if (d.dtype != AOTC_F64 || d.updates_input >= 0) {
       cot.push_back(nullptr);
       continue;
     }

@@ -122,12 +122,20 @@ std::vector<std::unique_ptr<rt::Tensor>> bindTangents(const aotc_program &prog,
   std::vector<std::unique_ptr<rt::Tensor>> tangents;
   for (int i = 0; i < prog.num_outputs; ++i) {
     const aotc_tensor_desc &d = prog.outputs[i];
+    const std::string key = "tangent_" + std::to_string(i);
+    const rt::Tensor *t = file ? file->find(key) : nullptr;
+    if (d.updates_input >= 0) { // a mutated input's new value: no tangent (abi.h)
+      if (t)
+        userError(filePath + ": '" + key + "' given, but output " + std::to_string(i) +
+                  " is the new value of input '" + prog.inputs[d.updates_input].name +
+                  "' and takes no cotangent (as in PyTorch, a mutated buffer is not differentiated)");
+      tangents.push_back(nullptr);
+      continue;
+    }
     if (d.dtype != AOTC_F32 && d.dtype != AOTC_F64) {
       tangents.push_back(nullptr);
       continue;
     }
-    const std::string key = "tangent_" + std::to_string(i);
-    const rt::Tensor *t = file ? file->find(key) : nullptr;
     if (t && !t->matches(d))
       userError(filePath + ": '" + key + "' is " + t->typeString() + " but output " +
                 std::to_string(i) + " is " + rt::descTypeString(d));

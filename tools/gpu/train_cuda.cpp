@@ -106,9 +106,9 @@ struct DeviceModel {
       const aotc_tensor_desc &d = kBase.outputs[i];
       out.push_back(deviceAlloc(d.bytes));
       // As the CPU runtime's DifferentiableFunction::backward: 1 for a scalar (the loss),
-      // 0 for other floating outputs, NULL for integer ones.
+      // 0 for other differentiable outputs, NULL for integer ones and mutated inputs' new values.
       void *t = nullptr;
-      if (d.dtype == AOTC_F32 || d.dtype == AOTC_F64) {
+      if ((d.dtype == AOTC_F32 || d.dtype == AOTC_F64) && d.updates_input < 0) {
         t = deviceAlloc(d.bytes);
         if (d.numel == 1) {
           float f = 1.0f;

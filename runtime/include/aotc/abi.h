@@ -21,12 +21,14 @@
  * Buffers are dense, row-major, 64-byte aligned and owned by the caller:
  *  - in[i]       : forward inputs, in placeholder order (parameters and user inputs);
  *                  the backward receives the same inputs again;
- *  - out[i]      : forward outputs (user outputs, then mutated inputs' new values);
+ *  - out[i]      : forward outputs: user outputs first, then the new values of mutated inputs
+ *                  (outputs[i].updates_input names the input; the object never writes an
+ *                  input: the caller copies the new value into it, after the backward);
  *  - saved       : saved_bytes bytes; written by forward, read by backward
  *                  (intermediates only: inputs are never copied into it);
  *  - scratch     : scratch_bytes bytes; contents need not survive between calls;
  *  - tangents[i] : cotangent of out[i] (same shape/dtype); NULL for outputs that
- *                  are not differentiable (integer/bool dtype);
+ *                  are not differentiable (integer/bool dtype, or updates_input >= 0);
  *  - grads[j]    : gradient of input grad_input_index[j]; overwritten, never accumulated.
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
  * and the int64 at scratch + error_value_offset holds the offending value (e.g.
@@ -64,7 +66,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 3
+#define AOTC_ABI_VERSION 4
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -97,6 +99,11 @@ typedef struct aotc_tensor_desc {
   const int64_t *shape; /**< rank entries (NULL when rank == 0). */
   int64_t numel;
   int64_t bytes;        /**< numel * itemsize */
+  /** outputs only: the index (into inputs) of the input whose new value this output is (a
+   *  mutated buffer, e.g. batch norm's running_mean or num_batches_tracked), else -1. Such an
+   *  output has no tangent; the caller writes it back into that input after the step. */
+  int32_t updates_input;
+  int32_t reserved;     /**< 0 */
 } aotc_tensor_desc;
 
 /** Return value of an entry point given a NULL context or another program's. */

@@ -9,6 +9,7 @@
 //   auto fwd = f.forward({&w1, &b1, &w2, &b2, &x, &target});   // fwd.outputs[0] = loss
 //   auto grads = f.backward(fwd.state, {});                     // ones as the loss cotangent
 //   aotc::rt::sgdStep({&w1, &b1, &w2, &b2}, grads, 0.1);
+//   f.writeBack({&w1, ...}, fwd.outputs);   // mutated buffers (batch norm's statistics), if any
 //
 // Everything lives in namespace aotc::rt (the compiler's own aotc::DType and
 // friends are a different, compiler-side type). This library never includes lib/.
@@ -178,10 +179,17 @@ public:
   /// Runs <name>_backward with the saved state of an earlier forward. `outputGrads[i]`
   /// is the cotangent of output i (same dtype/shape); it may be shorter than the
   /// number of outputs or hold nullptr: a missing cotangent of a floating output
-  /// is ones for a 0-d output (a loss) and zeros otherwise; non-floating outputs
-  /// get NULL. Returns one gradient per program grad (grads[j] belongs to input
+  /// is ones for a 0-d output (a loss) and zeros otherwise; outputs that are not
+  /// differentiable (non-floating, or a mutated input's new value) get NULL. Returns one gradient per program grad (grads[j] belongs to input
   /// grad_input_index[j]). Consumes `state` (RuntimeError if already consumed).
   std::vector<Tensor> backward(SavedState &state, const std::vector<const Tensor *> &outputGrads = {});
+
+  /// The mutated inputs' new values: copies each output i with outputs[i].updates_input = k
+  /// (abi.h; batch norm's running_mean, running_var, num_batches_tracked) into *inputs[k], as
+  /// PyTorch's in-place update of the buffer would. Call it after backward(): the backward
+  /// reads the values the forward ran on. `inputs` are the forward's inputs (the same list, now
+  /// mutable), `outputs` its ForwardResult::outputs. Returns how many inputs were written.
+  int writeBack(const std::vector<Tensor *> &inputs, const std::vector<Tensor> &outputs) const;
 
   /// Fills the scratch arena with 0xFF bytes (NaN for f32/f64). Test hook: the
   /// ABI promises scratch need not survive between calls.

@@ -23,16 +23,16 @@ namespace {
 
 const int64_t kShape4[] = {4};
 const aotc_tensor_desc kInputs[] = {
-    {"w", AOTC_F32, AOTC_ROLE_PARAMETER, 1, 1, kShape4, 4, 16},
-    {"x", AOTC_F32, AOTC_ROLE_USER_INPUT, 1, 1, kShape4, 4, 16},
+    {"w", AOTC_F32, AOTC_ROLE_PARAMETER, 1, 1, kShape4, 4, 16, -1, 0},
+    {"x", AOTC_F32, AOTC_ROLE_USER_INPUT, 1, 1, kShape4, 4, 16, -1, 0},
 };
 const aotc_tensor_desc kOutputs[] = {
-    {"output_0", AOTC_F32, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 4},
-    {"output_1", AOTC_I64, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 8},
+    {"output_0", AOTC_F32, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 4, -1, 0},
+    {"output_1", AOTC_I64, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 8, -1, 0},
 };
 const aotc_tensor_desc kGrads[] = {
-    {"w", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16},
-    {"x", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16},
+    {"w", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16, -1, 0},
+    {"x", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16, -1, 0},
 };
 const int32_t kGradIndex[] = {0, 1};
 const char *const kErrors[] = {
@@ -254,4 +254,66 @@ TEST_CASE("buffers are 64-byte aligned and zero-initialized") {
       REQUIRE(b.data()[i] == 0);
   }
   CHECK_THROWS_AS(Tensor(DType::F32, {2, -1}), RuntimeError);
+}
+
+namespace {
+// A program whose forward updates its buffer (x <- x + 1, as buf.add_(1)): out[1] is the new
+// value of in[1] (updates_input = 1), loss = sum(w * x) with the old x.
+const aotc_tensor_desc kMutInputs[] = {
+    {"w", AOTC_F32, AOTC_ROLE_PARAMETER, 1, 1, kShape4, 4, 16, -1, 0},
+    {"buf", AOTC_F32, AOTC_ROLE_BUFFER, 1, 0, kShape4, 4, 16, -1, 0},
+};
+const aotc_tensor_desc kMutOutputs[] = {
+    {"loss", AOTC_F32, AOTC_ROLE_OUTPUT, 0, 0, nullptr, 1, 4, -1, 0},
+    {"add", AOTC_F32, AOTC_ROLE_OUTPUT, 1, 0, kShape4, 4, 16, 1, 0},
+};
+const aotc_tensor_desc kMutGrads[] = {{"w", AOTC_F32, AOTC_ROLE_GRAD, 1, 0, kShape4, 4, 16, -1, 0}};
+const int32_t kMutGradIndex[] = {0};
+int mutForward(aotc_context *ctx, const void *const *in, void *const *out, void *, void *) {
+  if (badContext(ctx)) return AOTC_ERROR_CONTEXT;
+  const float *w = static_cast<const float *>(in[0]), *b = static_cast<const float *>(in[1]);
+  float s = 0;
+  for (int i = 0; i < 4; ++i) {
+    s += w[i] * b[i];
+    static_cast<float *>(out[1])[i] = b[i] + 1;
+  }
+  *static_cast<float *>(out[0]) = s;
+  return 0;
+}
+int mutBackward(aotc_context *ctx, const void *const *in, const void *, const void *const *tangents,
+                void *const *grads, void *) {
+  if (badContext(ctx)) return AOTC_ERROR_CONTEXT;
+  if (tangents[1] != nullptr) return 1; // a mutated input's new value takes no tangent
+  float g = *static_cast<const float *>(tangents[0]);
+  for (int i = 0; i < 4; ++i)
+    static_cast<float *>(grads[0])[i] = g * static_cast<const float *>(in[1])[i];
+  return 0;
+}
+const char *const kMutErrors[] = {"a tangent was passed for the mutated buffer"};
+const aotc_program kMut = {AOTC_ABI_VERSION, "mut", 2, kMutInputs, 2, kMutOutputs, 1, kMutGrads,
+                           kMutGradIndex, 0, 0, mutForward, mutBackward, 1, kMutErrors, -1,
+                           "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy};
+} // namespace
+
+TEST_CASE("writeBack copies a mutated buffer's new value after the backward; it takes no tangent") {
+  DifferentiableFunction f(kMut);
+  Tensor w = vec4(1, 2, 3, 4), buf = vec4(0.5f, 0, -1, 2);
+  auto r = f.forward({&w, &buf});
+  CHECK(r.outputs[0].at(0) == Approx(0.5 - 3 + 8));
+  CHECK_THROWS_WITH(f.backward(r.state, {nullptr, &r.outputs[1]}),
+                    Catch::Contains("output 'add' (output 1) is the new value of input 'buf', not differentiable"));
+  std::vector<Tensor> g = f.backward(r.state); // the tangent of out[1] is NULL
+  CHECK(g[0].at(0) == 0.5);                     // d loss / d w = the buffer's value *before* the step
+  CHECK(buf.at(0) == 0.5f);                     // nothing written yet
+  CHECK(f.writeBack({&w, &buf}, r.outputs) == 1);
+  for (int i = 0; i < 4; ++i) CHECK(buf.at(i) == (double)(std::vector<float>{1.5f, 1, 0, 3}[i]));
+  CHECK(w.at(0) == 1.0f); // only the updated input changes
+  CHECK_THROWS_WITH(f.writeBack({&w}, r.outputs), Catch::Contains("writeBack needs 2 inputs and 2 outputs, got 1 and 2"));
+  Tensor wrong(DType::F32, {3});
+  CHECK_THROWS_WITH(f.writeBack({&w, &wrong}, r.outputs),
+                    Catch::Contains("writeBack of buffer 'buf' needs f32[4], got input f32[3]"));
+  DifferentiableFunction plain(kFake);
+  Tensor x = vec4(1, 1, 1, 1);
+  auto p = plain.forward({&w, &x});
+  CHECK(plain.writeBack({&w, &x}, p.outputs) == 0);
 }

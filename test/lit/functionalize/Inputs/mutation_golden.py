@@ -15,10 +15,11 @@ the N user outputs of FX's `return (...)`, then one `mutated_<ph>` output per mu
 placeholder, in placeholder order. So mutated.<ph> is output N + k for the k-th mutated
 placeholder of the forward signature.
 
-`inputs` writes every input.<ph> of GOLDEN under the same key, tangent_0 = 1 (f32[]; the
-loss, as torch's backward of output.0) and tangent_<N+k> = zeros for every mutated output:
-torch differentiates only the loss, so the cotangent of `mutated_<ph>` is zero (`aotc run`
-defaults tangents to ones). Other user outputs (N > 1) are rejected: the goldens have one.
+`inputs` writes every input.<ph> of GOLDEN under the same key and tangent_0 = 1 (f32[]; the
+loss, as torch's backward of output.0). The `mutated_<ph>` outputs take no tangent (abi.h:
+a mutated input's new value is not differentiated, as in torch; `--mutated-tangents` adds
+zero tangent_<N+k> for them, which aotc must refuse). Other user outputs (N > 1) are
+rejected: the goldens have one.
 
 `compare` checks, with err(T) = max|a - g| / max|g| (absolute when g is all zeros; NaN is
 infinite), output_0 vs output.0, output_<N+k> vs mutated.<ph>, grad_<ph> vs grad.<ph> for
@@ -78,16 +79,17 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def cmd_inputs(fx, golden_path, out):
+def cmd_inputs(fx, golden_path, out, mutated_tangents=False):
     golden, _ = read_safetensors(golden_path)
     muts, n_user = layout(fx, golden)
     if n_user != 1:
         raise Malformed(f"{fx}: {n_user} user outputs; the goldens differentiate one (output.0)")
     ts = [(k, t.dtype, t.shape, list(t.values)) for k, t in golden.items() if k.startswith("input.")]
     ts.append(("tangent_0", "F32", [], [1.0]))
-    for i, n in muts:
-        g = golden["mutated." + n]
-        ts.append((f"tangent_{i}", g.dtype, g.shape, [0.0] * len(g.values)))
+    if mutated_tangents:  # what aotc must refuse: a cotangent for a mutated input's new value
+        for i, n in muts:
+            g = golden["mutated." + n]
+            ts.append((f"tangent_{i}", g.dtype, g.shape, [0.0] * len(g.values)))
     write_safetensors(out, ts)
     return 0
 
@@ -127,6 +129,8 @@ def main(argv):
     try:
         if len(argv) == 4 and argv[0] == "inputs":
             return cmd_inputs(*argv[1:])
+        if len(argv) == 5 and argv[0] == "inputs" and argv[4] == "--mutated-tangents":
+            return cmd_inputs(*argv[1:4], mutated_tangents=True)
         if len(argv) in (4, 6) and argv[0] == "compare":
             tol = 1e-5
             if len(argv) == 6:
