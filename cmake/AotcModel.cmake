@@ -34,5 +34,5 @@ endfunction()
 # aotc_link_step(<target>): what an executable linking an aotc object needs:
 # the runtime, OpenBLAS (GEMMs), LLVM's libomp (parallel loops) and libm.
 function(aotc_link_step target)
-  target_link_libraries(${target} PRIVATE aotc_runtime ${BLAS_LIBRARIES} ${AOTC_OMP_LIB} m)
+  target_link_libraries(${target} PRIVATE aotc_runtime aotc_kernels ${BLAS_LIBRARIES} ${AOTC_OMP_LIB} m)
 endfunction()

@@ -106,6 +106,10 @@ struct Artifact {
 /// shapes (exit 1), internalError when MLIR/LLVM fail (exit 2).
 Artifact compileProgram(const Program &p, const CodegenOptions &opts);
 
+/// User error listing every node of p (stage partition or lower) that `target` ("cpu",
+/// "cuda") cannot compile yet, e.g. a convolution for CUDA; nothing when all can be.
+void checkTargetSupport(const Program &p, const std::string &target);
+
 /// Lower level: the object (and optional texts) of an already planned program.
 /// Implemented in lib/Codegen/MLIRGen.cpp + ObjectEmit.cpp (the only MLIR/LLVM code).
 void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &out);

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "aotc/Conv.h"
 #include "aotc/Graph.h"
 #include "aotc/Types.h"
 
@@ -178,8 +179,21 @@ GemmBlocks gemmBlocks(const GemmDesc &g);
 
 /// The library functions an Extern kernel can call. Each has a descriptor of its own for its
 /// attributes; each target maps it to a library (CPU: cblas from OpenBLAS; CUDA: cuBLASLt).
-enum class ExternFn { Gemm };
-const char *externFnName(ExternFn f); ///< "gemm"
+enum class ExternFn { Gemm, Conv };
+const char *externFnName(ExternFn f); ///< "gemm", "conv"
+
+/// One of the three regular convolution primitives (include/aotc/Conv.h), a call of the
+/// run-time kernel library (aotc_conv, runtime/include/aotc/kernels.h: oneDNN for f32,
+/// im2col + GEMM for f64). Buffers are dense row-major; offsets are elements.
+struct ConvDesc {
+  enum class Role { Forward, InputGrad, WeightGrad } role = Role::Forward;
+  DType dtype = DType::F32;
+  ConvGeometry geom;
+  /// Forward: a = x, b = w, c = y. InputGrad: a = dy, b = w, c = dx. WeightGrad: a = dy, b = x, c = dw.
+  int a = -1, b = -1, c = -1;
+  int64_t offA = 0, offB = 0, offC = 0;
+};
+const char *convRoleName(ConvDesc::Role r); ///< "forward", "input_grad", "weight_grad"
 
 /// A library call (Kernel::Kind::Extern).
 struct ExternCall {
@@ -189,11 +203,14 @@ struct ExternCall {
   /// A Scratch buffer the call may use as workspace (planned in the arena with the others), or -1.
   int workspace = -1;
   GemmDesc gemm;            ///< ExternFn::Gemm: shapes, layout, alpha/beta, element offsets.
+  ConvDesc conv;            ///< ExternFn::Conv.
   /// True when the call computes nothing (a GEMM with m, n or batch 0): no call is emitted.
   bool empty() const;
 };
 /// The call of a GEMM: inputs {a, b} (and c when beta != 0), output {c}.
 ExternCall gemmCall(const GemmDesc &g);
+/// The call of a convolution primitive: inputs {a, b}, output {c}.
+ExternCall convCall(const ConvDesc &c);
 
 struct Kernel {
   enum class Kind { Loop, Extern } kind = Kind::Loop;

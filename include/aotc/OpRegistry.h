@@ -40,6 +40,7 @@ struct SchemaArg {
 };
 
 struct OpSchema {
+  std::string ns = "aten"; ///< Namespace: "aten", or "aotc" for aotc's own primitives.
   std::string name;        ///< "add"
   std::string overload;    ///< "Tensor", or "default" when the schema has none.
   std::vector<SchemaArg> args;
@@ -65,6 +66,7 @@ enum class OpCategory {
   Index,      ///< gather, scatter_add, index_select, embedding
   Factory,    ///< full, scalar_tensor, zeros, arange
   Composite,  ///< Decomposed before autodiff or lowered after it (linear, layer_norm, ...)
+  Conv,       ///< convolution, convolution_backward, aotc::conv_*_grad (library calls)
   Other,
 };
 const char *categoryName(OpCategory c);

@@ -476,6 +476,18 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
   }
   case K::Index: {
     size_t k = (size_t)e.i;
+    if (!(e.args[0].kind == K::Ident && e.args[0].name == "grads")) {
+      // result k of a multi-result op the formula built (convolution_backward(...)[1]).
+      Arg v = evalFormula(e.args[0], sc, bb);
+      Node *m = expectTensor(e.args[0], v);
+      if (m->types.size() < 2 || k >= m->types.size())
+        evalError(e, "index " + std::to_string(k) + " of '" + m->name + "', which has " +
+                         std::to_string(m->types.size()) + " result(s)");
+      Graph &g = bb.graph();
+      Node *r = buildCall(g, g.uniqueName("getitem"), "getitem", {m, int64_t(k)}, {}, node.loc);
+      r->stackTrace = node.stackTrace;
+      return r;
+    }
     if (k >= sc.grads.size()) evalError(e, "grads index out of range");
     if (!sc.grads[k]) sc.grads[k] = bb.zeros(node.types[k], sc.node);
     return sc.grads[k];
@@ -556,8 +568,12 @@ void validateFormula(const FormulaExpr &e, const OpDef &op, const std::set<std::
                          " (inputs: " + names + "; also grad/grads[i], result/resultK)");
   }
   case K::Index:
+    if (e.args[0].kind == K::Call || (e.args[0].kind == K::Ident && lets.count(e.args[0].name))) {
+      validateFormula(e.args[0], op, lets); // f(...)[k] / let[k]: result k of a multi-result op
+      return;
+    }
     if (e.args[0].kind != K::Ident || e.args[0].name != "grads")
-      userError(e.loc, "only grads[i] can be indexed");
+      userError(e.loc, "only grads[i], a call's result f(...)[k] or a let binding's can be indexed");
     if (e.i < 0 || e.i >= nret)
       userError(e.loc, "grads[" + std::to_string(e.i) + "] out of range: " + op.target() + " has " +
                            std::to_string(nret) + " result(s)");

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/Codegen.h"
 
+#include "OpLowering.h"
+
 #include "aotc/Diagnostics.h"
 
 #include <algorithm>
@@ -69,6 +71,12 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
+  bool convs = false;
+  for (const KernelGraph *kg : {&kp.forward, &kp.backward})
+    for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
+  if (!cuda)
+    os << " * Run-time libraries: " << (convs ? "libaotc_kernels (convolutions, aotc/kernels.h), " : "")
+       << "OpenBLAS (cblas), LLVM libomp, libm (docs/abi.md; CMake: aotc_link_step).\n";
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
      << " * Scratch arena: " << scratchBytes << " bytes (any contents; not kept between calls).\n"
      << " *\n"
@@ -170,12 +178,25 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   return os.str();
 }
 
+void checkTargetSupport(const Program &p, const std::string &target) {
+  if (target != "cuda") return;
+  // Library calls without a CUDA mapping yet: every such node, at once.
+  DiagnosticList dl;
+  for (const Graph *g : {&p.forward, &p.backward})
+    for (const auto &n : g->nodes())
+      if (const fusion::OpLowering *l = fusion::findLowering(*n); l && l->kind == fusion::LoweringKind::Conv)
+        dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (convolutions "
+                                                       "run through libaotc_kernels on the CPU; compile for the CPU)"));
+  dl.throwIfAny();
+}
+
 Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
   CodegenOptions opts = optsIn;
   if (opts.name.empty()) opts.name = p.name;
   if (!isCIdentifier(opts.name))
     userError("--name '" + opts.name + "' is not a valid C identifier");
   Program const *prog = &p;
+  checkTargetSupport(p, opts.target);
   KernelProgram kp = planProgram(*prog, opts.fusion);
   kp.name = opts.name;
   Artifact a;

@@ -202,7 +202,7 @@ struct CudaHostBuilder {
         }
       }
       if (k.kind == Kernel::Kind::Extern && !k.call.empty()) {
-        AOTC_ASSERT(k.call.fn == ExternFn::Gemm, "cuda: extern call without a CUDA library mapping");
+        AOTC_ASSERT(k.call.fn == ExternFn::Gemm, "cuda: extern call without a CUDA library mapping"); // Conv: refused in fuseGraph's caller
         const GemmDesc &g = k.call.gemm;
         llvm::Type *et = g.dtype == DType::F64 ? b.getDoubleTy() : b.getFloatTy();
         Value *pa = b.CreateConstInBoundsGEP1_64(et, need(g.a), g.offA);

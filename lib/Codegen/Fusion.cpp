@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "OpLowering.h"
 
+#include "aotc/Conv.h"
+
 #include "aotc/Diagnostics.h"
 #include "aotc/OpRegistry.h"
 
@@ -191,6 +193,11 @@ private:
     const OpLowering *l = findLowering(*n);
     return l && l->kind == LoweringKind::Matmul;
   }
+  /// A library call that reads its operands from dense buffers (GEMMs, convolutions).
+  bool readsBuffers(const Node *n) {
+    const OpLowering *l = findLowering(*n);
+    return l && (l->kind == LoweringKind::Matmul || l->kind == LoweringKind::Conv);
+  }
 
   void defineNode(const Node *n);
   void definePointwise(const Node *n, PointwiseRule rule);
@@ -201,6 +208,10 @@ private:
   void defineIndexSelect(const Node *n);
   void defineScatterAdd(const Node *n);
   void defineViewScatter(const Node *n);
+  void defineConv(const Node *n, const OpLowering &l);
+  /// (buffer, element offset) of a dense row-major copy of arg's value (arg's own home when
+  /// it already is one).
+  std::pair<int, int64_t> denseOperand(Node *arg);
   void maybeRealize(const Node *n, Val &v);
 
   ERef operand(const Node &n, size_t i, const Shape &out, DType t);
@@ -229,7 +240,7 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
   std::vector<Node *> eff;
   effectiveUsers(n, eff);
   bool feedsMatmul = false;
-  for (Node *u : eff) feedsMatmul = feedsMatmul || isMatmul(u);
+  for (Node *u : eff) feedsMatmul = feedsMatmul || readsBuffers(u);
   int cost = exprCost(v.e);
   // A gather / index_select reading n as its data evaluates n only at the
   // gathered elements: inlining costs a few recomputations, not a pass, so such
@@ -264,6 +275,7 @@ void GraphFuser::defineNode(const Node *n) {
   case LoweringKind::IndexSelect: return defineIndexSelect(n);
   case LoweringKind::ScatterAdd: return defineScatterAdd(n);
   case LoweringKind::ViewScatter: return defineViewScatter(n);
+  case LoweringKind::Conv: return defineConv(n, l);
   }
 }
 
@@ -587,6 +599,79 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     v.e = mkLoad(ot.dtype, std::move(a));
     vals_[n] = v;
   }
+}
+
+std::pair<int, int64_t> GraphFuser::denseOperand(Node *arg) {
+  Val v = val(arg);
+  if (v.e->op == ScalarOp::Load && v.e->addr.dyn.empty() && v.e->addr.coef == contiguousStrides(v.type.shape) &&
+      v.e->type == kg_.buffers[v.e->addr.buffer].type.dtype)
+    return {v.e->addr.buffer, v.e->addr.offset};
+  Val r = realizeInto(v, addBuffer(arg->name + "_contig", v.type));
+  vals_[arg] = r;
+  return {r.home, 0};
+}
+
+/// A convolution primitive (lowered: regular, no bias): one ExternFn::Conv call on dense
+/// operands into the node's home, with an im2col workspace in the arena.
+void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
+  const TensorType &ot = n->type();
+  if (!isFloating(ot.dtype)) nodeError(*n, "codegen: convolution needs f32 or f64 operands");
+  Node *A = n->tensorArg(0), *B = n->tensorArg(1);
+  Shape x, w, y;
+  ConvParams p;
+  switch (l.conv) {
+  case ConvDesc::Role::Forward: {
+    if (!n->isNoneArg(2) || n->boolArg(6))
+      internalError("codegen: convolution '" + n->name + "' was not lowered (bias or transposed)");
+    ConvShapeResult r = convolutionShape(A->type().shape, B->type().shape, n->intListArg(3), n->intListArg(4),
+                                         n->intListArg(5), false, {}, n->intArg(8));
+    x = A->type().shape, w = B->type().shape, y = ot.shape, p = r.params;
+    break;
+  }
+  case ConvDesc::Role::InputGrad:
+  case ConvDesc::Role::WeightGrad: {
+    bool in = l.conv == ConvDesc::Role::InputGrad;
+    x = in ? ot.shape : B->type().shape;
+    w = in ? B->type().shape : ot.shape;
+    y = A->type().shape;
+    ConvShapeResult r = convolutionShape(x, w, n->intListArg(3), n->intListArg(4), n->intListArg(5), false, {},
+                                         n->intArg(6));
+    p = r.params;
+    break;
+  }
+  }
+  ConvDesc d;
+  d.role = l.conv;
+  d.dtype = ot.dtype;
+  d.geom = regularGeometry(x, w, y, p);
+  Val v;
+  v.type = ot;
+  v.ops = {opBase(n->target)};
+  if (numelOf(ot.shape) == 0 || numelOf(A->type().shape) == 0 || numelOf(B->type().shape) == 0) {
+    v.e = mkConst(ot.dtype, 0.0); // nothing to sum: zeros (an empty output needs no kernel)
+    maybeRealize(n, v);
+    vals_[n] = std::move(v);
+    return;
+  }
+  for (Node *op : {A, B})
+    if (op->type().dtype != ot.dtype) nodeError(*n, "codegen: convolution operands must have the result's dtype");
+  std::tie(d.a, d.offA) = denseOperand(A);
+  std::tie(d.b, d.offB) = denseOperand(B);
+  d.c = homeFor(n);
+  TKernel k;
+  k.kind = Kernel::Kind::Extern;
+  k.noMerge = true;
+  k.outer = ot.shape;
+  k.call = convCall(d);
+  const ConvGeometry &g = d.geom;
+  bool direct = g.KH == 1 && g.KW == 1 && g.strideH == 1 && g.strideW == 1 && g.padH == 0 && g.padW == 0;
+  if (!direct) // aotc_conv_workspace_elems (aotc/kernels.h): the column matrices of every batch entry
+    k.call.workspace =
+        addBuffer(n->name + "_cols", {ot.dtype, {g.N, g.C / g.groups * g.KH * g.KW, g.OH * g.OW}});
+  k.ops = v.ops;
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(d.c);
+  vals_[n].ops = v.ops;
 }
 
 void GraphFuser::defineGather(const Node *n) {

@@ -131,6 +131,17 @@ struct EntryBuilder {
           b.CreateCall(gf, {need(g.a), need(g.b), need(g.c)});
           break;
         }
+        case ExternFn::Conv: {
+          const ConvDesc &d = k.call.conv;
+          auto at = [&](int id, int64_t off) {
+            return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), need(id), off * itemSize(d.dtype));
+          };
+          llvm::Value *ws = k.call.workspace >= 0 ? need(k.call.workspace)
+                                                  : llvm::ConstantPointerNull::get(b.getPtrTy());
+          b.CreateCall(convFunction(), {convDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)),
+                                        at(d.a, d.offA), at(d.b, d.offB), at(d.c, d.offC), ws});
+          break;
+        }
         }
       }
       for (size_t id = 0; id < kg.buffers.size(); ++id)
@@ -139,6 +150,29 @@ struct EntryBuilder {
     }
     unpoisonArena(ea);
     b.CreateRet(b.getInt32(0));
+  }
+
+  /// `void aotc_conv(const aotc_conv_desc *, const void *a, const void *b, void *c, void *ws)`
+  /// of libaotc_kernels (runtime/include/aotc/kernels.h).
+  llvm::Function *convFunction() {
+    if (llvm::Function *f = M.getFunction("aotc_conv")) return f;
+    llvm::Type *p = b.getPtrTy();
+    auto *ft = llvm::FunctionType::get(b.getVoidTy(), {p, p, p, p, p}, false);
+    auto *f = llvm::Function::Create(ft, llvm::GlobalValue::ExternalLinkage, "aotc_conv", M);
+    f->setDoesNotThrow();
+    return f;
+  }
+  /// The constant aotc_conv_desc of one call: {i32 dtype, i32 role, 16 x i64} (kernels.h).
+  llvm::Constant *convDescriptor(const ConvDesc &d, const std::string &sym) {
+    const ConvGeometry &g = d.geom;
+    std::vector<llvm::Type *> fields = {b.getInt32Ty(), b.getInt32Ty()};
+    fields.resize(18, b.getInt64Ty());
+    auto *ty = llvm::StructType::get(C, fields);
+    std::vector<llvm::Constant *> v = {b.getInt32((int)d.dtype), b.getInt32((int)d.role)};
+    for (int64_t x : {g.N, g.C, g.K, g.groups, g.H, g.W, g.OH, g.OW, g.KH, g.KW, g.strideH, g.strideW, g.padH,
+                      g.padW, g.dilH, g.dilW})
+      v.push_back(b.getInt64(x));
+    return cg::privateConstant(M, llvm::ConstantStruct::get(ty, v), sym + ".conv");
   }
 
   void build() {

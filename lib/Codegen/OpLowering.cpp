@@ -230,6 +230,12 @@ OpLowering matmul(bool bias, bool batched) {
   return l;
 }
 
+OpLowering conv(ConvDesc::Role r) {
+  OpLowering l{LoweringKind::Conv};
+  l.conv = r;
+  return l;
+}
+
 using A = const PointwiseArgs &;
 
 } // namespace
@@ -331,6 +337,10 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.mm.default", matmul(false, false)},
         {"aten.addmm.default", matmul(true, false)},
         {"aten.bmm.default", matmul(false, true)},
+        // Convolutions after lower(): regular, no bias (lib/Decompose/LowerConv.cpp).
+        {"aten.convolution.default", conv(ConvDesc::Role::Forward)},
+        {"aotc.conv_input_grad.default", conv(ConvDesc::Role::InputGrad)},
+        {"aotc.conv_weight_grad.default", conv(ConvDesc::Role::WeightGrad)},
         {"aten.gather.default", kind(K::Gather)},
         {"aten.index_select.default", kind(K::IndexSelect)},
         {"aten.scatter_add.default", kind(K::ScatterAdd)},
@@ -348,7 +358,7 @@ const OpLowering *findLowering(const std::string &target) {
 
 std::string opBase(const std::string &target) {
   std::string t = target;
-  if (t.rfind("aten.", 0) == 0) t = t.substr(5);
+  if (t.rfind("aten.", 0) == 0 || t.rfind("aotc.", 0) == 0) t = t.substr(5);
   auto dot = t.find('.');
   return dot == std::string::npos ? t : t.substr(0, dot);
 }

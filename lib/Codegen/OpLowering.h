@@ -38,6 +38,7 @@ enum class LoweringKind {
   IndexSelect,
   ScatterAdd,
   ViewScatter,
+  Conv, ///< A convolution primitive (include/aotc/Conv.h): a library call (ExternFn::Conv).
 };
 
 /// What a pointwise rule sees of its node.
@@ -65,6 +66,7 @@ struct OpLowering {
   bool mean = false;                 ///< Reduction: divide by the number of reduced elements.
   bool bias = false;    ///< Matmul: addmm (self is the bias, beta/alpha scale it and the product).
   bool batched = false; ///< Matmul: bmm (rank-3 operands).
+  ConvDesc::Role conv = ConvDesc::Role::Forward; ///< Conv: which of the three primitives.
 };
 
 /// Every entry, by canonical target.

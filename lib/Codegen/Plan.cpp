@@ -51,8 +51,27 @@ static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 const char *externFnName(ExternFn f) {
   switch (f) {
   case ExternFn::Gemm: return "gemm";
+  case ExternFn::Conv: return "conv";
   }
   return "?";
+}
+
+const char *convRoleName(ConvDesc::Role r) {
+  switch (r) {
+  case ConvDesc::Role::Forward: return "forward";
+  case ConvDesc::Role::InputGrad: return "input_grad";
+  case ConvDesc::Role::WeightGrad: return "weight_grad";
+  }
+  return "?";
+}
+
+ExternCall convCall(const ConvDesc &d) {
+  ExternCall c;
+  c.fn = ExternFn::Conv;
+  c.inputs = {d.a, d.b};
+  c.outputs = {d.c};
+  c.conv = d;
+  return c;
 }
 
 ExternCall gemmCall(const GemmDesc &g) {
@@ -68,6 +87,7 @@ ExternCall gemmCall(const GemmDesc &g) {
 bool ExternCall::empty() const {
   switch (fn) {
   case ExternFn::Gemm: return gemm.m <= 0 || gemm.n <= 0 || gemm.batch <= 0;
+  case ExternFn::Conv: return false; // empty tensors never reach codegen as calls (defineConv)
   }
   return false;
 }
@@ -242,6 +262,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   for (auto &k : kg.kernels) {
     os << "kernel " << k.name << ":";
     if (k.kind == Kernel::Kind::Extern) os << " " << externFnName(k.call.fn);
+    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv) os << " " << convRoleName(k.call.conv.role);
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
     os << "] reads=" << joinNames(kg, k.reads) << " writes=" << joinNames(kg, k.writes);

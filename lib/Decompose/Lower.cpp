@@ -248,6 +248,8 @@ const std::vector<RuleEntry> &table() {
     {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},
     {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results"},
     {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
+    {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
+    {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
     {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},
     {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements"},
@@ -314,6 +316,8 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.slice.Tensor", "aten.select.int", "getitem",
         // Matmuls.
         "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
+        // Convolutions (library calls): the regular forward without bias, and its two gradients.
+        "aten.convolution.default", "aotc.conv_input_grad.default", "aotc.conv_weight_grad.default",
         // Index ops (slice_scatter/select_scatter come from functionalize).
         "aten.gather.default", "aten.scatter_add.default", "aten.index_select.default",
         "aten.slice_scatter.default", "aten.select_scatter.default",

@@ -9,7 +9,7 @@ namespace aotc::rewrite {
 
 /// "aten.sum.dim_IntList" -> "sum".
 static std::string opBaseName(const std::string &target) {
-  if (target.rfind("aten.", 0) != 0) return target;
+  if (target.rfind("aten.", 0) != 0 && target.rfind("aotc.", 0) != 0) return target;
   std::string rest = target.substr(5);
   return rest.substr(0, rest.find('.'));
 }

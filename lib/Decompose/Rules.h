@@ -36,4 +36,8 @@ Vals logSoftmaxBackward(rewrite::Emitter &e, Node &n);
 Vals nativeLayerNorm(rewrite::Emitter &e, Node &n);
 Vals nativeLayerNormBackward(rewrite::Emitter &e, Node &n);
 
+// LowerConv.cpp.
+Vals convolution(rewrite::Emitter &e, Node &n);
+Vals convolutionBackward(rewrite::Emitter &e, Node &n);
+
 } // namespace aotc::rules

@@ -190,12 +190,16 @@ static void parseType(std::string ty, SchemaArg &a, std::string &alias, const st
   a.type = ty;
 }
 
-std::string OpSchema::target() const { return "aten." + name + "." + overload; }
+std::string OpSchema::target() const { return ns + "." + name + "." + overload; }
 
 OpSchema parseSchema(const std::string &text) {
   OpSchema s;
   std::string str = text;
   if (str.rfind("aten::", 0) == 0) str = str.substr(6);
+  if (str.rfind("aotc::", 0) == 0) { // aotc's own primitives (lower rules emit them)
+    s.ns = "aotc";
+    str = str.substr(6);
+  }
   size_t lp = str.find('(');
   size_t arrow = str.rfind("->");
   AOTC_ASSERT(lp != std::string::npos && arrow != std::string::npos && arrow > lp,
@@ -272,6 +276,7 @@ const char *categoryName(OpCategory c) {
   case OpCategory::Index: return "index";
   case OpCategory::Factory: return "factory";
   case OpCategory::Composite: return "composite";
+  case OpCategory::Conv: return "conv";
   case OpCategory::Other: return "other";
   }
   return "?";
@@ -293,6 +298,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerCompositeOps(*r);
     ops::registerInPlaceOps(*r);
     ops::registerScatterOps(*r);
+    ops::registerConvOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

@@ -1,7 +1,7 @@
 """Compile a model with the aotc binary and link it into a cached shared library.
 
 `build_library(path)` runs `aotc PATH -o NAME.o --name NAME [flags]` (docs/cli.md), links
-`cc -shared NAME.o <OpenBLAS> <LLVM libomp> -lm -Wl,--no-undefined` into `libNAME.so`
+`cc -shared NAME.o libaotc_kernels.so <OpenBLAS> <LLVM libomp> -lm -Wl,--no-undefined` into `libNAME.so`
 and keeps the result under the cache directory, keyed by the SHA-256 of everything
 that determines it: the input file's bytes, the aotc binary's bytes, the name, the
 flags, the contents of every --derivatives file and the link command. A second call
@@ -15,6 +15,7 @@ Environment:
   AOTC_CC         the C compiler driver used to link (else $CC, then cc, clang-19)
   AOTC_BLAS_LIBS  link flags for the CBLAS (default -lopenblas)
   AOTC_OMP_LIB    LLVM's libomp.so (default /usr/lib/llvm-19/lib/libomp.so)
+  AOTC_KERNELS_LIB libaotc_kernels.so (default: beside the aotc binary, see kernels_library)
 """
 import hashlib
 import json
@@ -114,13 +115,28 @@ def _file_sha256(path):
     return h
 
 
-def _link_command(obj, lib):
+def kernels_library(aotc_bin):
+    """libaotc_kernels.so (the convolutions an object calls, aotc/kernels.h): $AOTC_KERNELS_LIB,
+    else beside the aotc binary's build tree (build/runtime/) or install prefix (lib/)."""
+    env = os.environ.get("AOTC_KERNELS_LIB")
+    if env:
+        return os.path.abspath(env)
+    bindir = os.path.dirname(os.path.realpath(aotc_bin))
+    for cand in (os.path.join(bindir, "..", "..", "runtime", "libaotc_kernels.so"),
+                 os.path.join(bindir, "..", "lib", "libaotc_kernels.so")):
+        if os.path.isfile(cand):
+            return os.path.normpath(cand)
+    raise Error(f"no libaotc_kernels.so next to {aotc_bin} (build/runtime/ or ../lib/); "
+                f"set AOTC_KERNELS_LIB")
+
+
+def _link_command(obj, lib, kernels):
     cc = os.environ.get("AOTC_CC") or os.environ.get("CC")
     if not cc:
         cc = shutil.which("cc") or shutil.which("clang-19") or "cc"
     omp = os.environ.get("AOTC_OMP_LIB") or _DEFAULT_OMP
     blas = shlex.split(os.environ.get("AOTC_BLAS_LIBS", "-lopenblas"))
-    return ([cc, "-shared", "-o", lib, obj] + blas +
+    return ([cc, "-shared", "-o", lib, obj, kernels, f"-Wl,-rpath,{os.path.dirname(kernels)}"] + blas +
             [omp, f"-Wl,-rpath,{os.path.dirname(omp)}", "-lm", "-Wl,--no-undefined"])
 
 
@@ -151,15 +167,17 @@ def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aot
     flags = [str(f) for f in flags]
     derivatives = [os.fspath(d) for d in derivatives]
     cache_dir = os.path.abspath(cache_dir or default_cache_dir())
+    kernels = kernels_library(aotc_bin)
 
     key_parts = {
         "format": CACHE_FORMAT,
         "input": _file_sha256(path),
         "aotc": _file_sha256(aotc_bin),
+        "kernels": _file_sha256(kernels),
         "name": name,
         "flags": flags,
         "derivatives": [_file_sha256(d) for d in derivatives],
-        "link": _link_command("OBJ", "LIB"),
+        "link": _link_command("OBJ", "LIB", kernels),
     }
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
     final = os.path.join(cache_dir, key[:40])
@@ -174,7 +192,7 @@ def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aot
         for d in derivatives:
             cmd += ["--derivatives", os.path.abspath(d)]
         _run("aotc", cmd)
-        link = _link_command(obj, os.path.join(tmp, f"lib{name}.so"))
+        link = _link_command(obj, os.path.join(tmp, f"lib{name}.so"), kernels)
         _run("linking", link)
         record = dict(key_parts, key=key, source=os.path.abspath(path), aotc_bin=aotc_bin,
                       aotc_command=cmd, link_command=link)

@@ -173,6 +173,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.name = p.name;
   cg.sanitize = o.sanitize;
   cg.fusion.checkedArena = o.sanitize == "address";
+  checkTargetSupport(p, o.target);
   KernelProgram kp = planProgram(p, cg.fusion);
   r.buildId = buildId(o, p.name);
   kp.buildId = r.buildId;

@@ -213,6 +213,30 @@ def _native_layer_norm_backward(dtype, make):
     return out
 
 
+def _convolution_backward(dtype, make):
+    """convolution_backward on the geometries of the gradcheck cases: 1-D/2-D, stride,
+    padding, dilation, groups (depthwise), 1x1, transposed with output_padding; every mask."""
+    op = aten.convolution_backward.default
+    out = []
+    for x, w, bias, stride, pad, dil, tr, opad, groups, mask in [
+            ((2, 3, 5, 4), (4, 3, 3, 2), True, [1, 1], [1, 0], [1, 1], False, [0, 0], 1, [True] * 3),
+            ((1, 4, 7, 6), (6, 2, 3, 3), True, [2, 1], [1, 2], [2, 1], False, [0, 0], 2, [True] * 3),
+            ((2, 3, 5, 5), (3, 1, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 3,
+             [True, True, False]),
+            ((2, 4, 3, 3), (5, 4, 1, 1), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+             [False, True, True]),
+            ((2, 4, 3, 4), (4, 3, 3, 3), True, [2, 2], [1, 1], [1, 1], True, [1, 0], 2, [True] * 3),
+            ((1, 3, 4, 3), (3, 2, 2, 3), True, [3, 2], [0, 1], [2, 1], True, [2, 1], 1,
+             [True, False, True]),
+            ((2, 3, 9), (4, 3, 3), True, [2], [1], [2], False, [0], 1, [True] * 3),
+            ((2, 4, 5), (4, 1, 3), True, [2], [1], [1], True, [1], 2, [True] * 3)]:
+        xt, wt = make(x), make(w)
+        y = aten.convolution.default(xt.detach(), wt.detach(), None, stride, pad, dil, tr, opad, groups)
+        bs = [y.shape[1]] if bias else None
+        out.append((op, (make(tuple(y.shape)), xt, wt, bs, stride, pad, dil, tr, opad, groups, mask), {}))
+    return out
+
+
 def _arange(dtype, make):
     op = aten.arange.default
     return [
@@ -253,6 +277,7 @@ EXTRA = {
     "aten.gelu_backward.default": _gelu_backward,
     "aten.threshold_backward.default": _threshold_backward,
     "aten.native_layer_norm_backward.default": _native_layer_norm_backward,
+    "aten.convolution_backward.default": _convolution_backward,
 }
 
 # torch.export replaces these even when they are not in the decomposition table.

@@ -44,8 +44,9 @@ DTYPES = {"f32": torch.float32, "f64": torch.float64}
 TOL = {"f32.pointwise": [1e-5, 1e-6], "f32.reduction": [1e-4, 1e-5],
        "f64.pointwise": [1e-10, 1e-12], "f64.reduction": [1e-10, 1e-12]}
 # Registry categories compared with the looser float32 tolerance (reductions, matmuls, norms,
-# softmax and losses are composites; index ops accumulate in their gradients).
-REDUCTION_CATEGORIES = {"reduction", "matmul", "composite", "index"}
+# softmax and losses are composites; index ops accumulate in their gradients; convolutions
+# sum C*KH*KW products).
+REDUCTION_CATEGORIES = {"reduction", "matmul", "composite", "index", "conv"}
 
 # OpInfo sources ("name" or "name:variant_test_name") of each registry overload. Overloads in
 # extra_samples.EXTRA use those samples (and these, if listed too).
@@ -63,6 +64,8 @@ SOURCES = {
     "aten.bmm.default": ["bmm"],
     "aten.cat.default": ["cat"],
     "aten.clone.default": ["clone"],
+    "aten.convolution.default": ["nn.functional.conv1d", "nn.functional.conv2d",
+                                 "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d"],
     "aten.cos.default": ["cos"],
     "aten.cross_entropy_loss.default": ["nn.functional.cross_entropy"],
     "aten.div.Tensor": ["div:no_rounding_mode"],
@@ -465,6 +468,9 @@ def main():
     ap.add_argument("--resume", action="store_true", help="keep fragments already generated")
     ap.add_argument("--no-merge", action="store_true", help="do not write manifest.json")
     ap.add_argument("--merge-only", action="store_true", help="only merge the fragments")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: merge the new fragments into the committed manifest.json "
+                         "(the other overloads keep their entries)")
     ap.add_argument("--cache-dir", default=os.path.join(REPO, "build-conformance-gen"),
                     help="per-op manifest fragments (merged into manifest.json)")
     a = ap.parse_args()
@@ -495,6 +501,17 @@ def main():
         return
     manifest = {"torch_version": torch.__version__, "seed": SEED, "cap": CAP,
                 "tolerances": TOL, "ops": {}, "samples": {}}
+    if a.update:
+        old = json.load(open(os.path.join(OUT, "manifest.json")))
+        if old.get("torch_version") != torch.__version__:
+            sys.exit(f"error: manifest.json was made with torch {old.get('torch_version')}, this is "
+                     f"{torch.__version__}: regenerate everything")
+        manifest["ops"], manifest["samples"] = old["ops"], old["samples"]
+        for target in only:
+            for sid in manifest["ops"].get(target, {}).get("samples", []):
+                manifest["samples"].pop(sid, None)
+            manifest["ops"].pop(target, None)
+        registry = [r for r in registry if r[0] in only]
     missing = []
     for target, _, _ in registry:
         frag = os.path.join(a.cache_dir, target + ".json")
@@ -507,6 +524,9 @@ def main():
     if missing:
         sys.exit(f"error: no fragment for {missing}: generate them first (manifest not written)")
     manifest["samples"] = dict(sorted(manifest["samples"].items()))
+    if a.update:  # the order of a full merge: registry (docs/ops.md) order
+        order = {t: i for i, (t, _, _) in enumerate(read_registry())}
+        manifest["ops"] = dict(sorted(manifest["ops"].items(), key=lambda kv: order.get(kv[0], 1 << 30)))
     mpath = os.path.join(OUT, "manifest.json")
     with open(mpath, "w") as f:
         json.dump(manifest, f, indent=1)

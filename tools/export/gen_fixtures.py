@@ -3,6 +3,8 @@
   mutation/      Mutation module: ATEN .pt2 (buffer mutation output), TRAINING .pt2 (for the
                  "re-export" error), bare model.json, FX text of both dialects, ops.txt, golden
   softmax_silu/  SoftmaxSilu module: same set; golden with 20 SGD steps like the real models
+  conv_mix/      ConvMix module (every convolution form): same set, 20 SGD steps
+Usage: gen_fixtures.py [FOLDER ...]   (only those; `conv_mix` is the one that can be named)
   functionalize/ make_fx (no functionalization) FX text with in-place ops, the functionalized
                  reference FX text from torch, and numeric goldens (outputs, mutated inputs, grads)
   fxtext/        print_readable variants of the MLP (strides + device annotations)
@@ -95,7 +97,16 @@ def functionalize_case(folder, fn, inputs):
 
 
 def main():
+    import sys
+    only = set(sys.argv[1:])  # folder names to regenerate (default: all)
     common.setup()
+    if not only or "conv_mix" in only:
+        torch.manual_seed(0)
+        m = models.ConvMix()
+        export_module("conv_mix", m, {"x": torch.randn(2, 3, 8, 8), "y": torch.randn(2, 5, 64)},
+                      steps=common.STEPS)
+    if only:
+        return
     torch.manual_seed(0)
     m = models.Mutation()
     export_module("mutation", m, {"x": torch.randn(3, 4)}, steps=1)

@@ -80,6 +80,30 @@ class SoftmaxSilu(nn.Module):
         return ((s * g - y) ** 2).mean()
 
 
+class ConvMix(nn.Module):
+    """Every convolution form in one small model: 2-D with bias, stride 2 + groups, 1x1,
+    depthwise with dilation (no bias), ConvTranspose2d with output_padding, Conv1d.
+
+    forward(x: f32[2,3,8,8], y: f32[2,5,64]) -> f32[] (mean squared error).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=1, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2)
+        self.c3 = nn.Conv2d(8, 16, 1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=16, bias=False)
+        self.up = nn.ConvTranspose2d(16, 4, 3, stride=2, padding=1, output_padding=1)
+        self.c1d = nn.Conv1d(4, 5, 3, padding=1)
+
+    def forward(self, x, y):
+        h = torch.tanh(self.c1(x))
+        h = torch.tanh(self.c2(h))
+        h = torch.tanh(self.dw(self.c3(h)))
+        z = self.c1d(self.up(h).flatten(2))
+        return ((z - y) ** 2).mean()
+
+
 # ---- plain functions traced with make_fx (no functionalization): in-place ops survive ---
 
 def mut_intermediate(x):

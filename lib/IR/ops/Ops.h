@@ -36,6 +36,7 @@ void registerFactoryOps(OpRegistry &r);
 void registerCompositeOps(OpRegistry &r);
 void registerInPlaceOps(OpRegistry &r);
 void registerScatterOps(OpRegistry &r); // Scatter.cpp: slice_scatter, select_scatter
+void registerConvOps(OpRegistry &r);    // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
 
 /// torch's default floating dtype (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::F32;

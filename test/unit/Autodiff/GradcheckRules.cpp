@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "AutodiffTestUtil.h"
 
+#include "aotc/Conv.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -453,6 +455,66 @@ std::vector<Case> allCases() {
       Node *ln = b.call("aten.native_layer_norm.default", {x, std::vector<int64_t>{4}, w, std::monostate{}, 1e-5});
       return b.done({b.call("getitem", {ln, int64_t(0)}), b.call("getitem", {ln, int64_t(1)}),
                      b.call("getitem", {ln, int64_t(2)})});
+    };
+    v.push_back(c);
+  }
+  // convolution: 2-D with bias, stride/padding/dilation/groups, depthwise, 1x1, transposed
+  // (groups, output_padding, dilation), 1-D; gradients of input, weight and bias.
+  struct ConvCase {
+    Shape x, w;
+    bool bias;
+    std::vector<int64_t> stride, padding, dilation;
+    bool transposed;
+    std::vector<int64_t> outPad;
+    int64_t groups;
+  };
+  for (const ConvCase &cc : std::vector<ConvCase>{
+           {{2, 3, 5, 4}, {4, 3, 3, 2}, true, {1, 1}, {1, 0}, {1, 1}, false, {0, 0}, 1},
+           {{1, 4, 7, 6}, {6, 2, 3, 3}, true, {2, 1}, {1, 2}, {2, 1}, false, {0, 0}, 2},
+           {{2, 3, 5, 5}, {3, 1, 3, 3}, false, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 3},
+           {{2, 4, 3, 3}, {5, 4, 1, 1}, true, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1},
+           {{2, 4, 3, 4}, {4, 3, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, true, {1, 0}, 2},
+           {{1, 3, 4, 3}, {3, 2, 2, 3}, false, {3, 2}, {0, 1}, {2, 1}, true, {2, 1}, 1},
+           {{2, 3, 9}, {4, 3, 3}, true, {2}, {1}, {2}, false, {0}, 1},
+           {{2, 4, 5}, {4, 1, 3}, true, {2}, {1}, {1}, true, {1}, 2}}) {
+    Case c;
+    c.target = "aten.convolution.default";
+    c.label = "convolution x" + shapeStr(cc.x) + " w" + shapeStr(cc.w) + (cc.transposed ? " transposed" : "") +
+              " groups " + std::to_string(cc.groups);
+    c.build = [cc] {
+      B b;
+      Node *x = b.input("x", f64(cc.x));
+      Node *w = b.input("w", f64(cc.w));
+      Arg bias = std::monostate{};
+      int64_t outC = cc.transposed ? cc.w[1] * cc.groups : cc.w[0];
+      if (cc.bias) bias = b.input("b", f64({outC}));
+      return b.done({b.call("aten.convolution.default", {x, w, bias, cc.stride, cc.padding, cc.dilation,
+                                                          cc.transposed, cc.outPad, cc.groups})});
+    };
+    v.push_back(c);
+  }
+  // convolution_backward (double backward): grad_output, input and weight all differentiable;
+  // every result used (weighted sums of the three), regular and transposed, groups.
+  for (const ConvCase &cc : std::vector<ConvCase>{
+           {{2, 3, 5, 4}, {4, 3, 3, 2}, true, {2, 1}, {1, 0}, {1, 1}, false, {0, 0}, 1},
+           {{1, 4, 6, 5}, {4, 2, 3, 3}, true, {1, 1}, {2, 1}, {2, 1}, false, {0, 0}, 2},
+           {{2, 4, 3, 4}, {4, 3, 3, 3}, true, {2, 2}, {1, 1}, {1, 1}, true, {1, 0}, 2},
+           {{2, 3, 9}, {4, 3, 3}, true, {2}, {1}, {2}, false, {0}, 1}}) {
+    Case c;
+    c.target = "aten.convolution_backward.default";
+    c.label = "convolution_backward x" + shapeStr(cc.x) + " w" + shapeStr(cc.w) + (cc.transposed ? " transposed" : "");
+    c.build = [cc] {
+      B b;
+      Node *x = b.input("x", f64(cc.x));
+      Node *w = b.input("w", f64(cc.w));
+      ConvShapeResult s = convolutionShape(cc.x, cc.w, cc.stride, cc.padding, cc.dilation, cc.transposed, cc.outPad,
+                                           cc.groups);
+      Node *dy = b.input("dy", f64(s.output));
+      Node *cb = b.call("aten.convolution_backward.default",
+                        {dy, x, w, std::vector<int64_t>{s.output[1]}, cc.stride, cc.padding, cc.dilation,
+                         cc.transposed, cc.outPad, cc.groups, std::vector<bool>{true, true, true}});
+      return b.done({b.call("getitem", {cb, int64_t(0)}), b.call("getitem", {cb, int64_t(1)}),
+                     b.call("getitem", {cb, int64_t(2)})});
     };
     v.push_back(c);
   }
