@@ -29,6 +29,7 @@ const std::vector<HelperInfo> &helpers() {
       {"prod", 1, 1, "prod(list): product of an int list (1 for [])"},
       {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
       {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
+      {"dims_except", 2, 2, "dims_except(rank, dim): [0, ..., rank-1] without dim (batch norm's reduced dims)"},
       {"zeros", 1, 1, "zeros(x): a zero tensor of x's shape and dtype (aten.full)"},
       {"zero", 1, 1, "zero(x): a 0-d zero of x's dtype, for where(...) (aten.full with size [])"},
       {"if_defined", 3, 3, "if_defined(x, a, b): a when the optional tensor x is given, else b (lazy)"},
@@ -380,6 +381,15 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     std::vector<int64_t> s(r, 1);
     if (r > 0) s[*d] = expectInt(e.args[2], v[2]);
     return s;
+  }
+  if (n == "dims_except") {
+    int64_t r = expectInt(e.args[0], v[0]);
+    auto d = wrapDim(expectInt(e.args[1], v[1]), r);
+    if (!d) evalError(e, "dims_except: dimension out of range");
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < r; ++i)
+      if (i != *d) out.push_back(i);
+    return out;
   }
   if (n == "zeros") return bb.zeros(expectTensor(e.args[0], v[0])->type(), sc.node);
   if (n == "zero") return bb.zeros(TensorType{expectTensor(e.args[0], v[0])->type().dtype, {}}, sc.node);

@@ -248,6 +248,8 @@ const std::vector<RuleEntry> &table() {
     {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},
     {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results"},
     {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
+    {"aten._native_batch_norm_legit_functional.default", batchNormFunctional, "training: batch mean, biased var, rsqrt; running stats with momentum and M/(M-1); else running stats"},
+    {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining, "(x - running_mean) rsqrt(running_var + eps) [w] [+b]; empty save_mean/save_rstd"},
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},

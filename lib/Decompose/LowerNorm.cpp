@@ -136,4 +136,75 @@ Vals nativeLayerNormBackward(Emitter &e, Node &n) {
   return r;
 }
 
+
+//===-- batch norm -----------------------------------------------------------===//
+
+namespace {
+
+/// Every dim but the channel dim 1 (the reduced dims of batch norm's statistics).
+std::vector<int64_t> bnDims(int64_t rank) {
+  std::vector<int64_t> d = {0};
+  for (int64_t i = 2; i < rank; ++i) d.push_back(i);
+  return d;
+}
+
+/// t [C] as [1, C, 1, ...] to broadcast against a rank-`rank` input.
+Node *perChannel(Emitter &e, Node *t, int64_t rank) {
+  Shape s(rank, 1);
+  s[1] = t->type().shape[0];
+  return e.view(t, s);
+}
+
+/// out = (x - mean) * rstd [* w] [+ b] with per-channel [1, C, 1, ...] statistics.
+Node *bnNormalize(Emitter &e, Node &n, Node *x, Node *mean, Node *rstd) {
+  int64_t r = x->type().rank();
+  Node *out = e.mul(e.sub(x, mean), rstd);
+  if (!n.isNoneArg(1)) out = e.mul(out, perChannel(e, n.tensorArg(1), r));
+  if (!n.isNoneArg(2)) out = e.add(out, perChannel(e, n.tensorArg(2), r));
+  return out;
+}
+
+/// The eval-mode results: normalized by the running statistics, empty save_mean/save_rstd.
+Vals bnEval(Emitter &e, Node &n, double eps) {
+  Node *x = n.tensorArg(0), *rm = n.tensorArg(3), *rv = n.tensorArg(4);
+  int64_t r = x->type().rank();
+  DType dt = x->type().dtype;
+  Node *rstd = e.call("aten.rsqrt.default", {e.add(perChannel(e, rv, r), eps)});
+  Node *out = bnNormalize(e, n, x, perChannel(e, rm, r), rstd);
+  auto empty = [&] { return e.call("aten.full.default", {Shape{0}, 0.0}, {{"dtype", DTypeLit{dt}}}); };
+  return {out, empty(), empty()};
+}
+
+} // namespace
+
+/// _native_batch_norm_legit_functional(x, w, b, running_mean, running_var, training, momentum,
+/// eps): training: mean = sum(x, dims)/M, var = sum((x - mean)^2, dims)/M, rstd = rsqrt(var + eps);
+/// new running stats (1 - momentum) r + momentum (mean | var M/(M-1)). Otherwise bnEval and the
+/// running statistics unchanged (clones).
+Vals batchNormFunctional(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0), *rm = n.tensorArg(3), *rv = n.tensorArg(4);
+  double momentum = n.scalarArg(6), eps = n.scalarArg(7);
+  if (!n.boolArg(5)) {
+    Vals v = bnEval(e, n, eps);
+    v.push_back(e.call("aten.clone.default", {rm}));
+    v.push_back(e.call("aten.clone.default", {rv}));
+    return v;
+  }
+  int64_t r = x->type().rank(), C = x->type().shape[1];
+  double M = C ? (double)(numelOf(x->type().shape) / C) : 0.0;
+  std::vector<int64_t> dims = bnDims(r);
+  Node *mean = e.div(e.sum(x, dims, true), M);
+  Node *xc = e.sub(x, mean);
+  Node *var = e.div(e.sum(e.mul(xc, xc), dims, true), M);
+  Node *rstd = e.call("aten.rsqrt.default", {e.add(var, eps)});
+  Node *out = bnNormalize(e, n, x, mean, rstd);
+  Node *meanC = e.view(mean, {C}), *varC = e.view(var, {C});
+  Node *newMean = e.add(e.mul(rm, 1.0 - momentum), e.mul(meanC, momentum));
+  Node *newVar = e.add(e.mul(rv, 1.0 - momentum), e.mul(varC, momentum * M / (M - 1.0)));
+  return {out, meanC, e.view(rstd, {C}), newMean, newVar};
+}
+
+/// _native_batch_norm_legit_no_training(x, w, b, running_mean, running_var, momentum, eps).
+Vals batchNormNoTraining(Emitter &e, Node &n) { return bnEval(e, n, n.scalarArg(6)); }
+
 } // namespace aotc::rules

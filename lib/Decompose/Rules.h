@@ -35,6 +35,8 @@ Vals softmaxBackward(rewrite::Emitter &e, Node &n);
 Vals logSoftmaxBackward(rewrite::Emitter &e, Node &n);
 Vals nativeLayerNorm(rewrite::Emitter &e, Node &n);
 Vals nativeLayerNormBackward(rewrite::Emitter &e, Node &n);
+Vals batchNormFunctional(rewrite::Emitter &e, Node &n);
+Vals batchNormNoTraining(rewrite::Emitter &e, Node &n);
 
 // LowerConv.cpp.
 Vals convolution(rewrite::Emitter &e, Node &n);

@@ -299,6 +299,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerInPlaceOps(*r);
     ops::registerScatterOps(*r);
     ops::registerConvOps(*r);
+    ops::registerBatchNormOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

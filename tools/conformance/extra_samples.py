@@ -237,6 +237,34 @@ def _convolution_backward(dtype, make):
     return out
 
 
+def _batch_norm_functional(dtype, make):
+    """Train mode ([N, C], [N, C, L], [N, C, H, W]; affine or not) and eval mode."""
+    op = aten._native_batch_norm_legit_functional.default
+    out = []
+    for shape, affine, training in [((4, 3), True, True), ((2, 3, 5), False, True),
+                                    ((2, 4, 3, 3), True, True), ((3, 2, 2, 2), True, False)]:
+        c = shape[1]
+        rm = make((c,), requires_grad=False)
+        rv = make((c,), requires_grad=False, low=0.5, high=2.0)
+        w = make((c,)) if affine else None
+        b = make((c,)) if affine else None
+        out.append((op, (make(shape), w, b, rm, rv, training, 0.1, 1e-5), {}))
+    return out
+
+
+def _batch_norm_no_training(dtype, make):
+    op = aten._native_batch_norm_legit_no_training.default
+    out = []
+    for shape, affine in [((4, 3), True), ((2, 3, 4, 2), False), ((2, 2, 5), True)]:
+        c = shape[1]
+        rm = make((c,), requires_grad=False)
+        rv = make((c,), requires_grad=False, low=0.5, high=2.0)
+        w = make((c,)) if affine else None
+        b = make((c,)) if affine else None
+        out.append((op, (make(shape), w, b, rm, rv, 0.1, 1e-5), {}))
+    return out
+
+
 def _arange(dtype, make):
     op = aten.arange.default
     return [
@@ -278,6 +306,8 @@ EXTRA = {
     "aten.threshold_backward.default": _threshold_backward,
     "aten.native_layer_norm_backward.default": _native_layer_norm_backward,
     "aten.convolution_backward.default": _convolution_backward,
+    "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
+    "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
 }
 
 # torch.export replaces these even when they are not in the decomposition table.

@@ -36,7 +36,8 @@ void registerFactoryOps(OpRegistry &r);
 void registerCompositeOps(OpRegistry &r);
 void registerInPlaceOps(OpRegistry &r);
 void registerScatterOps(OpRegistry &r); // Scatter.cpp: slice_scatter, select_scatter
-void registerConvOps(OpRegistry &r);    // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
+void registerConvOps(OpRegistry &r);
+void registerBatchNormOps(OpRegistry &r); // BatchNorm.cpp: _native_batch_norm_legit_*    // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
 
 /// torch's default floating dtype (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::F32;

@@ -518,6 +518,58 @@ std::vector<Case> allCases() {
     };
     v.push_back(c);
   }
+  // Batch norm: train mode ([N, C], [N, C, L] and [N, C, H, W], with and without affine), eval
+  // mode (functional with training=False, and _no_training). Only result 0 is an output: the
+  // others carry no gradient (as in PyTorch, which marks them non-differentiable).
+  for (auto [xs, affine, training, stats] : {std::tuple<Shape, bool, bool, bool>{{4, 3}, true, true, false},
+                                             {{2, 3, 4, 3}, true, true, false},
+                                             {{3, 2, 5}, false, true, false},
+                                             {{2, 3, 2, 2}, true, false, false}}) {
+    Case c;
+    c.target = "aten._native_batch_norm_legit_functional.default";
+    c.label = "batch_norm " + shapeStr(xs) + (affine ? " affine" : "") + (training ? " train" : " eval") +
+              (stats ? " +stats" : "");
+    c.build = [xs = xs, affine = affine, training = training, stats = stats] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Arg w = std::monostate{}, bias = std::monostate{};
+      if (affine) {
+        w = b.input("w", f64({xs[1]}));
+        bias = b.input("b", f64({xs[1]}));
+      }
+      Node *rm = b.input("rm", f64({xs[1]}), false);
+      Node *rv = b.input("rv", f64({xs[1]}), false);
+      Node *bn = b.call("aten._native_batch_norm_legit_functional.default", {x, w, bias, rm, rv, training, 0.1, 1e-5});
+      std::vector<Node *> outs = {b.call("getitem", {bn, int64_t(0)})};
+      if (stats) {
+        outs.push_back(b.call("getitem", {bn, int64_t(1)}));
+        outs.push_back(b.call("getitem", {bn, int64_t(2)}));
+      }
+      return b.done(outs);
+    };
+    c.ranges["rv"] = {0.5, 2.0}; // a variance
+    v.push_back(c);
+  }
+  for (auto [xs, affine] : {std::pair<Shape, bool>{{2, 3, 4}, true}, {{3, 2, 2, 3}, false}}) {
+    Case c;
+    c.target = "aten._native_batch_norm_legit_no_training.default";
+    c.label = "batch_norm no_training " + shapeStr(xs) + (affine ? " affine" : "");
+    c.build = [xs = xs, affine = affine] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Arg w = std::monostate{}, bias = std::monostate{};
+      if (affine) {
+        w = b.input("w", f64({xs[1]}));
+        bias = b.input("b", f64({xs[1]}));
+      }
+      Node *rm = b.input("rm", f64({xs[1]}), false);
+      Node *rv = b.input("rv", f64({xs[1]}), false);
+      Node *bn = b.call("aten._native_batch_norm_legit_no_training.default", {x, w, bias, rm, rv, 0.1, 1e-5});
+      return b.done({b.call("getitem", {bn, int64_t(0)})});
+    };
+    c.ranges["rv"] = {0.5, 2.0};
+    v.push_back(c);
+  }
   // native_layer_norm_backward: mean and rstd are non-differentiable inputs, but the rule
   // (like PyTorch's layer_norm_double_backward) treats them as the statistics of `input`, so
   // the checked function computes them from x with native_layer_norm.
