@@ -29,6 +29,8 @@ const std::vector<HelperInfo> &helpers() {
       {"prod", 1, 1, "prod(list): product of an int list (1 for [])"},
       {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
       {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
+      {"planes2", 1, 1, "planes2(sizes): [prod(sizes[:-2]), sizes[-2] * sizes[-1]] (2-D pooling planes)"},
+      {"iota", 1, 1, "iota(n): the int64 tensor [0, 1, ..., n-1] (aten.arange; positions for as_strided's rule)"},
       {"dims_except", 2, 2, "dims_except(rank, dim): [0, ..., rank-1] without dim (batch norm's reduced dims)"},
       {"zeros", 1, 1, "zeros(x): a zero tensor of x's shape and dtype (aten.full)"},
       {"zero", 1, 1, "zero(x): a 0-d zero of x's dtype, for where(...) (aten.full with size [])"},
@@ -382,6 +384,15 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     if (r > 0) s[*d] = expectInt(e.args[2], v[2]);
     return s;
   }
+  if (n == "planes2") {
+    std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
+    if (l.size() < 2) evalError(e, "planes2: needs at least two sizes");
+    int64_t p = 1;
+    for (size_t i = 0; i + 2 < l.size(); ++i) p *= l[i];
+    return std::vector<int64_t>{p, l[l.size() - 2] * l.back()};
+  }
+  if (n == "iota")
+    return bb.call("aten.arange.default", {expectInt(e.args[0], v[0])}, {{"dtype", DTypeLit{DType::I64}}}, sc.node);
   if (n == "dims_except") {
     int64_t r = expectInt(e.args[0], v[0]);
     auto d = wrapDim(expectInt(e.args[1], v[1]), r);

@@ -201,6 +201,19 @@ IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
   return m;
 }
 
+/// as_strided(self [numel], size, stride, offset) (lower() makes self 1-D): the one input
+/// var is offset + sum stride_j * out_j.
+IndexMap asStridedRule(const Node &n, const Shape &in, const Shape &out) {
+  if (in.size() != 1) internalError("codegen: as_strided '" + n.name + "' of a rank-" + std::to_string(in.size()) +
+                                    " input (lower() views it as 1-D first)");
+  const std::vector<int64_t> &stride = n.intListArg(2);
+  IndexMap m;
+  m.newRank = (int)out.size();
+  m.m = {std::vector<int64_t>(stride.begin(), stride.end())};
+  m.c = {n.isNoneArg(3) ? 0 : n.intArg(3)};
+  return m;
+}
+
 /// select(self, dim, index): old var dim = index; the later dims move down by one.
 IndexMap selectRule(const Node &n, const Shape &in, const Shape &out) {
   int r = (int)in.size();
@@ -320,6 +333,7 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.squeeze.dim", view(squeezeRule)},
         {"aten.slice.Tensor", view(sliceRule)},
         {"aten.select.int", view(selectRule)},
+        {"aten.as_strided.default", view(asStridedRule)},
         {"aten.view.default", kind(K::Reshape)},
         {"aten._unsafe_view.default", kind(K::Reshape)},
         {"aten.reshape.default", kind(K::Reshape)},

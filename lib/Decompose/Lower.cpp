@@ -250,6 +250,9 @@ const std::vector<RuleEntry> &table() {
     {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
     {"aten._native_batch_norm_legit_functional.default", batchNormFunctional, "training: batch mean, biased var, rsqrt; running stats with momentum and M/(M-1); else running stats"},
     {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining, "(x - running_mean) rsqrt(running_var + eps) [w] [+b]; empty save_mean/save_rstd"},
+    {"aten.max_pool2d_with_indices.default", maxPool2dWithIndices, "-inf padding, as_strided windows, amax / argmax + gather of positions"},
+    {"aten.max_pool2d_with_indices_backward.default", maxPool2dWithIndicesBackward, "scatter_add of grad_output at indices"},
+    {"aten.as_strided.default",             asStrided,          "input rank != 1: as_strided of view(x, [numel])"},
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
@@ -315,7 +318,7 @@ const std::vector<std::string> &primitiveTargets() {
         // Views.
         "aten.view.default", "aten._unsafe_view.default", "aten.permute.default",
         "aten.expand.default", "aten.unsqueeze.default", "aten.squeeze.dims",
-        "aten.slice.Tensor", "aten.select.int", "getitem",
+        "aten.slice.Tensor", "aten.select.int", "getitem", "aten.as_strided.default",
         // Matmuls.
         "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
         // Convolutions (library calls): the regular forward without bias, and its two gradients.

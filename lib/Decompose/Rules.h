@@ -38,6 +38,11 @@ Vals nativeLayerNormBackward(rewrite::Emitter &e, Node &n);
 Vals batchNormFunctional(rewrite::Emitter &e, Node &n);
 Vals batchNormNoTraining(rewrite::Emitter &e, Node &n);
 
+// LowerPool.cpp.
+Vals maxPool2dWithIndices(rewrite::Emitter &e, Node &n);
+Vals maxPool2dWithIndicesBackward(rewrite::Emitter &e, Node &n);
+Vals asStrided(rewrite::Emitter &e, Node &n);
+
 // LowerConv.cpp.
 Vals convolution(rewrite::Emitter &e, Node &n);
 Vals convolutionBackward(rewrite::Emitter &e, Node &n);

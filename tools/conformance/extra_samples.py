@@ -265,6 +265,19 @@ def _batch_norm_no_training(dtype, make):
     return out
 
 
+def _max_pool2d_backward(dtype, make):
+    """max_pool2d_with_indices_backward with the indices of the forward on the same input."""
+    op = aten.max_pool2d_with_indices_backward.default
+    out = []
+    for shape, k, st, pad, dil, ceil in [((2, 3, 7, 6), [3, 3], [2, 2], [1, 1], [1, 1], False),
+                                         ((1, 2, 5, 5), [2, 2], [2, 2], [0, 0], [1, 1], True),
+                                         ((3, 6, 7), [2, 3], [1, 2], [1, 0], [2, 1], False)]:
+        x = make(shape)
+        y, idx = aten.max_pool2d_with_indices.default(x.detach(), k, st, pad, dil, ceil)
+        out.append((op, (make(tuple(y.shape)), x, k, st, pad, dil, ceil, idx), {}))
+    return out
+
+
 def _arange(dtype, make):
     op = aten.arange.default
     return [
@@ -308,6 +321,7 @@ EXTRA = {
     "aten.convolution_backward.default": _convolution_backward,
     "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
+    "aten.max_pool2d_with_indices_backward.default": _max_pool2d_backward,
 }
 
 # torch.export replaces these even when they are not in the decomposition table.

@@ -67,6 +67,8 @@ SOURCES = {
     "aten.convolution.default": ["nn.functional.conv1d", "nn.functional.conv2d",
                                  "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d"],
     "aten.cos.default": ["cos"],
+    "aten.max_pool2d_with_indices.default": ["nn.functional.max_pool2d"],
+    "aten.as_strided.default": ["as_strided"],
     "aten.cross_entropy_loss.default": ["nn.functional.cross_entropy"],
     "aten.div.Tensor": ["div:no_rounding_mode"],
     "aten.elu.default": ["nn.functional.elu"],

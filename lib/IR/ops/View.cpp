@@ -230,6 +230,45 @@ void registerViewOps(OpRegistry &r) {
     });
   }
   {
+    // as_strided over the input's own dense row-major layout (a functional graph has no other
+    // storage: the view the exporter takes of a fresh tensor); every element read must lie in it.
+    OpDef &d = r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> "
+                     "Tensor(a)",
+                     OpCategory::View);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      const std::vector<int64_t> &size = n.intListArg(1), &stride = n.intListArg(2);
+      int64_t off = n.isNoneArg(3) ? 0 : n.intArg(3);
+      if (size.size() != stride.size())
+        nodeError(n, "mismatch in length of strides and shape (" + std::to_string(size.size()) + " vs " +
+                         std::to_string(stride.size()) + ")");
+      int64_t last = off;
+      bool empty = false;
+      for (size_t i = 0; i < size.size(); ++i) {
+        if (size[i] < 0) nodeError(n, "as_strided: negative size " + std::to_string(size[i]));
+        if (stride[i] < 0) nodeError(n, "as_strided: negative strides are not supported");
+        empty |= size[i] == 0;
+        if (size[i] > 0) last += (size[i] - 1) * stride[i];
+      }
+      if (off < 0) nodeError(n, "Tensor: invalid storage offset " + std::to_string(off));
+      if (!empty && last >= t.numel())
+        nodeError(n, "setStorage: sizes " + shapeStr(size) + ", strides " + shapeStr(stride) + ", storage offset " +
+                         std::to_string(off) + " read element " + std::to_string(last) + " of the input's " +
+                         std::to_string(t.numel()) + " (aotc's as_strided views the input's own dense layout)");
+      return {{t.dtype, size}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &in = *a.at(0);
+      const std::vector<int64_t> &stride = n.intListArg(2);
+      int64_t off = n.isNoneArg(3) ? 0 : n.intArg(3);
+      return gatherBy(n.types[0], in, [&](std::vector<int64_t> &o) {
+        int64_t k = off;
+        for (size_t i = 0; i < o.size(); ++i) k += o[i] * stride[i];
+        return k;
+      });
+    });
+  }
+  {
     OpDef &d = r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", OpCategory::View);
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);

@@ -570,6 +570,44 @@ std::vector<Case> allCases() {
     c.ranges["rv"] = {0.5, 2.0};
     v.push_back(c);
   }
+  // max_pool2d_with_indices: padding, stride, dilation, ceil_mode, unbatched; random continuous
+  // inputs (no ties). as_strided: overlapping windows (positions read twice), an offset.
+  for (auto [xs, k, st, pad, dil, ceil] :
+       {std::tuple<Shape, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, bool>{
+            {2, 3, 7, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+        {{1, 2, 5, 5}, {2, 2}, {}, {0, 0}, {1, 1}, true},
+        {{3, 6, 7}, {2, 3}, {1, 2}, {1, 0}, {2, 1}, false}}) {
+    Case c;
+    c.target = "aten.max_pool2d_with_indices.default";
+    c.label = "max_pool2d_with_indices " + shapeStr(xs) + (ceil ? " ceil" : "");
+    c.build = [xs = xs, k = k, st = st, pad = pad, dil = dil, ceil = ceil] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Node *mp = b.call("aten.max_pool2d_with_indices.default", {x, k, st, pad, dil, ceil});
+      return b.done({b.call("getitem", {mp, int64_t(0)})});
+    };
+    v.push_back(c);
+  }
+  // max_pool2d_with_indices_backward: indices from the forward on the same x (so they stay
+  // valid while the checked inputs move); grad_output and self differentiable.
+  for (auto [xs, ceil] : {std::pair<Shape, bool>{{2, 2, 6, 5}, false}, {{3, 5, 5}, true}}) {
+    Case c;
+    c.target = "aten.max_pool2d_with_indices_backward.default";
+    c.label = "max_pool2d_with_indices_backward " + shapeStr(xs);
+    c.build = [xs = xs, ceil = ceil] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      std::vector<int64_t> k = {2, 2}, st = {2, 2}, pad = {1, 0}, dil = {1, 1};
+      Node *mp = b.call("aten.max_pool2d_with_indices.default", {x, k, st, pad, dil, ceil});
+      Node *idx = b.call("getitem", {mp, int64_t(1)});
+      Node *g = b.input("g", f64(b.call("getitem", {mp, int64_t(0)})->type().shape));
+      return b.done({b.call("aten.max_pool2d_with_indices_backward.default", {g, x, k, st, pad, dil, ceil, idx})});
+    };
+    v.push_back(c);
+  }
+  v.push_back(withArgs("aten.as_strided.default", f64({3, 4}),
+                       {std::vector<int64_t>{2, 3, 2}, std::vector<int64_t>{4, 1, 2}, int64_t(1)}));
+  v.push_back(withArgs("aten.as_strided.default", f64({10}), {std::vector<int64_t>{4, 3}, std::vector<int64_t>{2, 1}}));
   // native_layer_norm_backward: mean and rstd are non-differentiable inputs, but the rule
   // (like PyTorch's layer_norm_double_backward) treats them as the statistics of `input`, so
   // the checked function computes them from x with native_layer_norm.
