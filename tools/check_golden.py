@@ -177,6 +177,78 @@ def split_names(s):
     return [n for n in (s or "").split(",") if n]
 
 
+def zoo_check(result, golden, meta, verbose):
+    """The zoo comparison (docs/testing.md "How zoo results are compared"): the reference is
+    torch eager in float64 (ref.*); err(T) = max|T - R| / max(max|R|, 1e-3 G) with G the largest
+    |value| among the model's tensors of T's kind (all step-0 gradients; all final parameters;
+    all final buffers; for the losses, the step-0 loss). Bounds: the step-0 loss and gradients
+    max(1e-4, 4 e_torch), the 20-step losses, parameters and buffers max(1e-3, 4 e_torch), with
+    e_torch the golden's torch_err of the same tensor (torch's own float32 run). Integer
+    buffers (num_batches_tracked) must be equal. Returns the exit code."""
+    torch_err = json.loads(meta.get("torch_err", "{}"))
+    problems, rows = [], {}
+
+    def err(a, r, G):
+        den = max(max((abs(x) for x in r), default=0.0), 1e-3 * G)
+        num = 0.0
+        for x, y in zip(a, r):
+            d = abs(x - y)
+            if d != d:
+                return math.inf
+            num = max(num, d)
+        return num / den if den > 0 else num
+
+    def check(key, a, r, G, floor, kind):
+        if a is None:
+            problems.append(f"result has no tensor for '{key}'")
+            return
+        if len(a.values) != len(r.values) or list(a.shape) != list(r.shape):
+            problems.append(f"'{key}': shape {list(a.shape)} vs reference {list(r.shape)}")
+            return
+        bound = max(floor, 4 * torch_err.get(key, 0.0))
+        if r.dtype in ("I64", "BOOL", "I32", "U8"):
+            e = 0.0 if list(a.values) == list(r.values) else math.inf
+        else:
+            e = err(a.values, r.values, G)
+        rows.setdefault(kind, []).append((e / bound if bound else math.inf, key, e, bound))
+        if not e <= bound:
+            problems.append(f"'{key}': err {e:.3g} > bound {bound:.3g} (torch float32: "
+                            f"{torch_err.get(key, 0.0):.3g})")
+
+    ref_loss = golden["ref.loss"]
+    loss = result.get("loss")
+    G = abs(ref_loss.values[0])
+    if loss is not None:
+        steps = len(loss.values)
+        Tensor0 = type(ref_loss)
+        first = Tensor0("loss0", loss.dtype, [1], loss.values[:1])
+        check("loss0", first, Tensor0("ref.loss0", ref_loss.dtype, [1], ref_loss.values[:1]), G, 1e-4, "loss")
+        if steps > 1:
+            check("loss", Tensor0("loss", loss.dtype, [steps], loss.values),
+                  Tensor0("ref.loss", ref_loss.dtype, [steps], ref_loss.values[:steps]), G, 1e-3, "loss")
+    else:
+        problems.append("result has no tensor 'loss'")
+    for kind, floor, prefix in (("grad", 1e-4, "grad."), ("param_final", 1e-3, "param_final."),
+                                ("buffer_final", 1e-3, "buffer_final.")):
+        refs = {k[len("ref." + kind) + 1:]: t for k, t in golden.items() if k.startswith(f"ref.{kind}.")}
+        floats = [t for t in refs.values() if t.dtype in ("F32", "F64")]
+        Gk = max((max(abs(x) for x in t.values) for t in floats if t.values), default=0.0)
+        for name, r in sorted(refs.items()):
+            check(f"{kind}.{name}", result.get(prefix + name), r, Gk, floor, kind)
+    for kind in ("loss", "grad", "param_final", "buffer_final"):
+        if rows.get(kind):
+            worst = max(rows[kind])
+            print(f"{kind}: {len(rows[kind])} tensors, worst err {worst[2]:.3g} ({worst[1]}, bound "
+                  f"{worst[3]:.3g}, {worst[0]:.2f} of it)", flush=True)
+    if verbose:
+        for kind, rs in rows.items():
+            for ratio, key, e, bound in sorted(rs, reverse=True):
+                print(f"  {key}: err {e:.3g} bound {bound:.3g}", file=sys.stderr)
+    for p in problems:
+        print(f"check_golden: FAIL: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -205,10 +277,15 @@ def main(argv):
         return 2
     try:
         result, _ = read_safetensors(args.result)
-        golden, _ = read_safetensors(args.golden)
+        golden, gmeta = read_safetensors(args.golden)
     except Malformed as e:
         print(f"check_golden: error: {e}", file=sys.stderr)
         return 2
+    if gmeta.get("format") == "aotc-zoo-1":
+        if "ref.loss" not in golden:
+            print(f"check_golden: error: {args.golden}: zoo golden without ref.loss", file=sys.stderr)
+            return 2
+        return zoo_check(result, golden, gmeta, args.verbose)
 
     params = sorted(k[len("param."):] for k in golden if k.startswith("param."))
     if not params:

@@ -5,7 +5,8 @@
 // the PyTorch golden (input.<name>, param.<FQN>, grad.<FQN>, loss, param_final).
 //
 //   train_driver train WEIGHTS GOLDEN OUT [STEPS]
-//     STEPS (default 20) plain SGD steps, lr 0.1, same batch, mutated buffers written back
+//     STEPS (default 20) plain SGD steps at the golden's "lr" metadata (0.1 without), same
+//     batch, mutated buffers written back
 //     after each step; writes loss f32[STEPS], grad.<name> of step 0 for every gradient
 //     (parameters and inputs such as x), param_final.<FQN>, buffer_final.<FQN>;
 //     tools/check_golden.py then compares OUT with GOLDEN.
@@ -148,13 +149,16 @@ int twoThreadsFail(const SafetensorsFile &weights, const SafetensorsFile &golden
 }
 
 int train(Model &m, const SafetensorsFile &golden, const std::string &out, int steps) {
+  // The golden's learning rate (its "lr" metadata; the zoo models have their own), else 0.1.
+  auto lrIt = golden.metadata.find("lr");
+  const double lr = lrIt != golden.metadata.end() ? std::stod(lrIt->second) : 0.1;
   Tensor loss(aotc::rt::DType::F32, {steps});
   std::vector<Tensor> first;
   for (int k = 0; k < steps; ++k) {
     auto fwd = m.f.forward(m.ptrs());
     loss.data<float>()[k] = (float)fwd.outputs[0].at(0);
     std::vector<Tensor> grads = m.f.backward(fwd.state);
-    m.sgd(grads, 0.1);
+    m.sgd(grads, lr);
     m.writeBack(fwd.outputs);
     if (k == 0)
       first = std::move(grads);

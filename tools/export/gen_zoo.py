@@ -1,0 +1,174 @@
+"""Generates the CNN zoo fixtures under test/fixtures/zoo/<model>/ (docs/testing.md "Zoo").
+
+For each model (random initialisation, fixed seed): the ATEN-dialect .pt2 (+ FX text, ops.txt)
+and golden.safetensors holding
+  input.<name>, param.<FQN>, buffer.<FQN>        the initial values (the model's dtypes)
+  ref.loss f64[S], ref.grad.<FQN> (step 0), ref.param_final.<FQN>, ref.buffer_final.<FQN>
+                                                  torch eager in float64 (model and inputs cast),
+                                                  S plain SGD steps at the model's lr
+and __metadata__ {format: aotc-zoo-1, lr, steps, torch_err: JSON {key: err}} where torch_err is
+torch's own float32 run measured against the float64 reference with the checker's err
+(tools/check_golden.py, zoo mode). Usage: gen_zoo.py [MODEL ...] (default: all).
+"""
+import copy
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torchvision.models.resnet import BasicBlock
+
+import common
+
+ZOO = os.path.join(common.REPO, "test", "fixtures", "zoo")
+STEPS = 20
+
+
+class SmallResNet(nn.Module):
+    """torchvision's ResNet-18 topology (conv 7x7/2, max-pool 3/2, 4 stages of 2 BasicBlocks,
+    global average pool, fc) at reduced widths, built from torchvision's BasicBlock."""
+
+    def __init__(self, widths=(8, 16, 32, 64), num_classes=10):
+        super().__init__()
+        self.inplanes = widths[0]
+        self.conv1 = nn.Conv2d(3, widths[0], 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = self._layer(widths[0], 1)
+        self.layer2 = self._layer(widths[1], 2)
+        self.layer3 = self._layer(widths[2], 2)
+        self.layer4 = self._layer(widths[3], 2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(widths[3], num_classes)
+
+    def _layer(self, planes, stride):
+        down = None
+        if stride != 1 or self.inplanes != planes:
+            down = nn.Sequential(nn.Conv2d(self.inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+        blocks = [BasicBlock(self.inplanes, planes, stride, down), BasicBlock(planes, planes)]
+        self.inplanes = planes
+        return nn.Sequential(*blocks)
+
+    def forward(self, x, target):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        x = torch.flatten(self.avgpool(x), 1)
+        return F.cross_entropy(self.fc(x), target)
+
+
+class LeNet(nn.Module):
+    """LeNet-5 style: conv 5x5, max-pool 2, conv 5x5, max-pool 2, three linear layers, ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.c2 = nn.Conv2d(6, 16, 5)
+        self.f1 = nn.Linear(16 * 5 * 5, 120)
+        self.f2 = nn.Linear(120, 84)
+        self.f3 = nn.Linear(84, 10)
+
+    def forward(self, x, target):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        x = F.relu(self.f2(F.relu(self.f1(torch.flatten(x, 1)))))
+        return F.cross_entropy(self.f3(x), target)
+
+
+def models():
+    """name -> (module factory, inputs factory, train mode, lr)."""
+    def resnet_inputs():
+        return {"x": torch.randn(4, 3, 64, 64), "target": torch.randint(0, 10, (4,))}
+    return {
+        "lenet": (LeNet, lambda: {"x": torch.randn(4, 1, 28, 28), "target": torch.randint(0, 10, (4,))}, True, 0.05),
+        "resnet_small_train": (SmallResNet, resnet_inputs, True, 0.0001),
+        "resnet_small_eval": (SmallResNet, resnet_inputs, False, 0.01),
+    }
+
+
+def err(t, r, G):
+    """The checker's err (tools/check_golden.py zoo mode): max|t - r| / max(max|r|, 1e-3 G)."""
+    t, r = t.double(), r.double()
+    if r.numel() == 0:
+        return 0.0
+    den = max(r.abs().max().item(), 1e-3 * G)
+    return (t - r).abs().max().item() / den if den > 0 else (t - r).abs().max().item()
+
+
+def run(module, inputs, lr, steps):
+    """Plain SGD on one batch: losses [S], step-0 grads, final params and buffers."""
+    params = dict(module.named_parameters())
+    losses, grads0 = [], None
+    for step in range(steps):
+        loss = module(*inputs.values())
+        grads = torch.autograd.grad(loss, list(params.values()))
+        losses.append(loss.detach().clone())
+        if step == 0:
+            grads0 = {k: g.detach().clone() for k, g in zip(params, grads)}
+        with torch.no_grad():
+            for p, g in zip(params.values(), grads):
+                p.sub_(lr * g)
+    return (torch.stack(losses), grads0, {k: p.detach().clone() for k, p in params.items()},
+            {k: b.detach().clone() for k, b in module.named_buffers()})
+
+
+def gen(name, make, make_inputs, train, lr):
+    torch.manual_seed(0)
+    module = make()
+    module.train(train)
+    inputs = make_inputs()
+    folder = os.path.join(ZOO, name)
+    ep_train, ep = common.export_aten(copy.deepcopy(module), tuple(inputs.values()))
+    common.sanitize_stack_traces(ep_train, ep)
+    files = common.save_program(ep, folder, name)
+    golden = {f"input.{k}": v.clone() for k, v in inputs.items()}
+    golden.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
+    golden.update({f"buffer.{k}": b.detach().clone() for k, b in module.named_buffers()})
+    m64 = copy.deepcopy(module).double()
+    in64 = {k: (v.double() if v.is_floating_point() else v) for k, v in inputs.items()}
+    ref = run(m64, in64, lr, STEPS)
+    got = run(copy.deepcopy(module), inputs, lr, STEPS)
+    keys = [("loss", None), ("grad", 1), ("param_final", 2), ("buffer_final", 3)]
+    torch_err = {}
+    for kind, i in keys:
+        if kind == "loss":
+            golden["ref.loss"] = ref[0].double()
+            G = abs(ref[0][0].item())
+            torch_err["loss0"] = err(got[0][:1], ref[0][:1], G)
+            torch_err["loss"] = err(got[0], ref[0], G)
+            continue
+        tensors = ref[i]
+        floats = [t for t in tensors.values() if t.is_floating_point() and t.numel()]
+        G = max((t.abs().max().item() for t in floats), default=0.0)
+        for k, t in tensors.items():
+            golden[f"ref.{kind}.{k}"] = t.clone()
+            torch_err[f"{kind}.{k}"] = err(got[i][k], t, G) if t.is_floating_point() else \
+                float((got[i][k] != t).any().item())
+    meta = {"format": "aotc-zoo-1", "model": name, "lr": repr(lr), "steps": str(STEPS),
+            "train_mode": str(train).lower(), "seed": "0", "torch_version": torch.__version__,
+            "torch_err": json.dumps(torch_err, sort_keys=True),
+            "update": "p <- p - lr*g, same batch every step; reference in float64"}
+    common.write_safetensors(os.path.join(folder, "golden.safetensors"), golden, meta)
+    files.append("golden.safetensors")
+    common.write_sha256sums(folder, files)
+    nparams = sum(p.numel() for p in module.parameters())
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
+    worst = max(torch_err.items(), key=lambda kv: kv[1])
+    print(f"{name}: {nparams} parameters, {size} bytes, ref loss {ref[0][0].item():.6g} -> "
+          f"{ref[0][-1].item():.6g}, torch f32 worst err {worst[1]:.3g} ({worst[0]})")
+
+
+def main(argv):
+    common.setup()
+    table = models()
+    names = argv or list(table)
+    for n in names:
+        if n not in table:
+            sys.exit(f"error: unknown zoo model {n!r} (known: {', '.join(table)})")
+        gen(n, *table[n])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
