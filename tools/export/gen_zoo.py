@@ -77,6 +77,43 @@ class LeNet(nn.Module):
         return F.cross_entropy(self.f3(x), target)
 
 
+class WithLoss(nn.Module):
+    """model(x) -> logits, then cross entropy with the integer target."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, target):
+        return F.cross_entropy(self.model(x), target)
+
+
+def mobilenet_v2_small():
+    """torchvision's MobileNetV2 at width 0.25 (inverted residuals, depthwise 3x3, ReLU6,
+    batch norm in train mode), 10 classes, no dropout."""
+    from torchvision.models import mobilenet_v2
+    return WithLoss(mobilenet_v2(width_mult=0.25, num_classes=10, dropout=0.0))
+
+
+class ConvNeXtSmall(nn.Module):
+    """A patchify stem and two torchvision ConvNeXt blocks (CNBlock: depthwise 7x7, LayerNorm
+    over channels through permutes, GELU MLP, layer scale; stochastic depth 0), a downsampling
+    LayerNorm2d + conv, two more blocks, global mean, linear head."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.convnext import CNBlock, LayerNorm2d
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 4, 4), LayerNorm2d(16))
+        self.stage1 = nn.Sequential(CNBlock(16, 0.1, 0.0), CNBlock(16, 0.1, 0.0))
+        self.down = nn.Sequential(LayerNorm2d(16), nn.Conv2d(16, 32, 2, 2))
+        self.stage2 = nn.Sequential(CNBlock(32, 0.1, 0.0), CNBlock(32, 0.1, 0.0))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x, target):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return F.cross_entropy(self.head(x.mean((2, 3))), target)
+
+
 def models():
     """name -> (module factory, inputs factory, train mode, lr)."""
     def resnet_inputs():
@@ -85,6 +122,10 @@ def models():
         "lenet": (LeNet, lambda: {"x": torch.randn(4, 1, 28, 28), "target": torch.randint(0, 10, (4,))}, True, 0.05),
         "resnet_small_train": (SmallResNet, resnet_inputs, True, 0.0001),
         "resnet_small_eval": (SmallResNet, resnet_inputs, False, 0.01),
+        "mobilenet_v2_train": (mobilenet_v2_small, lambda: {"x": torch.randn(6, 3, 48, 48),
+                                                            "target": torch.randint(0, 10, (6,))}, True, 1e-4),
+        "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
+                                                   "target": torch.randint(0, 10, (4,))}, True, 0.01),
     }
 
 
