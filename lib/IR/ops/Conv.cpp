@@ -84,31 +84,34 @@ template <class F> void forEachTerm(const ConvGeometry &g, F f) {
     }
 }
 
+/// The three primitives are the same sum of products x * w = y read three ways: `out` (X, W or Y)
+/// accumulates the product of the other two operands a and b (in X, W, Y order).
+enum Slot { X = 0, W = 1, Y = 2 };
+RefTensor convTermsRef(const ConvGeometry &g, Slot out, const RefTensor &a, const RefTensor &b, DType dt) {
+  RefTensor r(dt, out == X ? g.inputShape() : out == W ? g.weightShape() : g.outputShape());
+  const RefTensor *operand[3] = {nullptr, nullptr, nullptr};
+  int k = 0;
+  for (Slot s : {X, W, Y})
+    if (s != out) operand[s] = k++ == 0 ? &a : &b;
+  forEachTerm(g, [&](int64_t n, int64_t kk, int64_t c, int64_t cl, int64_t oh, int64_t ow, int64_t i, int64_t j,
+                     int64_t h, int64_t ww) {
+    int64_t at[3] = {xAt(g, n, c, h, ww), wAt(g, kk, cl, i, j), yAt(g, n, kk, oh, ow)};
+    double prod = 1;
+    for (Slot s : {X, W, Y})
+      if (s != out) prod *= operand[s]->data[at[s]];
+    r.data[at[out]] += prod;
+  });
+  return r;
+}
+
 RefTensor convForwardRef(const ConvGeometry &g, const RefTensor &x, const RefTensor &w, DType dt) {
-  RefTensor y(dt, g.outputShape());
-  forEachTerm(g, [&](int64_t n, int64_t k, int64_t c, int64_t cl, int64_t oh, int64_t ow, int64_t i, int64_t j,
-                     int64_t h, int64_t ww) {
-    y.data[yAt(g, n, k, oh, ow)] += x.data[xAt(g, n, c, h, ww)] * w.data[wAt(g, k, cl, i, j)];
-  });
-  return y;
+  return convTermsRef(g, Y, x, w, dt);
 }
-
 RefTensor convInputGradRef(const ConvGeometry &g, const RefTensor &dy, const RefTensor &w, DType dt) {
-  RefTensor dx(dt, g.inputShape());
-  forEachTerm(g, [&](int64_t n, int64_t k, int64_t c, int64_t cl, int64_t oh, int64_t ow, int64_t i, int64_t j,
-                     int64_t h, int64_t ww) {
-    dx.data[xAt(g, n, c, h, ww)] += dy.data[yAt(g, n, k, oh, ow)] * w.data[wAt(g, k, cl, i, j)];
-  });
-  return dx;
+  return convTermsRef(g, X, w, dy, dt);
 }
-
 RefTensor convWeightGradRef(const ConvGeometry &g, const RefTensor &dy, const RefTensor &x, DType dt) {
-  RefTensor dw(dt, g.weightShape());
-  forEachTerm(g, [&](int64_t n, int64_t k, int64_t c, int64_t cl, int64_t oh, int64_t ow, int64_t i, int64_t j,
-                     int64_t h, int64_t ww) {
-    dw.data[wAt(g, k, cl, i, j)] += dy.data[yAt(g, n, k, oh, ow)] * x.data[xAt(g, n, c, h, ww)];
-  });
-  return dw;
+  return convTermsRef(g, W, x, dy, dt);
 }
 
 /// Per-channel sums of dy over batch and space: the bias gradient.
