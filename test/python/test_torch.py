@@ -118,6 +118,44 @@ class VsEager(unittest.TestCase):
         self.assertEqual(m.buf.tolist(), e.buf.tolist())  # 1.0 added 20 times, exactly
         self.assertEqual(m.buf.tolist(), [20.0 + v for v in g["buffer.buf"].tolist()])
 
+    def test_zoo_resnet_train_mode_module(self):
+        # aotc.compile on the ResNet in train mode: 20 SGD steps through the module (batch norm's
+        # running statistics and num_batches_tracked updated in place in its buffers), compared
+        # with torch's float64 run by the zoo bounds (docs/testing.md).
+        import json
+        zdir = os.path.join(testutil.SRC_ROOT, "test", "fixtures", "zoo", "resnet_small_train")
+        g = aotc.read_safetensors(os.path.join(zdir, "golden.safetensors"))
+        meta = g.metadata
+        torch_err, lr = json.loads(meta["torch_err"]), float(meta["lr"])
+        m = aotc.compile(os.path.join(zdir, "resnet_small_train.pt2"), cache_dir=CACHE)
+        x, t = as_torch(g["input.x"]), as_torch(g["input.target"])
+        opt = torch.optim.SGD(m.parameters(), lr=lr)
+        losses = []
+        for _ in range(20):
+            opt.zero_grad()
+            loss = m(x, t)
+            loss.backward()
+            losses.append(loss.item())
+            opt.step()
+
+        def err(a, r, G):
+            a, r = a.detach().double().flatten(), r.double().flatten()
+            return (a - r).abs().max().item() / max(r.abs().max().item(), 1e-3 * G)
+
+        ref_loss = as_torch(g["ref.loss"])
+        self.assertLessEqual(err(torch.tensor(losses), ref_loss, abs(ref_loss[0].item())),
+                             max(1e-3, 4 * torch_err["loss"]))
+        for kind, named in (("param_final", dict(m.named_parameters())), ("buffer_final", dict(m.named_buffers()))):
+            refs = {k[len("ref." + kind) + 1:]: as_torch(g[k]) for k in g.keys() if k.startswith(f"ref.{kind}.")}
+            G = max(r.abs().max().item() for r in refs.values() if r.is_floating_point())
+            self.assertEqual(sorted(refs), sorted(named))
+            for name, r in refs.items():
+                if not r.is_floating_point():  # num_batches_tracked: 20 steps, exactly
+                    self.assertTrue(torch.equal(named[name], r), name)
+                    continue
+                self.assertLessEqual(err(named[name], r, G), max(1e-3, 4 * torch_err[f"{kind}.{name}"]), name)
+        self.assertEqual(m.bn1.num_batches_tracked.item(), 20)
+
     def test_ln_gelu_grad_of_x(self):
         g = aotc.read_safetensors(LG_GOLDEN)
         m = aotc.compile(LG_PT2, cache_dir=CACHE, requires_grad=["x"])
