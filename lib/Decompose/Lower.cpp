@@ -236,6 +236,14 @@ Vals leakyRelu(Emitter &e, Node &n) {
   return {e.call("aten.where.self", {gt, x, e.mul(x, n.args[1])})};
 }
 
+/// any.dim(x, dim, keepdim) = ne(sum(_to_copy(ne(x, 0), i64), [dim], keepdim), 0) (NaN != 0).
+Vals anyDim(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  std::vector<int64_t> dims = reducedDims(n, 1, x->type().rank());
+  Node *nz = e.toDtype(e.call("aten.ne.Scalar", {x, int64_t(0)}), DType::I64);
+  return {e.call("aten.ne.Scalar", {e.sum(nz, dims, n.boolArg(2)), int64_t(0)})};
+}
+
 const std::vector<RuleEntry> &table() {
   using namespace rules;
   // clang-format off
@@ -250,6 +258,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
     {"aten._native_batch_norm_legit_functional.default", batchNormFunctional, "training: batch mean, biased var, rsqrt; running stats with momentum and M/(M-1); else running stats"},
     {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining, "(x - running_mean) rsqrt(running_var + eps) [w] [+b]; empty save_mean/save_rstd"},
+    {"aten.any.dim",                        anyDim,             "ne(sum(ne(x, 0) as i64, dim), 0)"},
     {"aten.max_pool2d_with_indices.default", maxPool2dWithIndices, "-inf padding, as_strided windows, amax / argmax + gather of positions"},
     {"aten.max_pool2d_with_indices_backward.default", maxPool2dWithIndicesBackward, "scatter_add of grad_output at indices"},
     {"aten.as_strided.default",             asStrided,          "input rank != 1: as_strided of view(x, [numel])"},

@@ -69,6 +69,7 @@ SOURCES = {
     "aten.cos.default": ["cos"],
     "aten.max_pool2d_with_indices.default": ["nn.functional.max_pool2d"],
     "aten.as_strided.default": ["as_strided"],
+    "aten.any.dim": ["any"],
     "aten.cross_entropy_loss.default": ["nn.functional.cross_entropy"],
     "aten.div.Tensor": ["div:no_rounding_mode"],
     "aten.elu.default": ["nn.functional.elu"],

@@ -114,6 +114,15 @@ class ConvNeXtSmall(nn.Module):
         return F.cross_entropy(self.head(x.mean((2, 3))), target)
 
 
+def vit_tiny():
+    """torchvision's VisionTransformer (patch embedding by a stride-8 conv, class token, 2
+    encoder layers of nn.MultiheadAttention + MLP, LayerNorm) at hidden 32, 2 heads, 32x32
+    images; dropout 0."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    return WithLoss(VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                      mlp_dim=64, num_classes=10, dropout=0.0, attention_dropout=0.0))
+
+
 def models():
     """name -> (module factory, inputs factory, train mode, lr)."""
     def resnet_inputs():
@@ -124,6 +133,8 @@ def models():
         "resnet_small_eval": (SmallResNet, resnet_inputs, False, 0.01),
         "mobilenet_v2_train": (mobilenet_v2_small, lambda: {"x": torch.randn(6, 3, 48, 48),
                                                             "target": torch.randint(0, 10, (6,))}, True, 1e-4),
+        "vit_tiny": (vit_tiny, lambda: {"x": torch.randn(4, 3, 32, 32), "target": torch.randint(0, 10, (4,))},
+                     True, 0.01),
         "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
                                                    "target": torch.randint(0, 10, (4,))}, True, 0.01),
     }

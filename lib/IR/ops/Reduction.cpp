@@ -120,6 +120,22 @@ void registerReductionOps(OpRegistry &r) {
     });
   }
   {
+    // any.dim(x, dim, keepdim): bool, true where some element along dim is nonzero (NaN counts
+    // as nonzero, as torch). nn.MultiheadAttention's exported graph checks masks with it.
+    OpDef &d = r.add("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", OpCategory::Reduction);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      return {{DType::Bool, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(2))}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      return reduceRef(x, reductionMask(n, 1, (int64_t)x.shape.size()), n.boolArg(2), DType::Bool, 0.0,
+                       [](double s, double v) { return s != 0.0 || v != 0.0 ? 1.0 : 0.0; },
+                       [](double v, int64_t) { return v; });
+    });
+  }
+  {
     // var(x, dim, correction) = sum((x - mean)^2) / max(0, N - correction); correction None -> 1.
     OpDef &d = r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
                      OpCategory::Reduction);
