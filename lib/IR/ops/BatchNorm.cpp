@@ -21,8 +21,6 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-const Node *opt(const Node &n, size_t i) { return n.isNoneArg(i) ? nullptr : n.tensorArg(i); }
-
 /// Checks the operands; returns C.
 int64_t checkBatchNorm(const Node &n, const char *what) {
   TensorType x = argType(n, 0);
@@ -31,7 +29,7 @@ int64_t checkBatchNorm(const Node &n, const char *what) {
   requireFloating(n, x.dtype, what);
   int64_t C = x.shape[1];
   for (size_t i : {1, 2, 3, 4}) {
-    const Node *t = opt(n, i);
+    const Node *t = optTensor(n, i);
     if (!t) {
       if (i >= 3) nodeError(n, std::string(what) + ": running_mean and running_var are required");
       continue;

@@ -140,8 +140,6 @@ std::pair<int64_t, int64_t> layerNormDims(const Node &n, const TensorType &in, c
   return {N ? in.numel() / N : 0, N};
 }
 
-const Node *optTensor(const Node &n, size_t i) { return n.isNoneArg(i) ? nullptr : n.tensorArg(i); }
-
 /// Forward: out, mean (M), rstd (M).
 void layerNormRef(const RefTensor &x, const RefTensor *w, const RefTensor *b, int64_t M, int64_t N, double eps,
                   RefTensor &out, RefTensor &mean, RefTensor &rstd) {

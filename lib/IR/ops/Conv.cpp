@@ -26,8 +26,6 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-const Node *optTensorArg(const Node &n, size_t i) { return n.isNoneArg(i) ? nullptr : n.tensorArg(i); }
-
 void sameFloating(const Node &n, const std::vector<size_t> &idx, const char *what) {
   DType dt = argType(n, idx[0]).dtype;
   requireFloating(n, dt, what);
@@ -157,7 +155,7 @@ void registerConvOps(OpRegistry &r) {
       TensorType x = argType(n, 0), w = argType(n, 1);
       ConvShapeResult s = shapeOf(n, x.shape, w.shape, 3, true);
       std::vector<size_t> idx = {0, 1};
-      if (const Node *b = optTensorArg(n, 2)) {
+      if (const Node *b = optTensor(n, 2)) {
         idx.push_back(2);
         if (b->type().shape != Shape{s.output[1]})
           nodeError(n, "Given weight of size " + shapeStr(w.shape) + ", expected bias to be 1-dimensional with " +

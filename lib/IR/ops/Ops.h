@@ -51,6 +51,8 @@ bool isNumberArg(const Node &n, size_t i);
 DType numberDType(const Arg &a);
 /// The type of tensor argument i (a number argument yields a 0-d tensor of its dtype).
 TensorType argType(const Node &n, size_t i);
+/// Optional tensor argument i (`Tensor?`): the node, or nullptr for None.
+inline const Node *optTensor(const Node &n, size_t i) { return n.isNoneArg(i) ? nullptr : n.tensorArg(i); }
 // resultType (torch.result_type) is declared in include/aotc/OpRegistry.h (codegen uses it).
 /// Broadcast shape of the arguments at `idx` (numbers are 0-d); nodeError when incompatible.
 Shape broadcastArgs(const Node &n, const std::vector<size_t> &idx);
