@@ -1,6 +1,7 @@
-//===- Pool.h - Geometry of 2-D pooling (max_pool2d_with_indices) -*- C++ -*-===//
+//===- Pool.h - Geometry of 2-D pooling (max_pool2d, avg_pool2d) -*- C++ -*-===//
 //
-// Shared by the registry (lib/IR/ops/Pool.cpp) and the lower rules (lib/Decompose/LowerPool.cpp).
+// Shared by the registry (lib/IR/ops/Pool.cpp, Resample.cpp) and the lower rules (lib/Decompose/LowerPool.cpp,
+// LowerResample.cpp).
 // Output sizes as ATen's pooling_output_shape (aten/src/ATen/native/Pool.h):
 //   O = floor_or_ceil((I + 2p - d (k - 1) - 1) / s) + 1, and with ceil_mode the last window must
 //   start inside the input or its left padding ((O - 1) s < I + p, else O - 1).
@@ -30,5 +31,9 @@ struct PoolShapeResult {
 PoolShapeResult maxPool2dShape(const Shape &in, const std::vector<int64_t> &kernel, const std::vector<int64_t> &stride,
                                const std::vector<int64_t> &padding, const std::vector<int64_t> &dilation,
                                bool ceilMode);
+
+/// Checks avg_pool2d's arguments (dilation 1; the same rules and messages, "avg_pool2d: ...").
+PoolShapeResult avgPool2dShape(const Shape &in, const std::vector<int64_t> &kernel, const std::vector<int64_t> &stride,
+                               const std::vector<int64_t> &padding, bool ceilMode);
 
 } // namespace aotc

@@ -30,6 +30,8 @@ const std::vector<HelperInfo> &helpers() {
       {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
       {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
       {"planes2", 1, 1, "planes2(sizes): [prod(sizes[:-2]), sizes[-2] * sizes[-1]] (2-D pooling planes)"},
+      {"neg_ints", 1, 1, "neg_ints(list): the int list negated elementwise (constant_pad_nd's rule: -pad)"},
+      {"tail", 2, 2, "tail(list, n): the last n elements of a list (the spatial sizes of a pooling input)"},
       {"iota", 1, 1, "iota(n): the int64 tensor [0, 1, ..., n-1] (aten.arange; positions for as_strided's rule)"},
       {"dims_except", 2, 2, "dims_except(rank, dim): [0, ..., rank-1] without dim (batch norm's reduced dims)"},
       {"zeros", 1, 1, "zeros(x): a zero tensor of x's shape and dtype (aten.full)"},
@@ -390,6 +392,17 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     int64_t p = 1;
     for (size_t i = 0; i + 2 < l.size(); ++i) p *= l[i];
     return std::vector<int64_t>{p, l[l.size() - 2] * l.back()};
+  }
+  if (n == "neg_ints") {
+    std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
+    for (int64_t &x : l) x = -x;
+    return l;
+  }
+  if (n == "tail") {
+    std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
+    int64_t k = expectInt(e.args[1], v[1]);
+    if (k < 0 || k > (int64_t)l.size()) evalError(e, "tail: n out of range");
+    return std::vector<int64_t>(l.end() - k, l.end());
   }
   if (n == "iota")
     return bb.call("aten.arange.default", {expectInt(e.args[0], v[0])}, {{"dtype", DTypeLit{DType::I64}}}, sc.node);

@@ -339,6 +339,9 @@ static const std::vector<RuleEntry> &table() {
     {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
     {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
+    {"aten.upsample_nearest2d.vec",    upsampleVec,  "upsample_nearest2d with the output size and scales of compute_output_size"},
+    {"aten.upsample_bilinear2d.vec",   upsampleVec,  "upsample_bilinear2d with the output size and scales of compute_output_size"},
+    {"aten._reshape_alias.default",    reshapeAlias, "view (contiguous strides), else as_strided"},
   };
   // clang-format on
   return t;

@@ -43,6 +43,21 @@ Vals maxPool2dWithIndices(rewrite::Emitter &e, Node &n);
 Vals maxPool2dWithIndicesBackward(rewrite::Emitter &e, Node &n);
 Vals asStrided(rewrite::Emitter &e, Node &n);
 
+// LowerResample.cpp.
+Vals upsampleNearest2d(rewrite::Emitter &e, Node &n);
+Vals upsampleBilinear2d(rewrite::Emitter &e, Node &n);
+Vals upsampleNearest2dBackward(rewrite::Emitter &e, Node &n);
+Vals upsampleBilinear2dBackward(rewrite::Emitter &e, Node &n);
+/// upsample_{nearest,bilinear}2d.vec -> .default (decompose).
+Vals upsampleVec(rewrite::Emitter &e, Node &n);
+Vals avgPool2d(rewrite::Emitter &e, Node &n);
+Vals avgPool2dBackward(rewrite::Emitter &e, Node &n);
+Vals adaptiveAvgPool2d(rewrite::Emitter &e, Node &n);
+Vals adaptiveAvgPool2dBackward(rewrite::Emitter &e, Node &n);
+Vals constantPadNd(rewrite::Emitter &e, Node &n);
+/// _reshape_alias -> view (contiguous strides) or as_strided (decompose).
+Vals reshapeAlias(rewrite::Emitter &e, Node &n);
+
 // LowerConv.cpp.
 Vals convolution(rewrite::Emitter &e, Node &n);
 Vals convolutionBackward(rewrite::Emitter &e, Node &n);

@@ -301,6 +301,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerConvOps(*r);
     ops::registerBatchNormOps(*r);
     ops::registerPoolOps(*r);
+    ops::registerResampleOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

@@ -1,7 +1,7 @@
-//===- PoolGeometry.cpp - max_pool2d shapes (include/aotc/Pool.h) -------------===//
+//===- PoolGeometry.cpp - max_pool2d / avg_pool2d shapes (include/aotc/Pool.h) ===//
 //
-// The checks of max_pool2d_with_indices (aten/src/ATen/native/DilatedMaxPool2d.cpp and
-// pool2d_shape_check in Pool.h), with ATen's messages.
+// The checks of max_pool2d_with_indices and avg_pool2d (aten/src/ATen/native/DilatedMaxPool2d.cpp,
+// AveragePool2d.cpp and pool2d_shape_check in Pool.h), with ATen's messages.
 //===----------------------------------------------------------------------===//
 #include "aotc/Pool.h"
 
@@ -9,7 +9,7 @@ namespace aotc {
 
 namespace {
 
-bool pair(const char *what, const std::vector<int64_t> &v, int64_t dflt, bool allowEmpty, int64_t &a, int64_t &b,
+bool pair(const char *op, const char *what, const std::vector<int64_t> &v, int64_t dflt, bool allowEmpty, int64_t &a, int64_t &b,
           std::string &err) {
   if (v.empty() && allowEmpty) {
     a = b = dflt;
@@ -23,7 +23,7 @@ bool pair(const char *what, const std::vector<int64_t> &v, int64_t dflt, bool al
     a = v[0], b = v[1];
     return true;
   }
-  err = std::string("max_pool2d: ") + what + " must either be a single int, or a tuple of two ints";
+  err = std::string(op) + ": " + what + " must either be a single int, or a tuple of two ints";
   return false;
 }
 
@@ -36,9 +36,9 @@ int64_t outputSize(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool 
 
 } // namespace
 
-PoolShapeResult maxPool2dShape(const Shape &in, const std::vector<int64_t> &kernel, const std::vector<int64_t> &stride,
-                               const std::vector<int64_t> &padding, const std::vector<int64_t> &dilation,
-                               bool ceilMode) {
+static PoolShapeResult pool2dShape(const char *op, const Shape &in, const std::vector<int64_t> &kernel,
+                                   const std::vector<int64_t> &stride, const std::vector<int64_t> &padding,
+                                   const std::vector<int64_t> &dilation, bool ceilMode) {
   PoolShapeResult r;
   PoolGeometry &g = r.geom;
   std::string &err = r.error;
@@ -46,11 +46,11 @@ PoolShapeResult maxPool2dShape(const Shape &in, const std::vector<int64_t> &kern
     err = "non-empty 3D or 4D (batch mode) tensor expected for input, got " + shapeStr(in);
     return r;
   }
-  if (!pair("kernel_size", kernel, 0, false, g.KH, g.KW, err)) return r;
-  if (!pair("stride", stride, 0, true, g.strideH, g.strideW, err)) return r;
+  if (!pair(op, "kernel_size", kernel, 0, false, g.KH, g.KW, err)) return r;
+  if (!pair(op, "stride", stride, 0, true, g.strideH, g.strideW, err)) return r;
   if (stride.empty()) g.strideH = g.KH, g.strideW = g.KW;
-  if (!pair("padding", padding, 0, false, g.padH, g.padW, err)) return r;
-  if (!pair("dilation", dilation, 1, false, g.dilH, g.dilW, err)) return r;
+  if (!pair(op, "padding", padding, 0, false, g.padH, g.padW, err)) return r;
+  if (!pair(op, "dilation", dilation, 1, false, g.dilH, g.dilW, err)) return r;
   g.ceilMode = ceilMode;
   if (g.KH <= 0 || g.KW <= 0) {
     err = "kernel size should be greater than zero, but got kH: " + std::to_string(g.KH) + " kW: " + std::to_string(g.KW);
@@ -89,6 +89,17 @@ PoolShapeResult maxPool2dShape(const Shape &in, const std::vector<int64_t> &kern
     return r;
   }
   return r;
+}
+
+PoolShapeResult maxPool2dShape(const Shape &in, const std::vector<int64_t> &kernel, const std::vector<int64_t> &stride,
+                               const std::vector<int64_t> &padding, const std::vector<int64_t> &dilation,
+                               bool ceilMode) {
+  return pool2dShape("max_pool2d", in, kernel, stride, padding, dilation, ceilMode);
+}
+
+PoolShapeResult avgPool2dShape(const Shape &in, const std::vector<int64_t> &kernel, const std::vector<int64_t> &stride,
+                               const std::vector<int64_t> &padding, bool ceilMode) {
+  return pool2dShape("avg_pool2d", in, kernel, stride, padding, {1}, ceilMode);
 }
 
 } // namespace aotc

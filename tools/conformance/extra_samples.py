@@ -289,6 +289,64 @@ def _arange(dtype, make):
     ]
 
 
+def _reshape_alias(dtype, make):
+    op = aten._reshape_alias.default
+    return [
+        (op, (make((4, 6)), [6, 4], [4, 1]), {}),
+        (op, (make((2, 3, 4)), [24], [1]), {}),
+        (op, (make((2, 6)), [3, 2, 2], [4, 2, 1]), {}),
+        (op, (make((6,)), [3, 2, 1], [2, 1, 1]), {}),
+    ]
+
+
+def _upsample(bilinear, backward):
+    """upsample_{nearest,bilinear}2d(.default / _backward): output sizes up and down, given
+    scales (the float index rounding of a non-integer scale), align_corners both ways."""
+    def samples(dtype, make):
+        out = []
+        cases = [((2, 3, 4, 5), [8, 10], None, None), ((1, 2, 5, 3), [7, 4], None, None),
+                 ((2, 2, 6, 6), [3, 4], None, None), ((1, 3, 3, 4), [5, 6], 1.7, 1.5),
+                 ((1, 1, 4, 4), [1, 7], None, None)]
+        for shape, size, sh, sw in cases:
+            for ac in ([False, True] if bilinear else [None]):
+                extra = (ac,) if bilinear else ()
+                if backward:
+                    op = (aten.upsample_bilinear2d_backward.default if bilinear
+                          else aten.upsample_nearest2d_backward.default)
+                    g = make((shape[0], shape[1], size[0], size[1]))
+                    out.append((op, (g, size, list(shape)) + extra + (sh, sw), {}))
+                else:
+                    op = aten.upsample_bilinear2d.default if bilinear else aten.upsample_nearest2d.default
+                    out.append((op, (make(shape), size) + extra + (sh, sw), {}))
+        return out
+    return samples
+
+
+def _avg_pool2d_backward(dtype, make):
+    """avg_pool2d_backward over padding, ceil_mode, count_include_pad, divisor_override."""
+    op = aten.avg_pool2d_backward.default
+    out = []
+    for shape, k, st, pad, ceil, cip, div in [((2, 3, 7, 6), [3, 3], [2, 2], [1, 1], False, True, None),
+                                              ((1, 2, 5, 5), [2, 2], [2, 2], [1, 0], True, False, None),
+                                              ((3, 6, 7), [2, 3], [1, 2], [1, 1], True, True, None),
+                                              ((2, 2, 6, 5), [3, 2], [2, 1], [0, 1], False, False, 5)]:
+        x = make(shape)
+        y = aten.avg_pool2d.default(x.detach(), k, st, pad, ceil, cip, div)
+        out.append((op, (make(tuple(y.shape)), x, k, st, pad, ceil, cip, div), {}))
+    return out
+
+
+def _adaptive_avg_pool2d_backward(dtype, make):
+    op = aten._adaptive_avg_pool2d_backward.default
+    out = []
+    for shape, size in [((2, 3, 7, 6), [3, 4]), ((1, 2, 5, 5), [5, 5]), ((3, 4, 6), [4, 2]),
+                        ((2, 2, 3, 3), [1, 1]), ((1, 2, 2, 3), [5, 4])]:
+        x = make(shape)
+        y = aten._adaptive_avg_pool2d.default(x.detach(), size)
+        out.append((op, (make(tuple(y.shape)), x), {}))
+    return out
+
+
 EXTRA = {
     "aten.arange.default": _arange,
     "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
@@ -322,7 +380,15 @@ EXTRA = {
     "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
     "aten.max_pool2d_with_indices_backward.default": _max_pool2d_backward,
+    "aten._reshape_alias.default": _reshape_alias,
+    "aten.upsample_nearest2d.default": _upsample(False, False),
+    "aten.upsample_bilinear2d.default": _upsample(True, False),
+    "aten.upsample_nearest2d_backward.default": _upsample(False, True),
+    "aten.upsample_bilinear2d_backward.default": _upsample(True, True),
+    "aten.avg_pool2d_backward.default": _avg_pool2d_backward,
+    "aten._adaptive_avg_pool2d_backward.default": _adaptive_avg_pool2d_backward,
 }
 
 # torch.export replaces these even when they are not in the decomposition table.
-TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default"}
+TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default", "aten._reshape_alias.default",
+         "aten.upsample_bilinear2d.default"}

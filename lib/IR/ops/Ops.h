@@ -36,9 +36,10 @@ void registerFactoryOps(OpRegistry &r);
 void registerCompositeOps(OpRegistry &r);
 void registerInPlaceOps(OpRegistry &r);
 void registerScatterOps(OpRegistry &r); // Scatter.cpp: slice_scatter, select_scatter
-void registerConvOps(OpRegistry &r);
-void registerBatchNormOps(OpRegistry &r);
-void registerPoolOps(OpRegistry &r);      // Pool.cpp: max_pool2d_with_indices (+ backward) // BatchNorm.cpp: _native_batch_norm_legit_*    // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
+void registerConvOps(OpRegistry &r);       // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
+void registerBatchNormOps(OpRegistry &r);  // BatchNorm.cpp: _native_batch_norm_legit_*
+void registerPoolOps(OpRegistry &r);      // Pool.cpp: max_pool2d_with_indices (+ backward)
+void registerResampleOps(OpRegistry &r);  // Resample.cpp: upsample_*2d, avg_pool2d, _adaptive_avg_pool2d, constant_pad_nd
 
 /// torch's default floating dtype (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::F32;

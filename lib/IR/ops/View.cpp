@@ -80,6 +80,38 @@ RefTensor permuteEval(const Node &n, const RefTensor &in, std::vector<int64_t> p
 
 SliceRange sliceRange(const Node &n) { return aotc::sliceRange(n, argType(n, 0).shape, 1, "slice()"); }
 
+/// as_strided(self, size = arg 1, stride = arg 2, offset) over self's dense row-major layout.
+TensorType asStridedType(const Node &n, int64_t off) {
+  TensorType t = argType(n, 0);
+  const std::vector<int64_t> &size = n.intListArg(1), &stride = n.intListArg(2);
+  if (size.size() != stride.size())
+    nodeError(n, "mismatch in length of strides and shape (" + std::to_string(size.size()) + " vs " +
+                     std::to_string(stride.size()) + ")");
+  int64_t last = off;
+  bool empty = false;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] < 0) nodeError(n, "as_strided: negative size " + std::to_string(size[i]));
+    if (stride[i] < 0) nodeError(n, "as_strided: negative strides are not supported");
+    empty |= size[i] == 0;
+    if (size[i] > 0) last += (size[i] - 1) * stride[i];
+  }
+  if (off < 0) nodeError(n, "Tensor: invalid storage offset " + std::to_string(off));
+  if (!empty && last >= t.numel())
+    nodeError(n, "setStorage: sizes " + shapeStr(size) + ", strides " + shapeStr(stride) + ", storage offset " +
+                     std::to_string(off) + " read element " + std::to_string(last) + " of the input's " +
+                     std::to_string(t.numel()) + " (aotc's as_strided views the input's own dense layout)");
+  return {t.dtype, size};
+}
+
+RefTensor asStridedRef(const Node &n, const RefTensor &in, int64_t off) {
+  const std::vector<int64_t> &stride = n.intListArg(2);
+  return gatherBy(n.types[0], in, [&](std::vector<int64_t> &o) {
+    int64_t k = off;
+    for (size_t i = 0; i < o.size(); ++i) k += o[i] * stride[i];
+    return k;
+  });
+}
+
 } // namespace
 
 void registerViewOps(OpRegistry &r) {
@@ -235,38 +267,15 @@ void registerViewOps(OpRegistry &r) {
     OpDef &d = r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> "
                      "Tensor(a)",
                      OpCategory::View);
-    d.infer = [](const Node &n) -> Types {
-      TensorType t = argType(n, 0);
-      const std::vector<int64_t> &size = n.intListArg(1), &stride = n.intListArg(2);
-      int64_t off = n.isNoneArg(3) ? 0 : n.intArg(3);
-      if (size.size() != stride.size())
-        nodeError(n, "mismatch in length of strides and shape (" + std::to_string(size.size()) + " vs " +
-                         std::to_string(stride.size()) + ")");
-      int64_t last = off;
-      bool empty = false;
-      for (size_t i = 0; i < size.size(); ++i) {
-        if (size[i] < 0) nodeError(n, "as_strided: negative size " + std::to_string(size[i]));
-        if (stride[i] < 0) nodeError(n, "as_strided: negative strides are not supported");
-        empty |= size[i] == 0;
-        if (size[i] > 0) last += (size[i] - 1) * stride[i];
-      }
-      if (off < 0) nodeError(n, "Tensor: invalid storage offset " + std::to_string(off));
-      if (!empty && last >= t.numel())
-        nodeError(n, "setStorage: sizes " + shapeStr(size) + ", strides " + shapeStr(stride) + ", storage offset " +
-                         std::to_string(off) + " read element " + std::to_string(last) + " of the input's " +
-                         std::to_string(t.numel()) + " (aotc's as_strided views the input's own dense layout)");
-      return {{t.dtype, size}};
-    };
-    setEval(d, [](const Node &n, const RefArgs &a) {
-      const RefTensor &in = *a.at(0);
-      const std::vector<int64_t> &stride = n.intListArg(2);
-      int64_t off = n.isNoneArg(3) ? 0 : n.intArg(3);
-      return gatherBy(n.types[0], in, [&](std::vector<int64_t> &o) {
-        int64_t k = off;
-        for (size_t i = 0; i < o.size(); ++i) k += o[i] * stride[i];
-        return k;
-      });
-    });
+    d.infer = [](const Node &n) -> Types { return {asStridedType(n, n.isNoneArg(3) ? 0 : n.intArg(3))}; };
+    setEval(d, [](const Node &n, const RefArgs &a) { return asStridedRef(n, *a.at(0), n.isNoneArg(3) ? 0 : n.intArg(3)); });
+  }
+  {
+    // _reshape_alias (older exports' reshape of a contiguous tensor): as_strided at offset 0;
+    // decompose makes it a view (or, strides not contiguous, an as_strided).
+    OpDef &d = r.add("_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types { return {asStridedType(n, 0)}; };
+    setEval(d, [](const Node &n, const RefArgs &a) { return asStridedRef(n, *a.at(0), 0); });
   }
   {
     OpDef &d = r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", OpCategory::View);

@@ -640,6 +640,52 @@ std::vector<Case> allCases() {
     };
     v.push_back(c);
   }
+  // Separable resampling (Resample.cpp): up and down, given scales, align_corners; the backward
+  // ops with grad_output as the checked input.
+  using IL = std::vector<int64_t>;
+  Arg none = std::monostate{};
+  v.push_back(withArgs("aten.upsample_nearest2d.default", f64({1, 2, 3, 4}), {IL{6, 8}, none, none}));
+  v.push_back(withArgs("aten.upsample_nearest2d.default", f64({2, 1, 5, 4}), {IL{3, 7}, 1.7, 1.5}));
+  v.push_back(withArgs("aten.upsample_nearest2d_backward.default", f64({1, 2, 6, 7}), {IL{6, 7}, IL{1, 2, 3, 4}, none, none}));
+  v.push_back(withArgs("aten.upsample_nearest2d_backward.default", f64({2, 1, 3, 2}), {IL{3, 2}, IL{2, 1, 5, 4}, none, none}));
+  v.push_back(withArgs("aten.upsample_bilinear2d.default", f64({1, 2, 3, 4}), {IL{5, 7}, false, none, none}));
+  v.push_back(withArgs("aten.upsample_bilinear2d.default", f64({2, 1, 4, 3}), {IL{7, 2}, true, none, none}));
+  v.push_back(withArgs("aten.upsample_bilinear2d.default", f64({1, 1, 3, 3}), {IL{6, 6}, false, 2.0, 2.0}));
+  v.push_back(withArgs("aten.upsample_bilinear2d_backward.default", f64({1, 2, 5, 7}), {IL{5, 7}, IL{1, 2, 3, 4}, false, none, none}));
+  v.push_back(withArgs("aten.upsample_bilinear2d_backward.default", f64({2, 1, 2, 5}), {IL{2, 5}, IL{2, 1, 4, 3}, true, none, none}));
+  v.push_back(withArgs("aten.avg_pool2d.default", f64({2, 2, 7, 6}), {IL{3, 3}, IL{2, 2}, IL{1, 1}, false, true, none}));
+  v.push_back(withArgs("aten.avg_pool2d.default", f64({1, 3, 5, 5}), {IL{2, 3}, IL{2, 1}, IL{1, 1}, true, false, none}));
+  v.push_back(withArgs("aten.avg_pool2d.default", f64({3, 6, 5}), {IL{2, 2}, IL{}, IL{0, 1}, false, true, int64_t(3)}));
+  for (auto [xs, div] : {std::pair<Shape, Arg>{{2, 2, 7, 6}, std::monostate{}}, {{1, 3, 5, 5}, int64_t(5)}}) {
+    Case c;
+    c.target = "aten.avg_pool2d_backward.default";
+    c.label = "avg_pool2d_backward " + shapeStr(xs) + " divisor " + argStr(div);
+    c.build = [xs = xs, div = div] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      IL k{3, 2}, st{2, 2}, pad{1, 1};
+      Node *y = b.call("aten.avg_pool2d.default", {x, k, st, pad, true, false, div});
+      Node *g = b.input("g", f64(y->type().shape));
+      return b.done({b.call("aten.avg_pool2d_backward.default", {g, x, k, st, pad, true, false, div})});
+    };
+    v.push_back(c);
+  }
+  v.push_back(withArgs("aten._adaptive_avg_pool2d.default", f64({2, 2, 7, 6}), {IL{3, 4}}));
+  v.push_back(withArgs("aten._adaptive_avg_pool2d.default", f64({3, 2, 3}), {IL{5, 2}}));
+  for (auto [xs, os] : {std::pair<Shape, IL>{{2, 2, 7, 6}, {3, 4}}, {{3, 2, 3}, {5, 2}}}) {
+    Case c;
+    c.target = "aten._adaptive_avg_pool2d_backward.default";
+    c.label = "_adaptive_avg_pool2d_backward " + shapeStr(xs) + " to " + shapeStr(os);
+    c.build = [xs = xs, os = os] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      Node *g = b.input("g", f64(b.call("aten._adaptive_avg_pool2d.default", {x, os})->type().shape));
+      return b.done({b.call("aten._adaptive_avg_pool2d_backward.default", {g, x})});
+    };
+    v.push_back(c);
+  }
+  v.push_back(withArgs("aten.constant_pad_nd.default", f64({2, 3, 4}), {IL{1, 2, 0, -1}, 0.5}));
+  v.push_back(withArgs("aten.constant_pad_nd.default", f64({3, 5}), {IL{-2, 1, 2, 2}, int64_t(0)}));
   return v;
 }
 
