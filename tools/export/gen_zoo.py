@@ -114,6 +114,42 @@ class ConvNeXtSmall(nn.Module):
         return F.cross_entropy(self.head(x.mean((2, 3))), target)
 
 
+class UNetSmall(nn.Module):
+    """A U-Net-style encoder-decoder on 30x30 images: double 3x3 conv blocks with batch norm
+    (train mode) and ReLU; down by a strided conv and by max-pool; up by ConvTranspose2d (then
+    F.pad to the skip's odd size, constant_pad_nd) and by bilinear and nearest upsampling;
+    skip connections by concatenation; a 1x1 head and an MSE loss against a target image."""
+
+    def __init__(self):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU())
+        self.inc = block(3, 8)
+        self.down1 = nn.Sequential(nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU(), block(16, 16))
+        self.down2 = nn.Sequential(nn.MaxPool2d(2), block(16, 32))
+        self.up1 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec1 = block(32, 16)
+        self.reduce = nn.Conv2d(16, 8, 1)
+        self.dec2 = block(16, 8)
+        self.side = nn.Conv2d(32, 8, 1)
+        self.head = nn.Conv2d(8, 3, 1)
+
+    def forward(self, x, target):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        u = self.up1(x3)
+        dh, dw = x2.shape[2] - u.shape[2], x2.shape[3] - u.shape[3]
+        u = F.pad(u, [dw // 2, dw - dw // 2, dh // 2, dh - dh // 2])
+        d1 = self.dec1(torch.cat([x2, u], 1))
+        u2 = self.reduce(F.interpolate(d1, scale_factor=2, mode="bilinear", align_corners=False))
+        d2 = self.dec2(torch.cat([x1, u2], 1))
+        side = F.interpolate(self.side(x3), size=d2.shape[2:], mode="nearest")
+        return F.mse_loss(self.head(d2 + side), target)
+
+
 def vit_tiny():
     """torchvision's VisionTransformer (patch embedding by a stride-8 conv, class token, 2
     encoder layers of nn.MultiheadAttention + MLP, LayerNorm) at hidden 32, 2 heads, 32x32
@@ -135,6 +171,8 @@ def models():
                                                             "target": torch.randint(0, 10, (6,))}, True, 1e-4),
         "vit_tiny": (vit_tiny, lambda: {"x": torch.randn(4, 3, 32, 32), "target": torch.randint(0, 10, (4,))},
                      True, 0.01),
+        "unet_small": (UNetSmall, lambda: {"x": torch.randn(2, 3, 30, 30), "target": torch.randn(2, 3, 30, 30)},
+                       True, 0.01),
         "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
                                                    "target": torch.randint(0, 10, (4,))}, True, 0.01),
     }
