@@ -208,3 +208,82 @@ Vals batchNormFunctional(Emitter &e, Node &n) {
 Vals batchNormNoTraining(Emitter &e, Node &n) { return bnEval(e, n, n.scalarArg(6)); }
 
 } // namespace aotc::rules
+
+//===-- group norm, native_batch_norm_backward ---------------------------------===//
+
+namespace aotc::rules {
+
+namespace {
+
+/// x [N, C, *] as [N, group, C/group * HxW] (the statistics' groups).
+Node *groups(Emitter &e, Node *x, int64_t N, int64_t G) { return e.view(x, {N, G, x->type().numel() / std::max<int64_t>(N * G, 1)}); }
+
+} // namespace
+
+/// native_group_norm(x, w, b, N, C, HxW, group, eps): statistics over dim 2 of x viewed
+/// [N, group, D]; out = xhat [w] [+ b] with w, b per channel ([1, C, 1] against [N, C, HxW]).
+Vals nativeGroupNorm(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t N = n.intArg(3), C = n.intArg(4), S = n.intArg(5), G = n.intArg(6);
+  double eps = n.scalarArg(7), D = (double)(C / G * S);
+  Node *xg = groups(e, x, N, G);
+  Node *mean = e.div(e.sum(xg, {2}, true), D);
+  Node *xc = e.sub(xg, mean);
+  Node *rstd = e.call("aten.rsqrt.default", {e.add(e.div(e.sum(e.mul(xc, xc), {2}, true), D), eps)});
+  Node *out = e.view(e.mul(xc, rstd), {N, C, S});
+  if (!n.isNoneArg(1)) out = e.mul(out, e.view(n.tensorArg(1), {1, C, 1}));
+  if (!n.isNoneArg(2)) out = e.add(out, e.view(n.tensorArg(2), {1, C, 1}));
+  return {e.view(out, x->type().shape), e.view(mean, {N, G}), e.view(rstd, {N, G})};
+}
+
+/// native_group_norm_backward(g, x, mean, rstd, w, N, C, HxW, group, output_mask).
+Vals nativeGroupNormBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *x = n.tensorArg(1), *mean = n.tensorArg(2), *rstd = n.tensorArg(3);
+  Node *w = n.isNoneArg(4) ? nullptr : n.tensorArg(4);
+  int64_t N = n.intArg(5), C = n.intArg(6), S = n.intArg(7), G = n.intArg(8);
+  const auto &mask = std::get<std::vector<bool>>(n.args[9]);
+  double D = (double)(C / G * S);
+  Node *rs = e.view(rstd, {N, G, 1});
+  Node *xhat = e.view(e.mul(e.sub(groups(e, x, N, G), e.view(mean, {N, G, 1})), rs), {N, C, S});
+  Node *gc = e.view(g, {N, C, S});
+  Vals r(3, nullptr);
+  if (mask.at(0)) {
+    Node *d = groups(e, w ? e.mul(gc, e.view(w, {1, C, 1})) : gc, N, G);
+    Node *xh = groups(e, xhat, N, G);
+    Node *inner = e.sub(e.sub(d, e.div(e.sum(d, {2}, true), D)), e.mul(xh, e.div(e.sum(e.mul(d, xh), {2}, true), D)));
+    r[0] = e.view(e.mul(rs, inner), x->type().shape);
+  }
+  if (mask.at(1)) r[1] = e.sum(e.mul(gc, xhat), {0, 2}, false);
+  if (mask.at(2)) r[2] = e.sum(gc, {0, 2}, false);
+  return r;
+}
+
+/// native_batch_norm_backward(g, x, w, running_mean, running_var, save_mean, save_invstd, train,
+/// eps, output_mask).
+Vals nativeBatchNormBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *x = n.tensorArg(1);
+  int64_t r = x->type().rank();
+  bool train = n.boolArg(7);
+  std::vector<int64_t> dims = bnDims(r);
+  const auto &mask = std::get<std::vector<bool>>(n.args[9]);
+  Node *mean = perChannel(e, n.tensorArg(train ? 5 : 3), r);
+  Node *invstd = train ? perChannel(e, n.tensorArg(6), r)
+                       : e.call("aten.rsqrt.default", {e.add(perChannel(e, n.tensorArg(4), r), n.scalarArg(8))});
+  Node *xhat = e.mul(e.sub(x, mean), invstd);
+  Vals out(3, nullptr);
+  if (mask.at(0)) {
+    Node *d = n.isNoneArg(2) ? g : e.mul(g, perChannel(e, n.tensorArg(2), r));
+    if (train) {
+      double M = (double)(x->type().numel() / std::max<int64_t>(x->type().shape[1], 1));
+      Node *inner = e.sub(e.sub(d, e.div(e.sum(d, dims, true), M)), e.mul(xhat, e.div(e.sum(e.mul(d, xhat), dims, true), M)));
+      out[0] = e.mul(invstd, inner);
+    } else {
+      out[0] = e.mul(d, invstd);
+    }
+  }
+  if (mask.at(1)) out[1] = e.sum(e.mul(g, xhat), dims, false);
+  if (mask.at(2)) out[2] = e.sum(g, dims, false);
+  return out;
+}
+
+} // namespace aotc::rules

@@ -37,6 +37,9 @@ Vals nativeLayerNorm(rewrite::Emitter &e, Node &n);
 Vals nativeLayerNormBackward(rewrite::Emitter &e, Node &n);
 Vals batchNormFunctional(rewrite::Emitter &e, Node &n);
 Vals batchNormNoTraining(rewrite::Emitter &e, Node &n);
+Vals nativeBatchNormBackward(rewrite::Emitter &e, Node &n);
+Vals nativeGroupNorm(rewrite::Emitter &e, Node &n);
+Vals nativeGroupNormBackward(rewrite::Emitter &e, Node &n);
 
 // LowerPool.cpp.
 Vals maxPool2dWithIndices(rewrite::Emitter &e, Node &n);

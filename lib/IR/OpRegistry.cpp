@@ -302,6 +302,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerBatchNormOps(*r);
     ops::registerPoolOps(*r);
     ops::registerResampleOps(*r);
+    ops::registerGroupNormOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

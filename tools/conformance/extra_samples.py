@@ -347,6 +347,42 @@ def _adaptive_avg_pool2d_backward(dtype, make):
     return out
 
 
+def _group_norm_backward(dtype, make):
+    """native_group_norm_backward with the statistics of the forward on the same input."""
+    op = aten.native_group_norm_backward.default
+    out = []
+    # Forward values only (requires_grad=False): torch has no derivative for it, nor aotc a rule.
+    for shape, g, affine, mask in [((2, 4, 3, 2), 2, True, [True, True, True]), ((3, 6), 3, True, [True, True, True]),
+                                   ((2, 6, 5), 1, True, [True, True, True]), ((1, 4, 2, 2), 4, True, [True, True, True])]:
+        x = make(shape, requires_grad=False)
+        n, c = shape[0], shape[1]
+        hw = x.numel() // (n * c)
+        w = make((c,), requires_grad=False) if affine else None
+        _, mean, rstd = aten.native_group_norm.default(x.detach(), w, None, n, c, hw, g, 1e-5)
+        out.append((op, (make(shape, requires_grad=False), x, mean, rstd, w, n, c, hw, g, mask), {}))
+    return out
+
+
+def _batch_norm_backward(dtype, make):
+    """native_batch_norm_backward, train (saved statistics) and eval (running statistics);
+    forward values only (aotc has no rule for it; torch's double backward needs every input)."""
+    op = aten.native_batch_norm_backward.default
+    out = []
+    for shape, affine, train in [((4, 3), True, True), ((2, 3, 5), False, True), ((2, 4, 3, 3), True, True),
+                                 ((3, 2, 2, 2), True, False), ((2, 3, 4), False, False)]:
+        c = shape[1]
+        x = make(shape, requires_grad=False)
+        rm = make((c,), requires_grad=False)
+        rv = make((c,), requires_grad=False, low=0.5, high=2.0)
+        w = make((c,), requires_grad=False) if affine else None
+        if train:
+            _, sm, si = aten.native_batch_norm.default(x.detach(), w, None, rm.clone(), rv.clone(), True, 0.1, 1e-5)
+        else:
+            sm = si = None
+        out.append((op, (make(shape, requires_grad=False), x, w, rm, rv, sm, si, train, 1e-5, [True, affine, True]), {}))
+    return out
+
+
 EXTRA = {
     "aten.arange.default": _arange,
     "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
@@ -387,6 +423,8 @@ EXTRA = {
     "aten.upsample_bilinear2d_backward.default": _upsample(True, True),
     "aten.avg_pool2d_backward.default": _avg_pool2d_backward,
     "aten._adaptive_avg_pool2d_backward.default": _adaptive_avg_pool2d_backward,
+    "aten.native_group_norm_backward.default": _group_norm_backward,
+    "aten.native_batch_norm_backward.default": _batch_norm_backward,
 }
 
 # torch.export replaces these even when they are not in the decomposition table.

@@ -72,6 +72,7 @@ SOURCES = {
     "aten.upsample_nearest2d.vec": ["nn.functional.interpolate:nearest"],
     "aten.upsample_bilinear2d.vec": ["nn.functional.interpolate:bilinear"],
     "aten.avg_pool2d.default": ["nn.functional.avg_pool2d"],
+    "aten.native_group_norm.default": ["nn.functional.group_norm"],
     "aten._adaptive_avg_pool2d.default": ["nn.functional.adaptive_avg_pool2d"],
     "aten.constant_pad_nd.default": ["constant_pad_nd", "nn.functional.pad:constant"],
     "aten.any.dim": ["any"],

@@ -39,7 +39,8 @@ void registerScatterOps(OpRegistry &r); // Scatter.cpp: slice_scatter, select_sc
 void registerConvOps(OpRegistry &r);       // Conv.cpp: convolution, convolution_backward, aotc::conv_*_grad
 void registerBatchNormOps(OpRegistry &r);  // BatchNorm.cpp: _native_batch_norm_legit_*
 void registerPoolOps(OpRegistry &r);      // Pool.cpp: max_pool2d_with_indices (+ backward)
-void registerResampleOps(OpRegistry &r);  // Resample.cpp: upsample_*2d, avg_pool2d, _adaptive_avg_pool2d, constant_pad_nd
+void registerResampleOps(OpRegistry &r);
+void registerGroupNormOps(OpRegistry &r); // GroupNorm.cpp: native_group_norm (+ backward), native_batch_norm_backward  // Resample.cpp: upsample_*2d, avg_pool2d, _adaptive_avg_pool2d, constant_pad_nd
 
 /// torch's default floating dtype (torch.get_default_dtype()).
 constexpr DType kDefaultFloat = DType::F32;

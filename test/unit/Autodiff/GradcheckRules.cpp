@@ -686,6 +686,26 @@ std::vector<Case> allCases() {
   }
   v.push_back(withArgs("aten.constant_pad_nd.default", f64({2, 3, 4}), {IL{1, 2, 0, -1}, 0.5}));
   v.push_back(withArgs("aten.constant_pad_nd.default", f64({3, 5}), {IL{-2, 1, 2, 2}, int64_t(0)}));
+  // native_group_norm: affine or not, [N, C, H, W] and [N, C] (HxW = 1).
+  for (auto [xs, G, affine] : {std::tuple<Shape, int64_t, bool>{{2, 4, 3, 2}, 2, true}, {{3, 6}, 3, false},
+                               {{2, 6, 5}, 1, true}}) {
+    Case c;
+    c.target = "aten.native_group_norm.default";
+    c.label = "native_group_norm " + shapeStr(xs) + " groups " + std::to_string(G) + (affine ? " affine" : "");
+    c.build = [xs = xs, G = G, affine = affine] {
+      B b;
+      Node *x = b.input("x", f64(xs));
+      int64_t C = xs[1], S = numelOf(xs) / (xs[0] * C);
+      Arg w = std::monostate{}, bias = std::monostate{};
+      if (affine) {
+        w = b.input("w", f64({C}));
+        bias = b.input("b", f64({C}));
+      }
+      Node *gn = b.call("aten.native_group_norm.default", {x, w, bias, xs[0], C, S, G, 1e-5});
+      return b.done({b.call("getitem", {gn, int64_t(0)})});
+    };
+    v.push_back(c);
+  }
   return v;
 }
 
