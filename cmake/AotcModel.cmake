@@ -32,7 +32,10 @@ function(aotc_model var)
 endfunction()
 
 # aotc_link_step(<target>): what an executable linking an aotc object needs:
-# the runtime, OpenBLAS (GEMMs), LLVM's libomp (parallel loops) and libm.
+# the runtime, LLVM's libomp (parallel loops), libaotc_kernels (convolutions; it brings
+# oneDNN), OpenBLAS (GEMMs) and libm. libomp comes before libaotc_kernels (and so before
+# libdnnl and its libgomp) in the executable's DT_NEEDED: the one OpenMP runtime of the
+# process, serving libdnnl's GOMP_* calls too (docs/building.md "One OpenMP runtime").
 function(aotc_link_step target)
-  target_link_libraries(${target} PRIVATE aotc_runtime aotc_kernels ${BLAS_LIBRARIES} ${AOTC_OMP_LIB} m)
+  target_link_libraries(${target} PRIVATE aotc_runtime ${AOTC_OMP_LIB} aotc_kernels ${BLAS_LIBRARIES} m)
 endfunction()

@@ -3,7 +3,7 @@
 # ../shared/reference/deps.md). Skips apt entirely when everything is present.
 set -euo pipefail
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19 libomp-19-dev
-      nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev
+      nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev libdnnl-dev
       libclang-rt-19-dev cmake ninja-build python3 pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do

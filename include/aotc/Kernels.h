@@ -192,6 +192,9 @@ struct ConvDesc {
   /// Forward: a = x, b = w, c = y. InputGrad: a = dy, b = w, c = dx. WeightGrad: a = dy, b = x, c = dw.
   int a = -1, b = -1, c = -1;
   int64_t offA = 0, offB = 0, offC = 0;
+  /// Index into KernelGraph::errors (program-wide after planning) of "the library call
+  /// failed": the entry point returns error + 1 with aotc_conv's status as the value.
+  int error = -1;
 };
 const char *convRoleName(ConvDesc::Role r); ///< "forward", "input_grad", "weight_grad"
 
@@ -223,6 +226,8 @@ struct Kernel {
   std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
   std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
   bool mayFail() const;   ///< Has a bounds-checked access.
+  /// An Extern kernel whose library call can fail (a convolution: ConvDesc::error).
+  bool callMayFail() const;
 };
 
 struct KernelGraph {

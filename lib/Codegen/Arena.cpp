@@ -65,6 +65,10 @@ bool Kernel::mayFail() const {
   return false;
 }
 
+bool Kernel::callMayFail() const {
+  return kind == Kind::Extern && call.fn == ExternFn::Conv && call.conv.error >= 0;
+}
+
 void planScratch(KernelGraph &kg, int64_t redzone) {
   std::vector<int> ids;
   std::vector<std::pair<int, int>> live;
@@ -73,7 +77,7 @@ void planScratch(KernelGraph &kg, int64_t redzone) {
   bool fail = false;
   for (size_t k = 0; k < kg.kernels.size(); ++k) {
     const Kernel &K = kg.kernels[k];
-    fail = fail || K.mayFail();
+    fail = fail || K.mayFail() || K.callMayFail();
     auto touch = [&](int b) {
       if (range[b].first < 0) range[b].first = (int)k;
       range[b].second = (int)k;

@@ -76,7 +76,8 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
     for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
   if (!cuda)
     os << " * Run-time libraries: " << (convs ? "libaotc_kernels (convolutions, aotc/kernels.h), " : "")
-       << "OpenBLAS (cblas), LLVM libomp, libm (docs/abi.md; CMake: aotc_link_step).\n";
+       << "OpenBLAS (cblas), LLVM libomp, " << (convs ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
+       << "libm (docs/abi.md; CMake: aotc_link_step).\n";
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
      << " * Scratch arena: " << scratchBytes << " bytes (any contents; not kept between calls).\n"
      << " *\n"
@@ -104,8 +105,10 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
        << " *   if (rc > 0) fprintf(stderr, \"%s (value %lld)\\n\", " << n
        << "_program.errors[rc - 1],\n"
        << " *       (long long)*(int64_t *)((char *)scratch + " << n
-       << "_program.error_value_offset));   (AOTC_ERROR_CONTEXT: a bad ctx)\n"
-       << " *   " << n << "_context_destroy(ctx);\n";
+       << "_program.error_value_offset));   (AOTC_ERROR_CONTEXT: a bad ctx)\n";
+    if (convs)
+      os << " *   a failed convolution's reason: " << n << "_program.context_error(ctx) (the library's text)\n";
+    os << " *   " << n << "_context_destroy(ctx);\n";
   }
   const std::string id = kp.buildId.empty() ? std::string(32, '0') : kp.buildId;
   os << " *\n"

@@ -64,10 +64,11 @@ struct CudaBinary {
 /// Errors: a missing tool is a user error naming --cuda-toolkit; a tool failure is internal.
 CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o);
 
-/// The pointer arguments of an entry point (NULL where the entry point has none).
+/// The pointer arguments of an entry point (NULL where the entry point has none); ctx is the
+/// ABI context, past checkContext.
 struct EntryArgs {
   llvm::Value *in = nullptr, *out = nullptr, *saved = nullptr, *tangents = nullptr,
-              *grads = nullptr, *scratch = nullptr;
+              *grads = nullptr, *scratch = nullptr, *ctx = nullptr;
 };
 /// Address of buffer `bf` inside an entry point (HostCommon.cpp): a load from the
 /// in/out/tangents/grads array, or saved/scratch + the buffer's byte offset.
@@ -78,15 +79,25 @@ llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std
                                 unsigned nPtrParams);
 /// The ABI context functions (abi.h) of program `prog`: `aotc_context *<prog>_context_create(void)`
 /// (calloc of kContextBytes; the first word holds the address of the private constant
-/// "aotc_context:<prog>", which identifies the program) and `void <prog>_context_destroy(aotc_context *)`
-/// (free; NULL is fine).
+/// "aotc_context:<prog>", which identifies the program; with `libraryState` the word
+/// kContextStateWord holds an aotc_kernels_state (aotc/kernels.h) made here, and a failed
+/// aotc_kernels_state_create frees the context and returns NULL), `void
+/// <prog>_context_destroy(aotc_context *)` (destroys the state, then free; NULL is fine) and
+/// the internal `const char *<prog>.context_error(const aotc_context *)` of the descriptor
+/// (aotc_kernels_state_error of the context's state; NULL without library state, for NULL or
+/// another program's context).
 struct ContextFns {
-  llvm::Function *create = nullptr, *destroy = nullptr;
+  llvm::Function *create = nullptr, *destroy = nullptr, *error = nullptr;
   llvm::GlobalVariable *tag = nullptr; ///< The owner word's target.
 };
-ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog);
-/// Bytes of an ABI context today: the owner word, the rest reserved for library state.
+ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog,
+                                bool libraryState);
+/// Bytes of an ABI context today: the owner word, the library state's word, the rest reserved.
 constexpr int64_t kContextBytes = 64;
+/// The word (index of an 8-byte slot) of the context holding the aotc_kernels_state pointer.
+constexpr int64_t kContextStateWord = 1;
+/// Loads the aotc_kernels_state pointer of a (checked) context.
+llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
 /// context made by `fns.create` (its owner word is `fns.tag`); continues in a new block.
 void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns);

@@ -239,7 +239,7 @@ struct CudaHostBuilder {
                                      llvm::FunctionType::get(i32t, {ptr, ptr, ptr, ptr, ptr}, false));
 
     // Entry points first: they append the alignment messages to `errors`.
-    ContextFns ctx = emitContextFunctions(b, M, kp.name);
+    ContextFns ctx = emitContextFunctions(b, M, kp.name, false); // no library state: CUDA has no convolutions
     llvm::Function *fwd = entry("_forward", 6);
     checkContext(b, fwd->getArg(0), ctx);
     // The module constant is referenced by the launches; its initializer is set at the end.

@@ -612,7 +612,9 @@ std::pair<int, int64_t> GraphFuser::denseOperand(Node *arg) {
 }
 
 /// A convolution primitive (lowered: regular, no bias): one ExternFn::Conv call on dense
-/// operands into the node's home, with an im2col workspace in the arena.
+/// operands into the node's home; f64 gets an im2col workspace in the arena (f32 runs in
+/// oneDNN, whose scratchpad belongs to the ABI context's library state). The call can fail
+/// (oneDNN refusing the geometry, out of memory): its error entry names the node.
 void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   const TensorType &ot = n->type();
   if (!isFloating(ot.dtype)) nodeError(*n, "codegen: convolution needs f32 or f64 operands");
@@ -662,10 +664,13 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   k.kind = Kernel::Kind::Extern;
   k.noMerge = true;
   k.outer = ot.shape;
+  d.error = newError(*n, "the convolution failed in libaotc_kernels (the value is aotc_conv's status, "
+                         "aotc/kernels.h; the ABI context's error text says why)");
   k.call = convCall(d);
   const ConvGeometry &g = d.geom;
   bool direct = g.KH == 1 && g.KW == 1 && g.strideH == 1 && g.strideW == 1 && g.padH == 0 && g.padW == 0;
-  if (!direct) // aotc_conv_workspace_elems (aotc/kernels.h): the column matrices of every batch entry
+  // aotc_conv_workspace_elems (aotc/kernels.h): f64 only, the column matrices of every batch entry.
+  if (d.dtype == DType::F64 && !direct)
     k.call.workspace =
         addBuffer(n->name + "_cols", {ot.dtype, {g.N, g.C / g.groups * g.KH * g.KW, g.OH * g.OW}});
   k.ops = v.ops;

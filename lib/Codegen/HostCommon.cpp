@@ -63,7 +63,8 @@ llvm::Function *beginEntryPoint(llvm::IRBuilder<> &b, llvm::Module &M, const std
   return f;
 }
 
-ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog) {
+ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std::string &prog,
+                                bool libraryState) {
   llvm::LLVMContext &C = M.getContext();
   llvm::Type *ptr = llvm::PointerType::get(C, 0);
   llvm::Type *i64 = b.getInt64Ty();
@@ -75,6 +76,9 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
   auto *tagInit = llvm::ConstantDataArray::getString(C, "aotc_context:" + prog);
   f.tag = new llvm::GlobalVariable(M, tagInit->getType(), true, llvm::GlobalValue::PrivateLinkage, tagInit,
                                    prog + ".context_tag");
+  auto stateSlot = [&](llvm::Value *ctx) {
+    return b.CreateConstInBoundsGEP1_64(ptr, ctx, kContextStateWord, "ctx.state.slot");
+  };
   f.create = llvm::Function::Create(llvm::FunctionType::get(ptr, {}, false), llvm::GlobalValue::ExternalLinkage,
                                     prog + "_context_create", M);
   f.create->addFnAttr(llvm::Attribute::NoUnwind);
@@ -86,6 +90,21 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
   b.CreateCondBr(b.CreateIsNull(p), done, init);
   b.SetInsertPoint(init);
   b.CreateAlignedStore(f.tag, p, llvm::Align(8)); // the owner word
+  if (libraryState) {
+    // The library state (aotc_kernels_state_create, aotc/kernels.h) in the second word; a
+    // context without it is not made (NULL: out of memory).
+    llvm::FunctionCallee createFn =
+        M.getOrInsertFunction("aotc_kernels_state_create", llvm::FunctionType::get(ptr, {}, false));
+    llvm::Value *st = b.CreateCall(createFn, {}, "state");
+    auto *ok = llvm::BasicBlock::Create(C, "state.ok", f.create);
+    auto *fail = llvm::BasicBlock::Create(C, "state.fail", f.create);
+    b.CreateCondBr(b.CreateIsNull(st), fail, ok);
+    b.SetInsertPoint(fail);
+    b.CreateCall(freeFn, {p});
+    b.CreateRet(llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0)));
+    b.SetInsertPoint(ok);
+    b.CreateAlignedStore(st, stateSlot(p), llvm::Align(8));
+  }
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRet(p);
@@ -94,9 +113,53 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
                                      llvm::GlobalValue::ExternalLinkage, prog + "_context_destroy", M);
   f.destroy->addFnAttr(llvm::Attribute::NoUnwind);
   b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f.destroy));
-  b.CreateCall(freeFn, {f.destroy->getArg(0)});
+  llvm::Value *dp = f.destroy->getArg(0);
+  if (libraryState) {
+    auto *some = llvm::BasicBlock::Create(C, "nonnull", f.destroy);
+    auto *none = llvm::BasicBlock::Create(C, "null", f.destroy);
+    b.CreateCondBr(b.CreateIsNull(dp), none, some);
+    b.SetInsertPoint(none);
+    b.CreateRetVoid();
+    b.SetInsertPoint(some);
+    llvm::FunctionCallee destroyFn = M.getOrInsertFunction(
+        "aotc_kernels_state_destroy", llvm::FunctionType::get(b.getVoidTy(), {ptr}, false));
+    b.CreateCall(destroyFn, {b.CreateAlignedLoad(ptr, stateSlot(dp), llvm::Align(8), "state")});
+  }
+  b.CreateCall(freeFn, {dp});
   b.CreateRetVoid();
+
+  // const char *context_error(const aotc_context *): the library's message of the last failed
+  // call with this context (aotc_kernels_state_error), NULL without one or for a foreign context.
+  f.error = llvm::Function::Create(llvm::FunctionType::get(ptr, {ptr}, false), llvm::GlobalValue::InternalLinkage,
+                                   prog + ".context_error", M);
+  f.error->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f.error));
+  llvm::Value *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
+  if (!libraryState) {
+    b.CreateRet(null);
+    return f;
+  }
+  llvm::Value *ep = f.error->getArg(0);
+  auto *nonnull = llvm::BasicBlock::Create(C, "nonnull", f.error);
+  auto *mine = llvm::BasicBlock::Create(C, "mine", f.error);
+  auto *none = llvm::BasicBlock::Create(C, "none", f.error);
+  b.CreateCondBr(b.CreateIsNull(ep), none, nonnull);
+  b.SetInsertPoint(nonnull);
+  llvm::Value *owner = b.CreateAlignedLoad(ptr, ep, llvm::Align(8), "ctx.owner");
+  b.CreateCondBr(b.CreateICmpEQ(owner, f.tag), mine, none);
+  b.SetInsertPoint(none);
+  b.CreateRet(null);
+  b.SetInsertPoint(mine);
+  llvm::FunctionCallee errFn =
+      M.getOrInsertFunction("aotc_kernels_state_error", llvm::FunctionType::get(ptr, {ptr}, false));
+  b.CreateRet(b.CreateCall(errFn, {b.CreateAlignedLoad(ptr, stateSlot(ep), llvm::Align(8), "state")}));
   return f;
+}
+
+llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx) {
+  llvm::Type *ptr = llvm::PointerType::get(b.getContext(), 0);
+  return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, ctx, kContextStateWord), llvm::Align(8),
+                             "ctx.state");
 }
 
 void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns) {
@@ -166,7 +229,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
   if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i32t, i32t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p},
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p},
       "aotc_program");
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
@@ -189,7 +252,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt64(kp.scratchBytes), fwd ? fwd : null, bwd ? bwd : null,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
-               b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy});
+               b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {

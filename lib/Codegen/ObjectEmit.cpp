@@ -8,7 +8,9 @@
 //    its init loop (if any) then its GEMM function (MLIRGen.cpp: blocks of
 //    cblas_sgemm/cblas_dgemm calls, parallel over blocks);
 //    after a bounds-checked kernel a non-zero status code is returned, its value
-//    left in the caller's scratch at error_value_offset (per call, abi.h);
+//    left in the caller's scratch at error_value_offset (per call, abi.h); a convolution
+//    calls aotc_conv (libaotc_kernels) with the ABI context's library state and returns
+//    its node's code, aotc_conv's status as the value, when the call fails;
 //    with a checked arena (--sanitize=address) the entry points poison the saved
 //    area and scratch, unpoison each buffer while it is live (scratch: from the
 //    first kernel touching it to the last) and unpoison everything before returning;
@@ -138,8 +140,24 @@ struct EntryBuilder {
           };
           llvm::Value *ws = k.call.workspace >= 0 ? need(k.call.workspace)
                                                   : llvm::ConstantPointerNull::get(b.getPtrTy());
-          b.CreateCall(convFunction(), {convDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)),
-                                        at(d.a, d.offA), at(d.b, d.offB), at(d.c, d.offC), ws});
+          AOTC_ASSERT(ea.ctx && status && d.error >= 0, "codegen: convolution call without context or status");
+          llvm::Value *rc = b.CreateCall(
+              convFunction(), {cg::contextState(b, ea.ctx), convDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)),
+                               at(d.a, d.offA), at(d.b, d.offB), at(d.c, d.offC), ws},
+              "conv.rc");
+          // A failure returns the node's error code with aotc_conv's status as the value
+          // (scratch + error_value_offset, as a bounds-checked kernel leaves it).
+          llvm::Function *F = b.GetInsertBlock()->getParent();
+          auto *err = llvm::BasicBlock::Create(C, k.name + ".conv.error", F);
+          auto *cont = llvm::BasicBlock::Create(C, k.name + ".conv.ok", F);
+          b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
+          b.SetInsertPoint(err);
+          b.CreateAlignedStore(b.getInt64(d.error + 1), status, llvm::Align(8));
+          b.CreateAlignedStore(b.CreateSExt(rc, b.getInt64Ty()),
+                               b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1), llvm::Align(8));
+          unpoisonArena(ea);
+          b.CreateRet(b.getInt32(d.error + 1));
+          b.SetInsertPoint(cont);
           break;
         }
         }
@@ -152,12 +170,12 @@ struct EntryBuilder {
     b.CreateRet(b.getInt32(0));
   }
 
-  /// `void aotc_conv(const aotc_conv_desc *, const void *a, const void *b, void *c, void *ws)`
-  /// of libaotc_kernels (runtime/include/aotc/kernels.h).
+  /// `int aotc_conv(aotc_kernels_state *, const aotc_conv_desc *, const void *a, const void *b,
+  /// void *c, void *ws)` of libaotc_kernels (runtime/include/aotc/kernels.h).
   llvm::Function *convFunction() {
     if (llvm::Function *f = M.getFunction("aotc_conv")) return f;
     llvm::Type *p = b.getPtrTy();
-    auto *ft = llvm::FunctionType::get(b.getVoidTy(), {p, p, p, p, p}, false);
+    auto *ft = llvm::FunctionType::get(b.getInt32Ty(), {p, p, p, p, p, p}, false);
     auto *f = llvm::Function::Create(ft, llvm::GlobalValue::ExternalLinkage, "aotc_conv", M);
     f->setDoesNotThrow();
     return f;
@@ -178,15 +196,20 @@ struct EntryBuilder {
   void build() {
     // Argument order as abi.h: forward(ctx, in, out, saved, scratch), backward(ctx, in, saved,
     // tangents, grads, scratch).
-    cg::ContextFns ctx = cg::emitContextFunctions(b, M, kp.name);
+    // Convolutions keep library state (oneDNN primitives, scratchpad) in the ABI context.
+    bool convs = false;
+    for (const KernelGraph *kg : {&kp.forward, &kp.backward})
+      for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
+    cg::ContextFns ctx = cg::emitContextFunctions(b, M, kp.name, convs);
     llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 5);
     cg::checkContext(b, fwd->getArg(0), ctx);
-    emitGraph(kp.forward, false, {fwd->getArg(1), fwd->getArg(2), fwd->getArg(3), nullptr, nullptr, fwd->getArg(4)});
+    emitGraph(kp.forward, false,
+              {fwd->getArg(1), fwd->getArg(2), fwd->getArg(3), nullptr, nullptr, fwd->getArg(4), fwd->getArg(0)});
     llvm::Function *bwd = cg::beginEntryPoint(b, M, kp.name + "_backward", 6);
     cg::checkContext(b, bwd->getArg(0), ctx);
     if (kp.hasBackward)
-      emitGraph(kp.backward, true,
-                {bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4), bwd->getArg(5)});
+      emitGraph(kp.backward, true, {bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4),
+                                    bwd->getArg(5), bwd->getArg(0)});
     else
       b.CreateRet(b.getInt32(0));
     buildDescriptor(fwd, bwd, ctx);

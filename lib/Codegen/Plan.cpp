@@ -242,6 +242,8 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
         for (auto &a : ph.accesses)
           for (auto &d : a.dyn)
             if (d.error >= 0) d.error += kp.backwardErrorBase;
+    for (auto &k : kg.kernels)
+      if (k.callMayFail()) k.call.conv.error += kp.backwardErrorBase;
     for (auto &e : kg.errors) kp.errors.push_back(e);
   }
   kp.scratchBytes = std::max(kp.forward.scratchBytes, kp.backward.scratchBytes);

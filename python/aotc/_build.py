@@ -1,7 +1,9 @@
 """Compile a model with the aotc binary and link it into a cached shared library.
 
 `build_library(path)` runs `aotc PATH -o NAME.o --name NAME [flags]` (docs/cli.md), links
-`cc -shared NAME.o libaotc_kernels.so <OpenBLAS> <LLVM libomp> -lm -Wl,--no-undefined` into `libNAME.so`
+`cc -shared NAME.o <LLVM libomp> libaotc_kernels.so <OpenBLAS> -lm -Wl,--no-undefined` into `libNAME.so`
+(libomp first: it must precede libaotc_kernels' libdnnl and that one's libgomp in the library's
+lookup scope, so libomp serves oneDNN's GOMP_* calls; docs/building.md "One OpenMP runtime")
 and keeps the result under the cache directory, keyed by the SHA-256 of everything
 that determines it: the input file's bytes, the aotc binary's bytes, the name, the
 flags, the contents of every --derivatives file and the link command. A second call
@@ -29,7 +31,7 @@ import tempfile
 from ._core import Error
 
 #: Bumped whenever the cache layout or the build recipe changes.
-CACHE_FORMAT = "aotc-python-cache-1"
+CACHE_FORMAT = "aotc-python-cache-2"
 _DEFAULT_OMP = "/usr/lib/llvm-19/lib/libomp.so"
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(os.path.dirname(_PKG_DIR))
@@ -136,8 +138,9 @@ def _link_command(obj, lib, kernels):
         cc = shutil.which("cc") or shutil.which("clang-19") or "cc"
     omp = os.environ.get("AOTC_OMP_LIB") or _DEFAULT_OMP
     blas = shlex.split(os.environ.get("AOTC_BLAS_LIBS", "-lopenblas"))
-    return ([cc, "-shared", "-o", lib, obj, kernels, f"-Wl,-rpath,{os.path.dirname(kernels)}"] + blas +
-            [omp, f"-Wl,-rpath,{os.path.dirname(omp)}", "-lm", "-Wl,--no-undefined"])
+    # libomp before libaotc_kernels (libdnnl -> libgomp): one OpenMP runtime, libomp.
+    return ([cc, "-shared", "-o", lib, obj, omp, f"-Wl,-rpath,{os.path.dirname(omp)}", kernels,
+             f"-Wl,-rpath,{os.path.dirname(kernels)}"] + blas + ["-lm", "-Wl,--no-undefined"])
 
 
 def _run(what, cmd):

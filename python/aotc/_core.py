@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 4
+ABI_VERSION = 5
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -73,6 +73,8 @@ aotc_backward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTE
 aotc_context_create_fn = ctypes.CFUNCTYPE(ctypes.c_void_p)
 #: void (*)(aotc_context *)
 aotc_context_destroy_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+#: const char *(*)(const aotc_context *) (ABI 5: the library's error text)
+aotc_context_error_fn = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
 
 
 class aotc_program(ctypes.Structure):
@@ -99,6 +101,7 @@ class aotc_program(ctypes.Structure):
         ("reserved", ctypes.c_uint32),
         ("context_create", aotc_context_create_fn),
         ("context_destroy", aotc_context_destroy_fn),
+        ("context_error", aotc_context_error_fn),
     ]
 
 
@@ -120,15 +123,18 @@ class AotcError(Error):
     """An entry point returned a non-zero code k.
 
     Attributes: program, entry ('forward' or 'backward'), code (k), node_message
-    (errors[k-1], naming the node, e.g. an out-of-range gather index) and value
-    (the int64 at scratch + error_value_offset of the failed call, the offending value).
+    (errors[k-1], naming the node, e.g. an out-of-range gather index), value
+    (the int64 at scratch + error_value_offset of the failed call, the offending value; for
+    a library call, its status) and library_message (the library's text of a failed call,
+    `context_error(ctx)` of abi.h, e.g. why oneDNN refused a convolution; else None).
     """
 
-    def __init__(self, program, entry, code, node_message, value):
+    def __init__(self, program, entry, code, node_message, value, library_message=None):
         self.program, self.entry, self.code = program, entry, code
         self.node_message, self.value = node_message, value
+        self.library_message = library_message
         super().__init__(f"{program}_{entry} failed with code {code}: {node_message} "
-                         f"(value {value})")
+                         f"(value {value})" + (f": {library_message}" if library_message else ""))
 
 
 # ---- aligned buffers and tensors -------------------------------------------------------
@@ -489,6 +495,7 @@ class Program:
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
         self._context_create, self._context_destroy = c.context_create, c.context_destroy
+        self._context_error = c.context_error if c.context_error else None
         self._contexts = threading.local()  # .ctx: this thread's _OwnedContext
         self._scratch = AlignedBuffer(self.scratch_bytes)
         self._lock = threading.Lock()
@@ -547,7 +554,11 @@ class Program:
                else "AOTC_ERROR_CONTEXT: no context or another program's" if rc == ERROR_CONTEXT
                else f"unknown error code (the program lists {len(self.errors)})")
         value = 0 if rc == ERROR_CONTEXT else self.error_value(scratch_ptr)  # no value was written
-        raise AotcError(self.name, entry, rc, msg, value)
+        why = None
+        if 0 < rc <= len(self.errors) and self._context_error:  # a library call's text (ABI 5)
+            text = self._context_error(self.context())
+            why = text.decode("utf-8", "replace") if text else None
+        raise AotcError(self.name, entry, rc, msg, value, why)
 
     def call_forward(self, in_ptrs, out_ptrs, saved_ptr, scratch_ptr=None):
         """`<name>_forward` on raw addresses (ints; every buffer 64-byte aligned and of

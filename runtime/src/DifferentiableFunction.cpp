@@ -110,6 +110,10 @@ void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
       std::memcpy(&v, scratch_.data() + p.error_value_offset, sizeof v);
       msg += " (value " + std::to_string(v) + ")";
     }
+    // A library call's failure (ABI 5): the library's own message, kept in the context.
+    if (p.context_error)
+      if (const char *why = p.context_error(context_.get()))
+        msg += std::string(": ") + why;
   } else {
     msg += " (not a documented error code of this program)";
   }

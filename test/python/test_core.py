@@ -113,7 +113,7 @@ class MlpSharedLibrary(unittest.TestCase):
 
     def test_descriptor_matches_golden(self):
         p, g = self.p, self.golden
-        self.assertEqual((p.name, p.abi_version), ("mlp", 4))
+        self.assertEqual((p.name, p.abi_version), ("mlp", 5))
         self.assertEqual([d.name for d in p.inputs],
                          ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "x", "target"])
         for d in p.inputs:
@@ -336,15 +336,16 @@ class AbiChecks(unittest.TestCase):
 
     def test_other_abi_version_is_refused(self):
         with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 1, "
-                                                   r"this module expects 4"):
+                                                   rf"this module expects {aotc.ABI_VERSION}"):
             aotc.Program(self._fake(1), "fake")
 
     def test_missing_symbol(self):
         lib = self._fake(aotc.ABI_VERSION)
         with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'other_program'"):
             aotc.Program(lib, "other")
-        with self.assertRaisesRegex(aotc.AbiError, r"no symbol 'fake4_program'"):
-            aotc.Program(lib)  # libfake4.so -> default name 'fake4'
+        v = aotc.ABI_VERSION
+        with self.assertRaisesRegex(aotc.AbiError, rf"no symbol 'fake{v}_program'"):
+            aotc.Program(lib)  # libfake5.so -> default name 'fake5'
         p = aotc.Program(lib, "fake")
         self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
 
@@ -364,6 +365,41 @@ class AbiChecks(unittest.TestCase):
         import gc
         gc.collect()
         self.assertEqual(live.value, 0)
+
+    def test_library_error_text_is_reported(self):
+        # ABI 5: a failed library call (a convolution) returns its node's code and the
+        # context's error text (context_error) says why; AotcError carries both.
+        d = testutil.work_dir("fake_liberr")
+        src = os.path.join(d, "liberr.c")
+        with open(src, "w") as f:
+            f.write((FAKE_C.replace("fake_program", "unused_program") + FAKE_LIBERR_C)
+                    .replace("VERSION_NOW", str(aotc.ABI_VERSION))
+                    .replace("VERSION", str(aotc.ABI_VERSION)))
+        lib = os.path.join(d, "libliberr.so")
+        subprocess.run([_cc(), "-shared", "-fPIC", "-o", lib, src, "-I",
+                        os.path.join(testutil.SRC_ROOT, "runtime", "include")], check=True)
+        p = aotc.Program(lib, "liberr")
+        with self.assertRaises(aotc.AotcError) as cm:
+            p.forward([])
+        e = cm.exception
+        self.assertEqual((e.code, e.value), (1, 3))
+        self.assertEqual(e.library_message, "oneDNN: dnnl_primitive_create returned unimplemented")
+        self.assertIn("libaotc_kernels (value 3): oneDNN: dnnl_primitive_create", str(e))
+
+
+FAKE_LIBERR_C = r"""
+static int fail_fwd(aotc_context *c, const void *const *i, void *const *o, void *s, void *t) {
+  ((int64_t *)t)[0] = 1; ((int64_t *)t)[1] = 3; return 1;
+}
+static const char *why(const aotc_context *c) {
+  return c ? "oneDNN: dnnl_primitive_create returned unimplemented" : 0;
+}
+static const char *const errs[] = {"node 'convolution' (aten.convolution.default): the convolution "
+                                   "failed in libaotc_kernels"};
+const aotc_program liberr_program = {VERSION_NOW, "liberr", 0, 0, 0, 0, 0, 0, 0, 0, 64, fail_fwd, bwd,
+                                     1, errs, 8, "00000000000000000000000000000000", 0, 0, create,
+                                     destroy, why};
+"""
 
 
 @unittest.skipUnless(_aotc_available(), "no aotc executable (set AOTC_BIN)")

@@ -11,12 +11,14 @@
  *   extern const aotc_program <name>_program;
  *
  * The ABI context (aotc_context) is the state an object keeps between calls: the state of the
- * libraries it calls (oneDNN's engine and primitives keyed by shape, their scratchpad), created
- * once by <name>_context_create (NULL when out of memory) and freed by <name>_context_destroy.
- * It is opaque; one context serves one thread at a time (use one per thread). It is not the
- * runtime's per-forward aotc::rt::SavedState (the saved area and inputs one backward needs).
- * Who owns what: the error value of a failed call lives in the caller's scratch (per call,
- * below); library state lives in the context; the saved area and scratch are the caller's.
+ * libraries it calls (for convolutions, libaotc_kernels' aotc_kernels_state: the oneDNN engine
+ * and stream, primitives keyed by shape, their user-mode scratchpad, the text of the last
+ * library error), created once by <name>_context_create (NULL when out of memory) and freed by
+ * <name>_context_destroy. It is opaque; one context serves one thread at a time (use one per
+ * thread). It is not the runtime's per-forward aotc::rt::SavedState (the saved area and inputs
+ * one backward needs). Who owns what: the error code and value of a failed call live in the
+ * caller's scratch (per call, below); library state and the library's error text live in the
+ * context (program.context_error(ctx)); the saved area and scratch are the caller's.
  *
  * Buffers are dense, row-major, 64-byte aligned and owned by the caller:
  *  - in[i]       : forward inputs, in placeholder order (parameters and user inputs);
@@ -33,7 +35,9 @@
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
  * and the int64 at scratch + error_value_offset holds the offending value (e.g.
  * an out-of-range index) of *that* call: two calls with distinct scratch arenas
- * failing at once each report their own value. AOTC_ERROR_CONTEXT: `ctx` is NULL or
+ * failing at once each report their own value. When errors[k-1] is a library call's (a
+ * convolution: "... failed in libaotc_kernels ..."), the value is the library's status and
+ * program.context_error(ctx) the library's message. AOTC_ERROR_CONTEXT: `ctx` is NULL or
  * was created by another program's <name>_context_create (nothing was run).
  * Entry points are reentrant for distinct contexts and saved/scratch buffers.
  *
@@ -66,7 +70,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 4
+#define AOTC_ABI_VERSION 5
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -113,6 +117,10 @@ typedef struct aotc_tensor_desc {
 typedef struct aotc_context aotc_context;
 typedef aotc_context *(*aotc_context_create_fn)(void);
 typedef void (*aotc_context_destroy_fn)(aotc_context *ctx);
+/** The message of the last failed library call made with `ctx` (ABI 5), or NULL (none, a
+ *  program without library state, NULL or another program's context). Valid until the next
+ *  entry point call with ctx, or its destruction. */
+typedef const char *(*aotc_context_error_fn)(const aotc_context *ctx);
 
 typedef int (*aotc_forward_fn)(aotc_context *ctx, const void *const *in, void *const *out, void *saved,
                                void *scratch);
@@ -148,6 +156,7 @@ typedef struct aotc_program {
   uint32_t reserved;             /**< 0 */
   aotc_context_create_fn context_create;   /**< <name>_context_create */
   aotc_context_destroy_fn context_destroy; /**< <name>_context_destroy */
+  aotc_context_error_fn context_error;     /**< The library's error text (ABI 5; internal to the object). */
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*

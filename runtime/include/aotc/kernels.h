@@ -9,15 +9,33 @@
  *   x [n, c, h, w], w [k, c/groups, kh, kw], y [n, k, oh, ow], all dense row-major;
  *   y[n,k,p,q] = sum_{c in k's group, i, j} x[n, c, p*stride_h - pad_h + i*dil_h,
  *                                                 q*stride_w - pad_w + j*dil_w] * w[k, c', i, j]
- * (out-of-range positions are zero padding). Roles:
+ * (out-of-range positions are zero padding; oh = (h + 2 pad_h - dil_h (kh - 1) - 1) / stride_h
+ * + 1, floor, and likewise ow). Roles:
  *   AOTC_CONV_FORWARD     a = x,  b = w, c = y   (c is overwritten)
  *   AOTC_CONV_INPUT_GRAD  a = dy, b = w, c = dx  (dx = the adjoint of the forward in x)
  *   AOTC_CONV_WEIGHT_GRAD a = dy, b = x, c = dw  (dw = the adjoint in w)
- * Method: im2col (per batch entry and group) into `workspace` and single-threaded
- * cblas_[sd]gemm calls, parallel over batch entries (forward, input grad) or over blocks of
- * output channels (weight grad, summing the batch entries in a fixed order), so results do
- * not depend on the thread count. 1x1 convolutions with stride 1 and no padding use x
- * itself as the column matrix. Threads: the calling OpenMP runtime's (libomp).
+ *
+ * Methods:
+ *  - f32: oneDNN 2.6 (libdnnl; ConvDnnl.c) with plain layouts (nchw, oihw / goihw), one
+ *    primitive per descriptor, created at the first call with a state and kept in it, and a
+ *    user-mode scratchpad owned by the state. oneDNN's own OpenMP loops; for a fixed number of
+ *    threads the bits are the same from run to run, but they may change with the thread count
+ *    (docs/abi.md "Threads and bit-identical results" gives the measurement).
+ *  - f64 (oneDNN 2.6 has no f64 convolution; conformance and `aotc gradcheck` use f64):
+ *    im2col (per batch entry and group) into `workspace` and single-threaded cblas_dgemm
+ *    calls, parallel over batch entries (forward, input grad) or over blocks of output
+ *    channels (weight grad, summing the batch entries in a fixed order), so results do not
+ *    depend on the thread count. 1x1 convolutions with stride 1 and no padding use x itself
+ *    as the column matrix. aotc_conv_im2col runs this path for f32 too (tests, benchmarks).
+ * Threads: the process's one OpenMP runtime, LLVM's libomp. Debian's libdnnl is built with
+ * GNU OpenMP and calls GOMP_*; libomp exports those entry points and is linked before libdnnl
+ * (this library's DT_NEEDED and every link line aotc writes), so it serves them
+ * (docs/building.md "One OpenMP runtime"; ctest kernels.one_openmp_runtime).
+ *
+ * Errors: aotc_conv returns 0 or an AOTC_KERNELS_ERROR_* code and never aborts on bad input;
+ * with a state, aotc_kernels_state_error(s) then holds a message saying what failed.
+ * State: one aotc_kernels_state serves one thread at a time (an ABI context owns one,
+ * docs/abi.md); distinct states may be used from distinct threads at once.
  *===----------------------------------------------------------------------===*/
 #ifndef AOTC_KERNELS_H
 #define AOTC_KERNELS_H
@@ -30,6 +48,15 @@ extern "C" {
 
 enum { AOTC_CONV_FORWARD = 0, AOTC_CONV_INPUT_GRAD = 1, AOTC_CONV_WEIGHT_GRAD = 2 };
 
+/** Return codes of aotc_conv. */
+enum {
+  AOTC_KERNELS_OK = 0,
+  AOTC_KERNELS_ERROR_INVALID = 1, /**< The descriptor is inconsistent (dtype, role, sizes, groups). */
+  AOTC_KERNELS_ERROR_NO_MEMORY = 2, /**< Out of memory (the state's cache or scratchpad). */
+  AOTC_KERNELS_ERROR_DNNL = 3,    /**< oneDNN returned an error status (the message names it). */
+  AOTC_KERNELS_ERROR_NO_STATE = 4 /**< An f32 convolution was given no state. */
+};
+
 typedef struct aotc_conv_desc {
   int32_t dtype;  /**< AOTC_F32 or AOTC_F64 (abi.h) */
   int32_t role;   /**< AOTC_CONV_* */
@@ -38,12 +65,49 @@ typedef struct aotc_conv_desc {
   int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
 } aotc_conv_desc;
 
-/** Elements of workspace aotc_conv needs for `d` (0 when it needs none). */
+/** Library state (opaque): the oneDNN engine and stream (made at the first f32
+ *  convolution), the primitives keyed by the whole aotc_conv_desc, the user-mode scratchpad
+ *  (grown as needed) and the text of the last error. */
+typedef struct aotc_kernels_state aotc_kernels_state;
+
+/** A new, empty state (allocates only the state itself); NULL when out of memory. */
+aotc_kernels_state *aotc_kernels_state_create(void);
+/** Frees `s` and everything it holds (NULL is accepted, as free). */
+void aotc_kernels_state_destroy(aotc_kernels_state *s);
+/** The message of the last failed aotc_conv with `s`, or NULL when none failed (or s is NULL).
+ *  Valid until the next aotc_conv with `s` or its destruction. */
+const char *aotc_kernels_state_error(const aotc_kernels_state *s);
+
+/** Counters of a state (tests and benchmarks). */
+typedef struct aotc_kernels_stats {
+  int64_t primitives;       /**< oneDNN primitives created (one per distinct f32 descriptor). */
+  int64_t cache_hits;       /**< f32 calls that found their primitive in the state. */
+  int64_t scratchpad_bytes; /**< Size of the user-mode scratchpad now. */
+} aotc_kernels_stats;
+/** Fills `*out` (zeros for a NULL state). */
+void aotc_kernels_state_stats(const aotc_kernels_state *s, aotc_kernels_stats *out);
+
+/** Elements of workspace aotc_conv needs for `d` (0 when it needs none: every f32
+ *  convolution, whose scratch memory is the state's scratchpad; an f64 one whose column
+ *  matrix is x itself). The compiler plans the same rule (lib/Codegen/Fusion.cpp defineConv). */
 int64_t aotc_conv_workspace_elems(const aotc_conv_desc *d);
 
-/** Runs one convolution primitive (see above); `workspace` holds
- *  aotc_conv_workspace_elems(d) elements of d->dtype, 64-byte aligned. */
-void aotc_conv(const aotc_conv_desc *d, const void *a, const void *b, void *c, void *workspace);
+/** Runs one convolution primitive (see above): f32 through oneDNN with state `s` (required),
+ *  f64 through im2col (`s` may be NULL). `workspace` holds aotc_conv_workspace_elems(d)
+ *  elements of d->dtype, 64-byte aligned. Returns AOTC_KERNELS_OK or an error code (nothing
+ *  is written on AOTC_KERNELS_ERROR_INVALID; c is unspecified after the other errors). */
+int aotc_conv(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c,
+              void *workspace);
+
+/** Elements of workspace aotc_conv_im2col needs for `d` (f32 and f64 alike). */
+int64_t aotc_conv_im2col_workspace_elems(const aotc_conv_desc *d);
+/** The im2col + cblas path for either dtype (what aotc_conv does for f64); a reference for
+ *  tests and benchmarks of the f32 path. Returns 0 or AOTC_KERNELS_ERROR_INVALID. */
+int aotc_conv_im2col(const aotc_conv_desc *d, const void *a, const void *b, void *c, void *workspace);
+
+/** 0 when `d` describes a valid convolution (see above), else AOTC_KERNELS_ERROR_INVALID;
+ *  when `msg` is not NULL a message of at most `msg_size` bytes says why. */
+int aotc_conv_check(const aotc_conv_desc *d, char *msg, int64_t msg_size);
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,7 @@ int fakeBackward(aotc_context *ctx, const void *const *in, const void *saved, co
 
 const aotc_program kFake = {AOTC_ABI_VERSION, "fake", 2, kInputs, 2, kOutputs, 2, kGrads,
                             kGradIndex,       16,     24, fakeForward, fakeBackward, 2, kErrors,
-                            16, "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy};
+                            16, "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy, nullptr};
 
 Tensor vec4(float a, float b, float c, float d) {
   Tensor t(DType::F32, {4});
@@ -225,6 +225,30 @@ TEST_CASE("entry point error codes become exceptions naming the node and value")
                     "out of range (value 2)");
 }
 
+// ABI 5: a library call's failure (a convolution) adds the library's text, read from the
+// context the call used (context_error), to the node's message.
+const char *fakeContextError(const aotc_context *c) {
+  return c && c->owner == reinterpret_cast<const void *>(&fakeCreate)
+             ? "aotc_conv f32 forward ...: oneDNN: dnnl_primitive_desc_create(convolution forward) returned "
+               "unimplemented"
+             : nullptr;
+}
+
+TEST_CASE("a failed library call's message carries the context's error text") {
+  aotc_program p = kFake;
+  p.context_error = fakeContextError;
+  DifferentiableFunction f(p);
+  Tensor w = vec4(1, 2, 3, 4), x = vec4(0, 0, 5000, 0);
+  CHECK_THROWS_WITH(f.forward({&w, &x}),
+                    "fake_forward failed with code 2: node 'gather' (aten.gather.default): index "
+                    "out of range (value 2): aotc_conv f32 forward ...: oneDNN: "
+                    "dnnl_primitive_desc_create(convolution forward) returned unimplemented");
+  // A NULL text (no library error) adds nothing.
+  p.context_error = [](const aotc_context *) -> const char * { return nullptr; };
+  DifferentiableFunction g(p);
+  CHECK_THROWS_WITH(g.forward({&w, &x}), Catch::EndsWith("index out of range (value 2)"));
+}
+
 TEST_CASE("sgdStep subtracts lr * grad and checks pairs") {
   Tensor p = vec4(1, 2, 3, 4);
   std::vector<Tensor> g;
@@ -292,7 +316,7 @@ int mutBackward(aotc_context *ctx, const void *const *in, const void *, const vo
 const char *const kMutErrors[] = {"a tangent was passed for the mutated buffer"};
 const aotc_program kMut = {AOTC_ABI_VERSION, "mut", 2, kMutInputs, 2, kMutOutputs, 1, kMutGrads,
                            kMutGradIndex, 0, 0, mutForward, mutBackward, 1, kMutErrors, -1,
-                           "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy};
+                           "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy, nullptr};
 } // namespace
 
 TEST_CASE("writeBack copies a mutated buffer's new value after the backward; it takes no tangent") {
