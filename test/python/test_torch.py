@@ -7,6 +7,7 @@ err(T) = max|a - e| / max|e|. Needs torch: run through run_torch_tests.sh
 (scripts/test.sh --with-torch).
 """
 import os
+import shutil
 import sys
 import unittest
 
@@ -118,43 +119,77 @@ class VsEager(unittest.TestCase):
         self.assertEqual(m.buf.tolist(), e.buf.tolist())  # 1.0 added 20 times, exactly
         self.assertEqual(m.buf.tolist(), [20.0 + v for v in g["buffer.buf"].tolist()])
 
-    def test_zoo_resnet_train_mode_module(self):
-        # aotc.compile on the ResNet in train mode: 20 SGD steps through the module (batch norm's
-        # running statistics and num_batches_tracked updated in place in its buffers), compared
-        # with torch's float64 run by the zoo bounds (docs/testing.md).
+    def check_zoo_module(self, zdir, name):
+        """aotc.compile on a zoo fixture: the step-0 loss and gradients, then 20 SGD steps
+        through the module (batch norm's running statistics and num_batches_tracked updated in
+        place in its buffers), compared with torch's float64 run by the zoo bounds
+        (docs/testing.md "How zoo results are compared"). Returns the worst err/bound."""
         import json
-        zdir = os.path.join(testutil.SRC_ROOT, "test", "fixtures", "zoo", "resnet_small_train")
         g = aotc.read_safetensors(os.path.join(zdir, "golden.safetensors"))
         meta = g.metadata
-        torch_err, lr = json.loads(meta["torch_err"]), float(meta["lr"])
-        m = aotc.compile(os.path.join(zdir, "resnet_small_train.pt2"), cache_dir=CACHE)
-        x, t = as_torch(g["input.x"]), as_torch(g["input.target"])
-        opt = torch.optim.SGD(m.parameters(), lr=lr)
-        losses = []
-        for _ in range(20):
-            opt.zero_grad()
-            loss = m(x, t)
-            loss.backward()
-            losses.append(loss.item())
-            opt.step()
+        torch_err, lr, steps = json.loads(meta["torch_err"]), float(meta["lr"]), int(meta["steps"])
+        m = aotc.compile(os.path.join(zdir, name + ".pt2"), cache_dir=CACHE)
+        inputs = [as_torch(g["input.x"]), as_torch(g["input.target"])]
+        losses, grads0 = train(m, inputs, steps=steps, lr=lr)
+        worst = 0.0
 
         def err(a, r, G):
             a, r = a.detach().double().flatten(), r.double().flatten()
             return (a - r).abs().max().item() / max(r.abs().max().item(), 1e-3 * G)
 
+        def within(e, key, floor):
+            nonlocal worst
+            bound = max(floor, 4 * torch_err.get(key, 0.0))
+            worst = max(worst, e / bound)
+            self.assertLessEqual(e, bound, f"{name}: {key}")
+
         ref_loss = as_torch(g["ref.loss"])
-        self.assertLessEqual(err(torch.tensor(losses), ref_loss, abs(ref_loss[0].item())),
-                             max(1e-3, 4 * torch_err["loss"]))
-        for kind, named in (("param_final", dict(m.named_parameters())), ("buffer_final", dict(m.named_buffers()))):
+        G = abs(ref_loss[0].item())
+        within(err(torch.tensor(losses[:1]), ref_loss[:1], G), "loss0", 1e-4)
+        within(err(torch.tensor(losses), ref_loss, G), "loss", 1e-3)
+        kinds = (("grad", grads0, 1e-4), ("param_final", dict(m.named_parameters()), 1e-3),
+                 ("buffer_final", dict(m.named_buffers()), 1e-3))
+        for kind, named, floor in kinds:
             refs = {k[len("ref." + kind) + 1:]: as_torch(g[k]) for k in g.keys() if k.startswith(f"ref.{kind}.")}
-            G = max(r.abs().max().item() for r in refs.values() if r.is_floating_point())
-            self.assertEqual(sorted(refs), sorted(named))
-            for name, r in refs.items():
-                if not r.is_floating_point():  # num_batches_tracked: 20 steps, exactly
-                    self.assertTrue(torch.equal(named[name], r), name)
+            floats = [r for r in refs.values() if r.is_floating_point()]
+            G = max((r.abs().max().item() for r in floats), default=0.0)
+            self.assertEqual(sorted(refs), sorted(named), f"{name}: {kind}")
+            for key, r in refs.items():
+                if not r.is_floating_point():  # num_batches_tracked: `steps`, exactly
+                    self.assertTrue(torch.equal(named[key], r), f"{name}: {key}")
                     continue
-                self.assertLessEqual(err(named[name], r, G), max(1e-3, 4 * torch_err[f"{kind}.{name}"]), name)
-        self.assertEqual(m.bn1.num_batches_tracked.item(), 20)
+                within(err(named[key], r, G), f"{kind}.{key}", floor)
+        return worst
+
+    def test_zoo_modules(self):
+        # Every committed zoo model through aotc.compile's module.
+        root = os.path.join(testutil.SRC_ROOT, "test", "fixtures", "zoo")
+        for name in sorted(os.listdir(root)):
+            with self.subTest(model=name):
+                worst = self.check_zoo_module(os.path.join(root, name), name)
+                print(f"\nzoo {name} through aotc.compile: worst err {worst:.2f} of its bound", file=sys.stderr)
+
+    def test_full_resnet18_train_and_eval(self):
+        # torchvision's full resnet18 (11.2 M parameters), exported on the fly by
+        # tools/export/gen_zoo.py's generator, in train mode (lr 1e-3: the issue's "not chaotic"
+        # rate; torch f32's own drift is recorded and bounds the check) and in eval mode.
+        sys.path.insert(0, os.path.join(testutil.SRC_ROOT, "tools", "export"))
+        import gen_zoo  # noqa: E402
+        from torchvision.models import resnet18
+
+        def inputs():
+            return {"x": torch.randn(2, 3, 64, 64), "target": torch.randint(0, 10, (2,))}
+        for mode, train_mode, lr in (("train", True, 1e-3), ("eval", False, 1e-2)):
+            with self.subTest(mode=mode):
+                name = f"resnet18_{mode}"
+                folder = testutil.work_dir(name)
+                gen_zoo.gen(name, lambda: gen_zoo.WithLoss(resnet18(num_classes=10)), inputs, train_mode, lr,
+                            folder=folder)
+                try:
+                    worst = self.check_zoo_module(folder, name)
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)  # 270 MB of fixture and golden
+                print(f"\nresnet18 {mode}: worst err {worst:.2f} of its bound", file=sys.stderr)
 
     def test_ln_gelu_grad_of_x(self):
         g = aotc.read_safetensors(LG_GOLDEN)

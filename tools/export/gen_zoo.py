@@ -204,12 +204,14 @@ def run(module, inputs, lr, steps):
             {k: b.detach().clone() for k, b in module.named_buffers()})
 
 
-def gen(name, make, make_inputs, train, lr):
+def gen(name, make, make_inputs, train, lr, folder=None):
+    """Writes the fixture of one model into `folder` (default test/fixtures/zoo/<name>); the
+    Python tests call it for models made on the fly (test_torch.py: torchvision's resnet18)."""
     torch.manual_seed(0)
     module = make()
     module.train(train)
     inputs = make_inputs()
-    folder = os.path.join(ZOO, name)
+    folder = folder or os.path.join(ZOO, name)
     ep_train, ep = common.export_aten(copy.deepcopy(module), tuple(inputs.values()))
     common.sanitize_stack_traces(ep_train, ep)
     files = common.save_program(ep, folder, name)
