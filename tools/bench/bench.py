@@ -25,9 +25,13 @@ aotc's own compile time: `aotc MODEL -o X.o` wall time (one process, 1 core), pe
 
 Models: mlp (N=64, the committed example) and ln_gelu (N=32, D=64, H=128, committed), and a
 larger row of each exported on the fly into BUILD/bench/ (not committed): mlp_large
-(N=2048) and ln_gelu_large (N=2048, D=512, H=2048).
+(N=2048) and ln_gelu_large (N=2048, D=512, H=2048), and resnet_train (the zoo's SmallResNet,
+tools/export/gen_zoo.py, at widths 16-32-64-128 on a batch of 8 64x64 images, train mode).
 
-Iterations: small models 10 warm-up + 100 timed steps; large rows 2 warm-up + 5 timed
+--zoo adds a row per committed zoo fixture (test/fixtures/zoo/<m>: its golden's batch, train
+or eval mode as generated; eager and torch.compile build the module with gen_zoo.models()).
+
+Iterations: small models 10 warm-up + 100 timed steps; zoo rows 3 + 20; large rows 2 warm-up + 5 timed
 steps (a large step takes 0.1-3 s on this machine; 100 of them per case would not fit the
 12-minute budget). --quick: 2 + 5 and 1 + 2 (smoke test only, marked quick in the JSON).
 Order: for each repetition, for each model, for each thread count, the four systems one
@@ -69,7 +73,7 @@ def gemm_shapes(kind, n, d, h):
     return [(n, d, h), (n, h, h), (h, n, h), (h, n, d)]
 
 
-def models(work, large):
+def models(work, large, zoo=False):
     ms = [
         {"name": "mlp", "kind": "mlp", "ctor": "MLP", "rows": 64, "size": "N=64, 784-256-10",
          "pt2": os.path.join(REPO, "examples/mlp/mlp.pt2"),
@@ -89,7 +93,20 @@ def models(work, large):
              "size": "N=2048, D=512, H=2048",
              "export": ["--model", "ln_gelu", "--rows", "2048", "--dim", "512", "--hidden", "2048"],
              "gemms": gemm_shapes("ln_gelu", 2048, 512, 2048), "large": True},
+            # The zoo's SmallResNet at 2x its widths and batch 8: ~40 ms a step, where the
+            # convolutions' work dominates the per-step overhead (< 0.2 ms).
+            {"name": "resnet_train", "kind": "resnet", "ctor": "SmallResNet:16,32,64,128", "rows": 8,
+             "size": "N=8, 3x64x64, BasicBlock widths 16-32-64-128, train mode",
+             "export": ["--model", "resnet", "--rows", "8", "--widths", "16,32,64,128", "--image", "64"],
+             "gemms": [(8, 128, 10), (8, 10, 128), (10, 8, 128)], "large": True},
         ]
+    if zoo:
+        # Every committed zoo fixture (tools/export/gen_zoo.py), at its golden's batch and mode.
+        root = os.path.join(REPO, "test", "fixtures", "zoo")
+        for z in sorted(os.listdir(root)):
+            ms.append({"name": "zoo_" + z, "kind": "zoo", "ctor": "zoo:" + z, "rows": 0,
+                       "size": f"test/fixtures/zoo/{z}", "pt2": os.path.join(root, z, z + ".pt2"),
+                       "inputs": os.path.join(root, z, "golden.safetensors"), "gemms": [], "large": "zoo"})
     for m in ms:
         if "export" in m:
             m["pt2"] = os.path.join(work, m["name"] + ".pt2")
@@ -154,10 +171,10 @@ class Bench:
         self.cache = os.path.join(self.work, "aotc-cache")
         self.tmp = tempfile.mkdtemp(prefix="case-", dir=self.work)
         if a.quick:
-            self.iters = {False: (2, 5), True: (1, 2)}
+            self.iters = {False: (2, 5), True: (1, 2), "zoo": (1, 2)}
         else:
-            self.iters = {False: (10, 100), True: (2, 5)}
-        self.models = models(self.work, not a.no_large)
+            self.iters = {False: (10, 100), True: (2, 5), "zoo": (3, 20)}
+        self.models = models(self.work, not a.no_large, a.zoo)
         if a.models:
             self.models = [m for m in self.models if m["name"] in a.models.split(",")]
         self.out = {"meta": {}, "models": [], "cases": [], "aotc_compile": [], "ceilings": []}
@@ -184,7 +201,7 @@ class Bench:
                                                           "large", "build_s",
                                                           "inductor_record_saved_bytes")}
                                       | {"pt2": os.path.relpath(m["pt2"], REPO)
-                                         if not m["large"] else "exported into the build dir"})
+                                         if m["large"] is not True else "exported into the build dir"})
         probe = os.path.join(HERE, "probe_triad.fx.txt")
         b = aotc.build_library(probe, name="probe_triad", cache_dir=self.cache,
                                aotc_bin=self.aotc_bin, flags=["--freeze=b,c"])
@@ -217,7 +234,8 @@ class Bench:
             "compiler": first(["clang-19", "--version"]).splitlines()[0],
             "openblas": None,  # filled from bench_sgemm's config line
             "threads": [1, 2], "reps": self.a.reps, "quick": self.a.quick,
-            "iters": {"small": list(self.iters[False]), "large": list(self.iters[True])},
+            "iters": {"small": list(self.iters[False]), "large": list(self.iters[True]),
+                      "zoo": list(self.iters["zoo"])},
             "lr": LR, "pinning": {"1": "taskset -c 0", "2": "taskset -c 0,1"}, "aotc_env": AOTC_ENV,
             "loadavg_start": open("/proc/loadavg").read().split()[:3],
         })
@@ -350,6 +368,8 @@ def main():
     ap.add_argument("--no-large", action="store_true", help="skip the larger rows")
     ap.add_argument("--no-warm-cache", action="store_true")
     ap.add_argument("--models", default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--zoo", action="store_true",
+                    help="also a row per zoo fixture (zoo_<model>: 3 warm-up + 20 timed steps)")
     ap.add_argument("--work", default="")
     ap.add_argument("--notes", default=os.path.join(HERE, "notes.md"),
                     help="analysis text copied into the JSON and rendered at the page's end")

@@ -2,10 +2,11 @@
 
     run_case.py step --system eager|compile|aotc-py --model NAME --threads T
                 --warmup W --iters I --lr LR --inputs IN.safetensors --weights W.safetensors
-                [--ctor MLP|LnGelu:D,H] [--library libNAME.so] --out OUT.json
+                [--ctor MLP|LnGelu:D,H|SmallResNet:W1,..|zoo:NAME] [--library libNAME.so]
+                --out OUT.json
     run_case.py mm --threads T --shapes M,K,N [M,K,N ...] --out OUT.json
-    run_case.py export --model mlp|ln_gelu --rows N [--dim D --hidden H] --out M.pt2
-                --inputs-out IN.safetensors
+    run_case.py export --model mlp|ln_gelu|resnet --rows N [--dim D --hidden H]
+                [--widths W1,W2,W3,W4 --image S] --out M.pt2 --inputs-out IN.safetensors
 
 step: one training step = forward, loss.backward(), SGD update (torch.optim.SGD, lr LR, no
 momentum), zero_grad (set_to_none). eager: the tools/export/models.py module with the
@@ -26,7 +27,8 @@ until 0.3 s (5..200 calls); GFLOP/s = 2MNK / t.
 export: MLP() with a batch of N, or LnGelu(D, H) at N rows (seed 2), exported as
 tools/export does it (torch.export + run_decompositions) to M.pt2, with IN.safetensors
 holding the user inputs as input.<name> (x f32[N, 784] + target i64[N] in [0, 10), or
-x f32[N, D] + y f32[N, H]).
+x f32[N, D] + y f32[N, H]); resnet: gen_zoo.py's SmallResNet (torchvision BasicBlocks, train
+mode) at WIDTHS on x f32[N, 3, S, S] + target i64[N].
 
 Threads: torch.set_num_threads(T), torch.set_num_interop_threads(1); the OMP/MKL/OPENBLAS
 variables are set by the caller and copied into OUT.json with the CPU affinity.
@@ -78,6 +80,15 @@ def build_module(torch, ctor):
     if ctor.startswith("LnGelu:"):
         d, h = (int(v) for v in ctor.split(":", 1)[1].split(","))
         return LnGelu(d, h)
+    if ctor.startswith("zoo:"):  # a zoo fixture's module (gen_zoo.models(): factory, inputs, train, lr)
+        from gen_zoo import models
+        make, _, train, _ = models()[ctor[4:]]
+        module = make()
+        module.train(train)
+        return module
+    if ctor.startswith("SmallResNet:"):  # tools/export/gen_zoo.py (train mode: batch statistics)
+        from gen_zoo import SmallResNet
+        return SmallResNet(widths=tuple(int(v) for v in ctor.split(":", 1)[1].split(",")))
     raise SystemExit(f"run_case: unknown --ctor {ctor}")
 
 
@@ -186,6 +197,10 @@ def export_case(a):
     if a.model == "mlp":
         module = MLP()
         inputs = {"x": torch.randn(a.rows, 784), "target": torch.randint(0, 10, (a.rows,))}
+    elif a.model == "resnet":
+        from gen_zoo import SmallResNet
+        module = SmallResNet(widths=tuple(int(v) for v in a.widths.split(",")))
+        inputs = {"x": torch.randn(a.rows, 3, a.image, a.image), "target": torch.randint(0, 10, (a.rows,))}
     else:
         module = LnGelu(a.dim, a.hidden)
         inputs = {"x": torch.randn(a.rows, a.dim), "y": torch.randn(a.rows, a.hidden)}
@@ -215,7 +230,9 @@ def main():
     m.add_argument("--shapes", nargs="+", required=True)
     m.add_argument("--out", required=True)
     e = sub.add_parser("export")
-    e.add_argument("--model", required=True, choices=["mlp", "ln_gelu"])
+    e.add_argument("--model", required=True, choices=["mlp", "ln_gelu", "resnet"])
+    e.add_argument("--widths", default="16,32,64,128", help="resnet: the four stages' widths")
+    e.add_argument("--image", type=int, default=64, help="resnet: image height and width")
     e.add_argument("--rows", type=int, required=True)
     e.add_argument("--dim", type=int, default=0)
     e.add_argument("--hidden", type=int, default=0)

@@ -138,8 +138,12 @@ int step(const aotc_program &p, const std::string &weightsPath, const std::strin
     if (p.inputs[p.grad_input_index[j]].role == AOTC_ROLE_PARAMETER)
       paramGrads.push_back(j);
 
+  std::vector<Tensor *> inPtrsMut;
+  for (Tensor &t : in)
+    inPtrsMut.push_back(&t);
   auto oneStep = [&] {
     auto fwd = f.forward(ptrs);
+    f.writeBack(inPtrsMut, fwd.outputs); // batch norm's running statistics, as torch updates them
     std::vector<Tensor> grads = f.backward(fwd.state);
     std::vector<Tensor *> ps;
     std::vector<const Tensor *> gs;
