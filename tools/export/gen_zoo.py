@@ -150,6 +150,16 @@ class UNetSmall(nn.Module):
         return F.mse_loss(self.head(d2 + side), target)
 
 
+def efficientnet_b0_small():
+    """torchvision's EfficientNet-B0 at width and depth 0.25 (MBConv blocks: expansion 1x1,
+    depthwise 3x3/5x5, squeeze-and-excitation, SiLU; batch norm in train mode); dropout and
+    stochastic depth 0."""
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.25)
+    return WithLoss(EfficientNet(setting, dropout=0.0, stochastic_depth_prob=0.0, num_classes=10,
+                                 last_channel=last))
+
+
 def vit_tiny():
     """torchvision's VisionTransformer (patch embedding by a stride-8 conv, class token, 2
     encoder layers of nn.MultiheadAttention + MLP, LayerNorm) at hidden 32, 2 heads, 32x32
@@ -171,6 +181,8 @@ def models():
                                                             "target": torch.randint(0, 10, (6,))}, True, 1e-4),
         "vit_tiny": (vit_tiny, lambda: {"x": torch.randn(4, 3, 32, 32), "target": torch.randint(0, 10, (4,))},
                      True, 0.01),
+        "efficientnet_b0_small": (efficientnet_b0_small, lambda: {"x": torch.randn(4, 3, 64, 64),
+                                                                  "target": torch.randint(0, 10, (4,))}, True, 1e-4),
         "unet_small": (UNetSmall, lambda: {"x": torch.randn(2, 3, 30, 30), "target": torch.randn(2, 3, 30, 30)},
                        True, 0.01),
         "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
