@@ -180,12 +180,6 @@ std::pair<std::vector<Tap>, std::vector<Tap>> avgPoolTaps(Emitter &e, Node &n, c
   return {th, tw};
 }
 
-Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size(), 1);
-  for (int64_t i = (int64_t)s.size() - 2; i >= 0; --i) st[i] = st[i + 1] * std::max<int64_t>(s[i + 1], 1);
-  return st;
-}
-
 } // namespace
 
 Vals upsampleNearest2d(Emitter &e, Node &n) { return upsample(e, n, false); }
@@ -262,9 +256,9 @@ Vals constantPadNd(Emitter &e, Node &n) {
 Vals reshapeAlias(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   const std::vector<int64_t> &size = n.intListArg(1), &stride = n.intListArg(2);
-  bool contiguous = true;
-  Shape cs = contiguousStrides(size);
-  for (size_t i = 0; i < size.size(); ++i) contiguous &= size[i] == 1 || stride[i] == cs[i];
+  bool contiguous = true; // an empty tensor's strides do not matter
+  std::vector<int64_t> cs = contiguousStrides(size);
+  for (size_t i = 0; i < size.size() && numelOf(size) != 0; ++i) contiguous &= size[i] == 1 || stride[i] == cs[i];
   if (contiguous && numelOf(size) == x->type().numel()) return {e.view(x, size)};
   return {e.call("aten.as_strided.default", {x, size, stride, int64_t(0)})};
 }
