@@ -395,8 +395,12 @@ void Reader::readInputs(const json &graph, const json &sig) {
       fqn = f.get<std::string>();
       role = kind == "parameter" ? InputRole::Parameter : InputRole::Buffer;
     } else if (kind == "tensor_constant") {
-      // Reported with every unsupported op (checkTargets); read on as an input meanwhile.
-      diags_.error(loc_, ctx + ": lifted tensor constant '" + name + "' is not supported (make it a buffer or an input)");
+      if (tensorName(field(*spec, "arg", ctx), ctx) != name)
+        fail(ctx + ": argument name does not match graph.inputs ('" + name + "')");
+      const json &f = field(*spec, "tensor_constant_name", ctx);
+      if (!f.is_string()) fail(ctx + ": the constant's name must be a string");
+      fqn = f.get<std::string>();
+      role = InputRole::Constant;
     } else if (kind == "custom_obj" || kind == "token" || kind == "constant_input") {
       fail(ctx + ": input kind '" + kind + "' is not supported");
     } else {
@@ -603,6 +607,10 @@ void Reader::buildNode(const json &jn) {
   }
   n->loc = loc_;
   n->stackTrace = stack;
+  if (n->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
+    p_.forward.erase(n);
+    return;
+  }
   auto check = [&](Node *node, const std::string &name, const TensorType &inferred) {
     if (!tensorValues_->contains(name)) return;
     TensorType meta = metaType(name);

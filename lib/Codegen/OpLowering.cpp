@@ -123,6 +123,13 @@ ERef compare(const PointwiseArgs &a, ScalarOp op) {
   return mkOp(op, DType::Bool, {a.x(0, ct), a.x(1, ct)});
 }
 
+/// a ^ b: Ne for bools; (a | b) - (a & b) for integers.
+ERef bitwiseXor(const PointwiseArgs &a) {
+  if (a.od == DType::Bool)
+    return mkOp(S::Ne, DType::Bool, {mkCast(a.x(0), DType::I64), mkCast(a.x(1), DType::I64)});
+  return mkOp(S::Sub, a.od, {mkOp(S::Or, a.od, {a.x(0), a.x(1)}), mkOp(S::And, a.od, {a.x(0), a.x(1)})});
+}
+
 /// x < lo ? lo : x, then x > hi ? hi : x (NaN stays NaN: comparisons with NaN are false);
 /// a None bound is skipped.
 ERef clampBy(const PointwiseArgs &a, ERef e, size_t i, ScalarOp cmp) {
@@ -299,6 +306,21 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.masked_fill.Scalar", pw([](A a) { return mkOp(S::Select, a.od, {a.x(1, DType::Bool), a.x(2), a.x(0)}); })},
         {"aten.clamp.default", pw([](A a) { return clampBy(a, clampBy(a, a.x(0), 1, S::Lt), 2, S::Gt); })},
         {"aten.clamp_min.default", pw([](A a) { return clampBy(a, a.x(0), 1, S::Lt); })},
+        {"aten.clamp_max.default", pw([](A a) { return clampBy(a, a.x(0), 1, S::Gt); })},
+        {"aten.masked_fill.Tensor", pw([](A a) { return mkOp(S::Select, a.od, {a.x(1, DType::Bool), a.x(2), a.x(0)}); })},
+        // Logical ops on the operands' truth values; bitwise ops in the promoted dtype
+        // (and/or of i1 or i64; xor as (a | b) - (a & b), which holds for two's complement).
+        {"aten.logical_and.default", pw([](A a) { return mkOp(S::And, DType::Bool, {a.x(0, DType::Bool), a.x(1, DType::Bool)}); })},
+        {"aten.logical_or.default", pw([](A a) { return mkOp(S::Or, DType::Bool, {a.x(0, DType::Bool), a.x(1, DType::Bool)}); })},
+        {"aten.logical_xor.default", pw([](A a) {
+           return mkOp(S::Ne, DType::Bool, {mkCast(a.x(0, DType::Bool), DType::I64), mkCast(a.x(1, DType::Bool), DType::I64)});
+         })},
+        {"aten.bitwise_and.Tensor", pw([](A a) { return mkOp(S::And, a.od, {a.x(0), a.x(1)}); })},
+        {"aten.bitwise_and.Scalar", pw([](A a) { return mkOp(S::And, a.od, {a.x(0), a.x(1)}); })},
+        {"aten.bitwise_or.Tensor", pw([](A a) { return mkOp(S::Or, a.od, {a.x(0), a.x(1)}); })},
+        {"aten.bitwise_or.Scalar", pw([](A a) { return mkOp(S::Or, a.od, {a.x(0), a.x(1)}); })},
+        {"aten.bitwise_xor.Tensor", pw(bitwiseXor)},
+        {"aten.bitwise_xor.Scalar", pw(bitwiseXor)},
         {"aten._to_copy.default", pw([](A a) { return a.x(0); })},
         // Comparisons.
         {"aten.eq.Scalar", pw([](A a) { return compare(a, S::Eq); })},

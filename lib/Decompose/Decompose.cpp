@@ -217,17 +217,27 @@ Vals cat(Emitter &e, Node &n) {
   return {y};
 }
 
-/// split.Tensor(x, split_size, dim) -> one slice.Tensor per chunk
-/// (TensorShape.cpp split: chunks of split_size, the last one possibly smaller).
+/// split.Tensor(x, split_size, dim) / split_with_sizes(x, sizes, dim) / chunk(x, chunks, dim)
+/// -> one slice.Tensor per piece, at the offsets of the result types' sizes along dim
+/// (TensorShape.cpp split, split_with_sizes, chunk).
 Vals split(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   int64_t dim = wrapDimAt(n, n.intArg(2), x->type().rank());
-  int64_t size = n.intArg(1);
   Vals r;
-  for (size_t k = 0; k < n.types.size(); ++k) {
-    int64_t start = (int64_t)k * size;
-    r.push_back(e.call("aten.slice.Tensor", {x, dim, start, start + n.types[k].shape[dim], int64_t(1)}));
+  int64_t start = 0;
+  for (const TensorType &t : n.types) {
+    r.push_back(e.call("aten.slice.Tensor", {x, dim, start, start + t.shape[dim], int64_t(1)}));
+    start += t.shape[dim];
   }
+  return r;
+}
+
+/// unbind.int(x, dim) -> one select.int per index.
+Vals unbind(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t dim = wrapDimAt(n, n.intArg(1), x->type().rank());
+  Vals r;
+  for (size_t k = 0; k < n.types.size(); ++k) r.push_back(e.call("aten.select.int", {x, dim, (int64_t)k}));
   return r;
 }
 
@@ -269,7 +279,8 @@ Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0
 /// zero on the bounds (hardtanh_backward; clamp/clamp_min checked against eager
 /// on integer-valued inputs in test/conformance).
 Vals clampLike(Emitter &e, Node &n) {
-  const size_t minArg = 1, maxArg = 2;
+  const bool onlyMax = n.target == "aten.clamp_max.default";
+  const size_t minArg = onlyMax ? 99 : 1, maxArg = onlyMax ? 1 : 2;
   DType rt = n.types[0].dtype;
   Node *x = e.toDtype(n.tensorArg(0), rt);
   auto bound = [&](size_t i) -> std::optional<Arg> {
@@ -298,9 +309,20 @@ Vals whereScalar(Emitter &e, Node &n) {
     if (std::holds_alternative<Node *>(n.args[i])) return e.toDtype(n.tensorArg(i), rt);
     return e.scalarTensor(n.args[i], rt);
   };
-  if (n.target == "aten.masked_fill.Scalar")
+  if (n.target == "aten.masked_fill.Scalar" || n.target == "aten.masked_fill.Tensor")
     return {e.call("aten.where.self", {n.tensorArg(1), operand(2), operand(0)})};
   return {e.call("aten.where.self", {n.tensorArg(0), operand(1), operand(2)})};
+}
+
+/// copy(self, src) -> _to_copy(expand(src, self.shape), dtype=self.dtype) (torch/_refs copy_to:
+/// the destination's value does not matter, only its type).
+Vals copy(Emitter &e, Node &n) {
+  const TensorType &t = n.types[0];
+  Node *src = n.tensorArg(1);
+  if (src->type().shape != t.shape) src = e.call("aten.expand.default", {src, t.shape});
+  Node *y = e.toDtype(src, t.dtype);
+  if (y == n.tensorArg(1)) y = e.call("aten.clone.default", {y});
+  return {y};
 }
 
 /// square(x) -> pow.Tensor_Scalar(x, 2) (torch/_refs square).
@@ -333,12 +355,22 @@ static const std::vector<RuleEntry> &table() {
                                                      "m = where(x <= min, min, x); where(m >= max, max, m)"},
     {"aten.hardtanh.default",          clampLike,    "as clamp"},
     {"aten.clamp_min.default",         clampLike,    "where(x <= min, min, x)"},
+    {"aten.clamp_max.default",         clampLike,    "where(x >= max, max, x)"},
     {"aten.cat.default",               cat,          "slice_scatter of each input into zeros"},
     {"aten.split.Tensor",              split,        "one slice.Tensor per chunk"},
+    {"aten.split_with_sizes.default",  split,        "one slice.Tensor per piece"},
+    {"aten.chunk.default",             split,        "one slice.Tensor per chunk (ceil(size / chunks) each)"},
+    {"aten.unbind.int",                unbind,       "one select.int per index"},
     {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor"},
     {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
+    {"aten.masked_fill.Tensor",        whereScalar,  "where.self(mask, value cast to x's dtype, x)"},
     {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
+    {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index"},
+    {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else where(hit, ..., self)"},
+    {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,
+                                                     "bmm(q, k^T) scaled, causal/bool masks by where, float mask added, _softmax (0 for fully masked rows), bmm with v"},
+    {"aten.copy.default",              copy,         "_to_copy(expand(src, self's shape), self's dtype)"},
     {"aten.upsample_nearest2d.vec",    upsampleVec,  "upsample_nearest2d with the output size and scales of compute_output_size"},
     {"aten.upsample_bilinear2d.vec",   upsampleVec,  "upsample_bilinear2d with the output size and scales of compute_output_size"},
     {"aten._reshape_alias.default",    reshapeAlias, "view (contiguous strides), else as_strided"},

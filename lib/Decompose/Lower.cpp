@@ -236,12 +236,16 @@ Vals leakyRelu(Emitter &e, Node &n) {
   return {e.call("aten.where.self", {gt, x, e.mul(x, n.args[1])})};
 }
 
-/// any.dim(x, dim, keepdim) = ne(sum(_to_copy(ne(x, 0), i64), [dim], keepdim), 0) (NaN != 0).
-Vals anyDim(Emitter &e, Node &n) {
+/// any(x, dims, keepdim) = ne(sum(_to_copy(ne(x, 0), i64), dims, keepdim), 0) (NaN != 0);
+/// all(x, dims, keepdim) = eq(sum(_to_copy(eq(x, 0), i64), dims, keepdim), 0). The `.default`
+/// overloads reduce every dim.
+Vals anyAll(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  std::vector<int64_t> dims = reducedDims(n, 1, x->type().rank());
-  Node *nz = e.toDtype(e.call("aten.ne.Scalar", {x, int64_t(0)}), DType::I64);
-  return {e.call("aten.ne.Scalar", {e.sum(nz, dims, n.boolArg(2)), int64_t(0)})};
+  bool isAll = n.target.rfind("aten.all.", 0) == 0;
+  std::vector<int64_t> dims = n.args.size() > 1 ? reducedDims(n, 1, x->type().rank()) : std::vector<int64_t>{};
+  bool keep = n.args.size() > 2 && n.boolArg(2);
+  Node *hit = e.toDtype(e.call(isAll ? "aten.eq.Scalar" : "aten.ne.Scalar", {x, int64_t(0)}), DType::I64);
+  return {e.call(isAll ? "aten.eq.Scalar" : "aten.ne.Scalar", {e.sum(hit, dims, keep), int64_t(0)})};
 }
 
 const std::vector<RuleEntry> &table() {
@@ -261,7 +265,12 @@ const std::vector<RuleEntry> &table() {
     {"aten.native_batch_norm_backward.default", nativeBatchNormBackward, "train: invstd (d - sum(d)/M - xhat sum(d xhat)/M); eval: d rsqrt(running_var + eps); sums per channel"},
     {"aten.native_group_norm.default",      nativeGroupNorm,    "x as [N, group, D]: mean, biased var, rsqrt; w, b per channel"},
     {"aten.native_group_norm_backward.default", nativeGroupNormBackward, "rstd (d - mean(d) - xhat mean(d xhat)) per group; sums per channel"},
-    {"aten.any.dim",                        anyDim,             "ne(sum(ne(x, 0) as i64, dim), 0)"},
+    {"aten.any.dim",                        anyAll,             "ne(sum(ne(x, 0) as i64, dim), 0)"},
+    {"aten.any.dims",                       anyAll,             "ne(sum(ne(x, 0) as i64, dims), 0)"},
+    {"aten.any.default",                    anyAll,             "ne(sum(ne(x, 0) as i64), 0)"},
+    {"aten.all.dim",                        anyAll,             "eq(sum(eq(x, 0) as i64, dim), 0)"},
+    {"aten.all.dims",                       anyAll,             "eq(sum(eq(x, 0) as i64, dims), 0)"},
+    {"aten.all.default",                    anyAll,             "eq(sum(eq(x, 0) as i64), 0)"},
     {"aten.max_pool2d_with_indices.default", maxPool2dWithIndices, "-inf padding, as_strided windows, amax / argmax + gather of positions"},
     {"aten.max_pool2d_with_indices_backward.default", maxPool2dWithIndicesBackward, "scatter_add of grad_output at indices"},
     {"aten.as_strided.default",             asStrided,          "input rank != 1: as_strided of view(x, [numel])"},
@@ -298,6 +307,8 @@ const std::vector<RuleEntry> &table() {
     {"aten.hardtanh.default",               clampLike,          "where-based, as decompose"},
     {"aten.cat.default",                    cat,                "slice_scatter of each input into zeros, as decompose"},
     {"aten.split.Tensor",                   split,              "one slice.Tensor per chunk, as decompose"},
+    {"aten.split_with_sizes.default",       split,              "one slice.Tensor per piece, as decompose"},
+    {"aten.unbind.int",                     unbind,             "one select.int per index, as decompose"},
     {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor"},
     {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor"},
     {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)"},
@@ -334,6 +345,10 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.logical_not.default", "aten.sign.default", "aten.reciprocal.default",
         "aten.sin.default", "aten.cos.default", "aten.log1p.default", "aten.expm1.default",
         "aten.tril.default", "aten.triu.default",
+        "aten.logical_and.default",
+        "aten.logical_or.default", "aten.logical_xor.default", "aten.bitwise_and.Tensor",
+        "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar",
+        "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
         // Reductions.
         "aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default", "aten.argmax.default",
         // Views.

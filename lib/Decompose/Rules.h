@@ -17,16 +17,29 @@ Vals transposeT(rewrite::Emitter &e, Node &n);
 Vals transposeInt(rewrite::Emitter &e, Node &n);
 Vals silu(rewrite::Emitter &e, Node &n);
 Vals toView(rewrite::Emitter &e, Node &n);
-/// clamp(x, min, max) / hardtanh(x, min_val, max_val): min at arg 1, max at arg 2.
+/// clamp(x, min, max) / hardtanh(x, min_val, max_val): min at arg 1, max at arg 2;
+/// clamp_min(x, min); clamp_max(x, max).
 Vals clampLike(rewrite::Emitter &e, Node &n);
-/// where.ScalarOther / where.ScalarSelf / masked_fill.Scalar -> where.self.
+/// where.ScalarOther / where.ScalarSelf / masked_fill.Scalar / masked_fill.Tensor -> where.self.
 Vals whereScalar(rewrite::Emitter &e, Node &n);
 /// square(x) -> pow.Tensor_Scalar(x, 2).
 Vals square(rewrite::Emitter &e, Node &n);
 /// cat(tensors, dim) -> slice_scatter of each input into zeros.
 Vals cat(rewrite::Emitter &e, Node &n);
-/// split.Tensor(x, size, dim) -> one slice.Tensor per chunk.
+/// split.Tensor / split_with_sizes / chunk -> one slice.Tensor per piece.
 Vals split(rewrite::Emitter &e, Node &n);
+/// unbind.int(x, dim) -> one select.int per index.
+Vals unbind(rewrite::Emitter &e, Node &n);
+
+// DecomposeIndex.cpp.
+/// index.Tensor -> index_select over the indexed dims viewed as one, with a linear index.
+Vals index(rewrite::Emitter &e, Node &n);
+/// index_put -> scatter_add (accumulate) or where(hit, scatter_add into zeros, self).
+Vals indexPut(rewrite::Emitter &e, Node &n);
+
+// DecomposeAttention.cpp.
+/// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
+Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);
 
 // LowerNorm.cpp.
 Vals softmax(rewrite::Emitter &e, Node &n);

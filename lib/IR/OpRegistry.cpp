@@ -303,6 +303,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerPoolOps(*r);
     ops::registerResampleOps(*r);
     ops::registerGroupNormOps(*r);
+    ops::registerAttentionOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

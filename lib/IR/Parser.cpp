@@ -393,7 +393,7 @@ void Parser::parseAssignment(Graph &g) {
   const Tok &r = peek();
   if (isName(r, "None")) {
     next();
-    if (!g.find(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
+    if (!g.find(lhs.text) && !dropped_.count(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
     return;
   }
   if (r.kind == TK::Name && isOp(peek(1), "=")) {
@@ -514,6 +514,12 @@ void Parser::parseAssignment(Graph &g) {
   }
   node->loc = nodeLoc;
   node->stackTrace = curTrace_;
+  if (node->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
+    if (annot) userError(at(annotTok), "node '" + node->name + "' has no result; it cannot have a tensor annotation");
+    dropped_.insert(node->name);
+    g.erase(node);
+    return;
+  }
   if (annot) {
     if (node->types.size() != 1)
       userError(at(annotTok), "node '" + node->name + "' returns a tuple; it cannot have a tensor annotation");

@@ -148,6 +148,7 @@ private:
   std::vector<std::pair<std::pair<int, std::string>, SourceLoc>> mutatedLocs_;
   std::set<std::string> defsSeen_;
   std::string curTrace_;
+  std::set<std::string> dropped_; ///< Names of result-less checks read and dropped (`x = None` may follow).
   std::string curGraphName_;
 };
 

@@ -33,6 +33,93 @@ int64_t checkedIndex(const Node &n, double v, int64_t size, int64_t dim) {
 int64_t ensure1(const TensorType &t) { return std::max<int64_t>(t.rank(), 1); }
 int64_t sizeAt(const TensorType &t, int64_t d) { return t.rank() == 0 ? 1 : t.shape[d]; }
 
+/// Advanced indexing (index.Tensor / index_put; TensorAdvancedIndexing.cpp, torch/_meta_registrations
+/// index meta): the indexed dims (non-None entries), their broadcast index shape, and the result
+/// shape: the broadcast shape replaces the indexed dims where they are adjacent, else goes first.
+struct AdvIndex {
+  std::vector<int64_t> dims; ///< Indexed dims of self, ascending.
+  Shape bshape;              ///< Broadcast shape of the index tensors.
+  bool adjacent = true;
+  Shape result;
+};
+
+AdvIndex advIndex(const Node &n, const TensorType &self, const std::vector<Node *> &ix) {
+  if ((int64_t)ix.size() > self.rank())
+    nodeError(n, "too many indices for tensor of dimension " + std::to_string(self.rank()) + " (got " +
+                       std::to_string(ix.size()) + ")");
+  AdvIndex a;
+  Shape b;
+  bool first = true;
+  for (size_t d = 0; d < ix.size(); ++d) {
+    if (!ix[d]) continue;
+    const TensorType &t = ix[d]->type();
+    if (t.dtype == DType::Bool || t.dtype == DType::U8)
+      nodeError(n, "indexing with a bool or uint8 mask gives a data-dependent shape; aotc needs static shapes "
+                   "(use torch.where or masked_fill instead)");
+    if (t.dtype != DType::I64 && t.dtype != DType::I32)
+      nodeError(n, std::string("tensors used as indices must be long, int, byte or bool tensors, got ") +
+                       dtypeTorchName(t.dtype));
+    auto bb = first ? std::optional<Shape>(t.shape) : broadcastShapes(b, t.shape);
+    if (!bb) nodeError(n, "shape mismatch: indexing tensors could not be broadcast together with shapes " +
+                              shapeStr(b) + ", " + shapeStr(t.shape));
+    b = *bb;
+    first = false;
+    a.dims.push_back((int64_t)d);
+  }
+  if (a.dims.empty()) nodeError(n, "index: at least one index tensor must be given (all entries are None)");
+  for (size_t k = 1; k < a.dims.size(); ++k) a.adjacent &= a.dims[k] == a.dims[k - 1] + 1;
+  a.bshape = b;
+  Shape rest;
+  for (int64_t d = 0; d < self.rank(); ++d)
+    if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end()) rest.push_back(self.shape[d]);
+  if (a.adjacent) {
+    a.result.assign(self.shape.begin(), self.shape.begin() + a.dims.front());
+    a.result.insert(a.result.end(), b.begin(), b.end());
+    a.result.insert(a.result.end(), self.shape.begin() + a.dims.back() + 1, self.shape.end());
+  } else {
+    a.result = b;
+    a.result.insert(a.result.end(), rest.begin(), rest.end());
+  }
+  return a;
+}
+
+/// For each element of the indexed result (row-major over a.result), the flat offset into self;
+/// index values are checked (negative ones wrap).
+std::vector<int64_t> advOffsets(const Node &n, const AdvIndex &a, const Shape &self,
+                                const std::vector<const RefTensor *> &ix) {
+  std::vector<int64_t> off(numelOf(a.result));
+  int64_t nb = (int64_t)a.bshape.size(), first = a.dims.front();
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d : a.dims) maps.push_back(broadcastIndexMap(ix[d]->shape, a.bshape));
+  for (int64_t k = 0; k < (int64_t)off.size(); ++k) {
+    std::vector<int64_t> o = unravel(k, a.result);
+    // Split the result index into the broadcast part and the kept dims.
+    std::vector<int64_t> bpos, kept;
+    if (a.adjacent) {
+      bpos.assign(o.begin() + first, o.begin() + first + nb);
+      kept.assign(o.begin(), o.begin() + first);
+      kept.insert(kept.end(), o.begin() + first + nb, o.end());
+    } else {
+      bpos.assign(o.begin(), o.begin() + nb);
+      kept.assign(o.begin() + nb, o.end());
+    }
+    int64_t bflat = bpos.empty() ? 0 : ravel(bpos, a.bshape);
+    std::vector<int64_t> src(self.size());
+    size_t kk = 0;
+    for (int64_t d = 0; d < (int64_t)self.size(); ++d) {
+      auto it = std::find(a.dims.begin(), a.dims.end(), d);
+      if (it == a.dims.end()) {
+        src[d] = kept[kk++];
+        continue;
+      }
+      size_t j = it - a.dims.begin();
+      src[d] = checkedIndex(n, ix[d]->data[maps[j][bflat]], self[d], d);
+    }
+    off[k] = ravel(src, self);
+  }
+  return off;
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &r) {
@@ -158,6 +245,61 @@ void registerIndexOps(OpRegistry &r) {
       }
       return out;
     });
+  }
+  {
+    // index.Tensor: advanced indexing by integer tensors (None entries keep their dim).
+    OpDef &d = r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", OpCategory::Index);
+    d.indexArgs = {1};
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0);
+      const auto &ix = std::get<std::vector<Node *>>(n.args.at(1));
+      return {{s.dtype, advIndex(n, s, ix).result}};
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &lists) {
+      const RefTensor &s = *a.at(0);
+      AdvIndex ai = advIndex(n, argType(n, 0), std::get<std::vector<Node *>>(n.args.at(1)));
+      std::vector<int64_t> off = advOffsets(n, ai, s.shape, lists.at(1));
+      RefTensor out(n.types[0].dtype, n.types[0].shape);
+      for (size_t k = 0; k < off.size(); ++k) out.data[k] = s.data[off[k]];
+      return std::vector<RefTensor>{out};
+    };
+  }
+  {
+    // index_put: self with self[indices] = values (accumulate: +=). values broadcast to the shape of
+    // self[indices]. Without accumulate, duplicate indices are undefined behaviour in torch; aotc
+    // then sums the values written to one position (documented in docs/ops-notes.md).
+    OpDef &d = r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+                     OpCategory::Index);
+    d.indexArgs = {1};
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0), v = argType(n, 2);
+      AdvIndex ai = advIndex(n, s, std::get<std::vector<Node *>>(n.args.at(1)));
+      if (v.dtype != s.dtype)
+        nodeError(n, std::string("Index put requires the source and destination dtypes match, got ") +
+                         dtypeTorchName(s.dtype) + " for the destination and " + dtypeTorchName(v.dtype) +
+                         " for the source.");
+      auto b = broadcastShapes(ai.result, v.shape);
+      if (!b || *b != ai.result)
+        nodeError(n, "shape mismatch: value tensor of shape " + shapeStr(v.shape) +
+                         " cannot be broadcast to indexing result of shape " + shapeStr(ai.result));
+      return {s};
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &lists) {
+      const RefTensor &s = *a.at(0), &v = *a.at(2);
+      AdvIndex ai = advIndex(n, argType(n, 0), std::get<std::vector<Node *>>(n.args.at(1)));
+      std::vector<int64_t> off = advOffsets(n, ai, s.shape, lists.at(1));
+      std::vector<int64_t> vmap = broadcastIndexMap(v.shape, ai.result);
+      RefTensor out = s;
+      bool acc = n.boolArg(3);
+      std::vector<bool> hit(s.numel(), false);
+      for (size_t k = 0; k < off.size(); ++k) {
+        double &dst = out.data[off[k]];
+        dst = (acc || hit[off[k]]) ? dst + v.data[vmap[k]] : v.data[vmap[k]];
+        hit[off[k]] = true;
+      }
+      for (double &x : out.data) x = castValue(out.dtype, x);
+      return std::vector<RefTensor>{out};
+    };
   }
 }
 

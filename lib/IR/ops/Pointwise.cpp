@@ -151,6 +151,36 @@ void registerPointwiseOps(OpRegistry &r) {
     });
   }
 
+  // Logical ops (ALWAYS_BOOL; any input dtype, nonzero is true, NaN is true).
+  for (const char *name : {"logical_and", "logical_or", "logical_xor"}) {
+    std::string op = name;
+    auto f = [op](double x, double y, const Node &) {
+      bool a = x != 0.0, b = y != 0.0;
+      return (op == "logical_and" ? a && b : op == "logical_or" ? a || b : a != b) ? 1.0 : 0.0;
+    };
+    binary(r, (op + "(Tensor self, Tensor other) -> Tensor").c_str(), Promo::AlwaysBool, f).nonDifferentiable = true;
+  }
+  // Bitwise ops: integral and bool dtypes only (BinaryOps.cpp bitwise_*_kernel has no float kernel).
+  for (const char *name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    std::string op = name;
+    auto f = [op](double x, double y, const Node &) {
+      int64_t a = (int64_t)x, b = (int64_t)y;
+      return (double)(op == "bitwise_and" ? a & b : op == "bitwise_or" ? a | b : a ^ b);
+    };
+    for (const char *ov : {".Tensor(Tensor self, Tensor other) -> Tensor", ".Scalar(Tensor self, Scalar other) -> Tensor"}) {
+      OpDef &d = binary(r, (op + ov).c_str(), Promo::Default, f);
+      d.nonDifferentiable = true;
+      auto base = d.infer;
+      d.infer = [base, op](const Node &n) -> Types {
+        Types t = base(n);
+        if (isFloating(t[0].dtype))
+          nodeError(n, op + " is not implemented for " + dtypeTorchName(t[0].dtype) +
+                           " (bitwise ops take integral or bool tensors)");
+        return t;
+      };
+    }
+  }
+
   // Unary math (INT_TO_FLOAT).
   unaryFloat(r, "exp(Tensor self) -> Tensor", [](double x) { return std::exp(x); });
   unaryFloat(r, "log(Tensor self) -> Tensor", [](double x) { return std::log(x); });
@@ -245,6 +275,15 @@ void registerPointwiseOps(OpRegistry &r) {
     setEval(d, clampEval);
   }
 
+  {
+    OpDef &d = r.add("clamp_max(Tensor self, Scalar max) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types { return {{resultType(n, {0, 1}), argType(n, 0).shape}}; };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      double hi = n.scalarArg(1);
+      return mapArgs(n, a, {0}, [=](const double *x) { return std::isnan(x[0]) ? x[0] : std::min(x[0], hi); });
+    });
+  }
+
   // where: condition must be bool; value dtype = result_type(self, other).
   auto whereInfer = [](const Node &n) -> Types {
     if (argType(n, 0).dtype != DType::Bool)
@@ -281,6 +320,26 @@ void registerPointwiseOps(OpRegistry &r) {
     });
   }
 
+  {
+    // masked_fill.Tensor: the value is a 0-d tensor (TensorAdvancedIndexing.cpp masked_fill__cpu);
+    // self's dtype is kept (the value is cast to it).
+    OpDef &d = r.add("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0), m = argType(n, 1), v = argType(n, 2);
+      if (m.dtype != DType::Bool) nodeError(n, "masked_fill expects a bool mask");
+      if (v.rank() != 0)
+        nodeError(n, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with " +
+                         std::to_string(v.rank()) + " dimension(s).");
+      auto b = broadcastShapes(s.shape, m.shape);
+      if (!b) nodeError(n, "mask of shape " + shapeStr(m.shape) + " does not broadcast with " + shapeStr(s.shape));
+      s.shape = *b;
+      return {s};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0, 1, 2}, [](const double *x) { return x[1] != 0 ? x[2] : x[0]; });
+    });
+  }
+
   // Copies and casts.
   {
     OpDef &d = r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
@@ -295,6 +354,44 @@ void registerPointwiseOps(OpRegistry &r) {
     setEval(d, [](const Node &n, const RefArgs &a) {
       return mapArgs(n, a, {0}, [](const double *x) { return x[0]; });
     });
+  }
+  {
+    // copy(self, src): src broadcast to self's shape and cast to self's dtype (the functional
+    // form of self.copy_(src)).
+    OpDef &d = r.add("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", OpCategory::Pointwise);
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0), src = argType(n, 1);
+      auto b = broadcastShapes(s.shape, src.shape);
+      if (!b || *b != s.shape)
+        nodeError(n, "copy: the source of shape " + shapeStr(src.shape) + " does not broadcast to the destination's " +
+                         shapeStr(s.shape));
+      return {s};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {1}, [](const double *x) { return x[0]; });
+    });
+  }
+  {
+    // _assert_tensor_metadata: a check with no result. Its size and dtype are checked against
+    // the tensor when the node is read, then the readers drop it. aotc's values are dense with
+    // no strides, and the target decides the device, so stride, device and layout are not checked.
+    OpDef &d = r.add("_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, "
+                     "ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()",
+                     OpCategory::Other);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (auto dt = dtypeArg(n, 3); dt && *dt != t.dtype)
+        nodeError(n, std::string("_assert_tensor_metadata: tensor dtype mismatch: expected ") + dtypeTorchName(*dt) +
+                         " but got " + dtypeTorchName(t.dtype));
+      if (!n.isNoneArg(1) && n.intListArg(1) != t.shape)
+        nodeError(n, "_assert_tensor_metadata: tensor size mismatch: expected " + shapeStr(n.intListArg(1)) +
+                         " but got " + shapeStr(t.shape));
+      return {};
+    };
+    d.eval = [](const Node &, const RefArgs &, const std::vector<std::vector<const RefTensor *>> &) {
+      return std::vector<RefTensor>{};
+    };
   }
   for (const char *s : {"clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
                         "lift_fresh_copy(Tensor self) -> Tensor"}) {

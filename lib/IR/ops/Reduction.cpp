@@ -119,18 +119,33 @@ void registerReductionOps(OpRegistry &r) {
       return out;
     });
   }
-  {
-    // any.dim(x, dim, keepdim): bool, true where some element along dim is nonzero (NaN counts
-    // as nonzero, as torch). nn.MultiheadAttention's exported graph checks masks with it.
-    OpDef &d = r.add("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", OpCategory::Reduction);
+  // any / all (ReduceOps.cpp): bool, true where some / every element over the reduced dims is
+  // nonzero (NaN counts as nonzero, as torch); `.default` reduces every dim. nn.MultiheadAttention's
+  // exported graph checks masks with any.dim.
+  for (const char *schema : {"any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+                             "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+                             "any(Tensor self) -> Tensor",
+                             "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+                             "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+                             "all(Tensor self) -> Tensor"}) {
+    OpDef &d = r.add(schema, OpCategory::Reduction);
+    const bool isAll = std::string(schema).rfind("all", 0) == 0;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
+      if (n.args.size() == 1) return {{DType::Bool, {}}};
       return {{DType::Bool, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(2))}};
     };
-    setEval(d, [](const Node &n, const RefArgs &a) {
+    setEval(d, [isAll](const Node &n, const RefArgs &a) {
       const RefTensor &x = *a.at(0);
-      return reduceRef(x, reductionMask(n, 1, (int64_t)x.shape.size()), n.boolArg(2), DType::Bool, 0.0,
+      int64_t rank = (int64_t)x.shape.size();
+      std::vector<bool> mask = n.args.size() == 1 ? std::vector<bool>(rank, true) : reductionMask(n, 1, rank);
+      bool keep = n.args.size() > 2 && n.boolArg(2);
+      if (isAll)
+        return reduceRef(x, mask, keep, DType::Bool, 1.0,
+                         [](double s, double v) { return s != 0.0 && v != 0.0 ? 1.0 : 0.0; },
+                         [](double v, int64_t) { return v; });
+      return reduceRef(x, mask, keep, DType::Bool, 0.0,
                        [](double s, double v) { return s != 0.0 || v != 0.0 ? 1.0 : 0.0; },
                        [](double v, int64_t) { return v; });
     });

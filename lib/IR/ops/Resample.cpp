@@ -343,8 +343,8 @@ void registerConstantPad(OpRegistry &r) {
                          " resulted in a negative output size, which is invalid. Check dimension " +
                          std::to_string(dim) + " of your input.");
     }
-    if (isNumberArg(n, 2) && !canCast(numberDType(n.args[2]), x.dtype) && x.dtype != DType::Bool)
-      nodeError(n, "constant_pad_nd: value " + argStr(n.args[2]) + " cannot be cast to " + x.str());
+    // The value is converted to the input's dtype as at::full does (c10::checked_convert: a
+    // float value pads an integer tensor, truncated; HF's causal-LM loss pads labels with -100.0).
     return {{x.dtype, out}};
   };
   setEval(d, [](const Node &n, const RefArgs &a) {

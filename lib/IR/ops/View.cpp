@@ -27,6 +27,33 @@ RefTensor gatherBy(const TensorType &out, const RefTensor &in,
   return r;
 }
 
+/// The pieces of a split of `t` along `dim` with the given sizes.
+std::vector<TensorType> splitTypes(const TensorType &t, int64_t dim, const std::vector<int64_t> &sizes) {
+  std::vector<TensorType> out;
+  for (int64_t s : sizes) {
+    TensorType p = t;
+    p.shape[dim] = s;
+    out.push_back(p);
+  }
+  return out;
+}
+
+/// The pieces of a split (split.Tensor, split_with_sizes, chunk): consecutive ranges along the
+/// node's (already checked) dim argument `dimArg`, of the sizes of the node's result types.
+std::vector<RefTensor> splitRef(const Node &n, const RefTensor &in, int64_t dimArg) {
+  int64_t dim = *wrapDim(dimArg, (int64_t)in.shape.size());
+  std::vector<RefTensor> out;
+  int64_t off = 0;
+  for (const TensorType &t : n.types) {
+    out.push_back(gatherBy(t, in, [&](std::vector<int64_t> &o) {
+      o[dim] += off;
+      return ravel(o, in.shape);
+    }));
+    off += t.shape[dim];
+  }
+  return out;
+}
+
 /// at::infer_size: resolves one -1 and checks the element count.
 Shape inferViewShape(const Node &n, const Shape &in, std::vector<int64_t> size) {
   int64_t numel = numelOf(in), known = 1, infer = -1;
@@ -320,13 +347,76 @@ void registerViewOps(OpRegistry &r) {
       return out;
     };
     d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      return splitRef(n, *a.at(0), n.intArg(2));
+    };
+  }
+  {
+    // split_with_sizes: the sizes must cover the dim exactly (TensorShape.cpp split_with_sizes).
+    OpDef &d = r.add("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
+                     OpCategory::View);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.rank() == 0) nodeError(n, "split_with_sizes expects at least a 1-dimensional tensor");
+      int64_t dim = wrapDimOrError(n, n.intArg(2), t.rank());
+      std::vector<int64_t> sizes = n.intListArg(1);
+      int64_t total = 0;
+      for (int64_t s : sizes) {
+        if (s < 0)
+          nodeError(n, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=" +
+                           shapeStr(sizes));
+        total += s;
+      }
+      if (total != t.shape[dim])
+        nodeError(n, "split_with_sizes expects split_sizes to sum exactly to " + std::to_string(t.shape[dim]) +
+                         " (input tensor's size at dimension " + std::to_string(dim) + "), but got split_sizes=" +
+                         shapeStr(sizes));
+      if (sizes.empty()) nodeError(n, "split_with_sizes with no sizes gives no tensors (an empty list result)");
+      return splitTypes(t, dim, sizes);
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      return splitRef(n, *a.at(0), n.intArg(2));
+    };
+  }
+  {
+    // chunk: split_size = ceil(size / chunks), so there may be fewer than `chunks` pieces; an empty
+    // dim gives `chunks` empty pieces (TensorShape.cpp chunk).
+    OpDef &d = r.add("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", OpCategory::View);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.rank() == 0) nodeError(n, "chunk expects at least a 1-dimensional tensor");
+      int64_t chunks = n.intArg(1);
+      if (chunks <= 0) nodeError(n, "chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks));
+      int64_t dim = wrapDimOrError(n, n.intArg(2), t.rank());
+      int64_t size = t.shape[dim], step = (size + chunks - 1) / chunks;
+      std::vector<int64_t> sizes;
+      if (size == 0) sizes.assign(chunks, 0);
+      for (int64_t off = 0; off < size; off += step) sizes.push_back(std::min(step, size - off));
+      return splitTypes(t, dim, sizes);
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      return splitRef(n, *a.at(0), n.intArg(2));
+    };
+  }
+  {
+    // unbind: one select per index along dim.
+    OpDef &d = r.add("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", OpCategory::View);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.rank() == 0) nodeError(n, "Dimension specified as 0 but tensor has no dimensions");
+      int64_t dim = wrapDimOrError(n, n.intArg(1), t.rank());
+      if (t.shape[dim] == 0)
+        nodeError(n, "unbind over a dimension of size 0 gives no tensors (an empty list result is not supported)");
+      TensorType p = t;
+      p.shape.erase(p.shape.begin() + dim);
+      return Types(t.shape[dim], p);
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
       const RefTensor &in = *a.at(0);
-      int64_t dim = *wrapDim(n.intArg(2), (int64_t)in.shape.size());
-      int64_t sz = n.intArg(1);
+      int64_t dim = *wrapDim(n.intArg(1), (int64_t)in.shape.size());
       std::vector<RefTensor> out;
       for (size_t c = 0; c < n.types.size(); ++c)
         out.push_back(gatherBy(n.types[c], in, [&](std::vector<int64_t> &o) {
-          o[dim] += (int64_t)c * sz;
+          o.insert(o.begin() + dim, (int64_t)c);
           return ravel(o, in.shape);
         }));
       return out;

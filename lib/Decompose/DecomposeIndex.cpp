@@ -1,0 +1,145 @@
+//===- DecomposeIndex.cpp - Advanced indexing to index_select / scatter_add ---===//
+//
+// Decompose rules of index.Tensor and index_put (before autodiff, so their gradients are those
+// of index_select, scatter_add, where, views). Semantics: TensorAdvancedIndexing.cpp and
+// torch/_refs index; the result shape is OpRegistry's (lib/IR/ops/Index.cpp advIndex).
+//
+// The indexed dims (the non-None entries) are brought together: where they are not adjacent,
+// self is permuted so that they come first, in order, followed by the others (torch puts the
+// broadcast index shape first in that case). They are then viewed as one dim of size
+// prod(sizes), and the index tensors become one linear index
+//   L = sum_j wrap(idx_j) * stride_j   (broadcast; wrap(i) = i < 0 ? i + size : i),
+// where an index outside [-size, size) is replaced by prod(sizes), so that the index_select or
+// scatter_add that uses L reports it at run time as out of range.
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace aotc::rules {
+
+using namespace rewrite;
+
+namespace {
+
+struct Linearized {
+  Node *self = nullptr;   ///< self permuted (if needed) and viewed: [pre..., M, post...].
+  int64_t pos = 0;        ///< Position of the merged dim M.
+  Node *index = nullptr;  ///< i64 linear index, shape = broadcast shape of the indices.
+  Shape pre, post;        ///< The dims before and after M in `self`.
+  Shape bshape;           ///< The broadcast index shape.
+  std::vector<int64_t> perm; ///< The permutation applied to self (empty: none).
+  Shape permuted;         ///< self's shape after the permutation.
+};
+
+Linearized linearize(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0);
+  const Shape &ss = self->type().shape;
+  const auto &ix = std::get<std::vector<Node *>>(n.args.at(1));
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < ix.size(); ++d)
+    if (ix[d]) dims.push_back((int64_t)d);
+  bool adjacent = true;
+  for (size_t k = 1; k < dims.size(); ++k) adjacent &= dims[k] == dims[k - 1] + 1;
+  Linearized L;
+  int64_t rank = (int64_t)ss.size();
+  Node *x = self;
+  Shape xs = ss;
+  if (!adjacent) {
+    std::vector<int64_t> perm = dims;
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
+    x = e.permute(x, perm);
+    xs = x->type().shape;
+    L.perm = perm;
+  }
+  L.permuted = xs;
+  int64_t first = adjacent ? dims.front() : 0, count = (int64_t)dims.size();
+  L.pre.assign(xs.begin(), xs.begin() + first);
+  L.post.assign(xs.begin() + first + count, xs.end());
+  int64_t merged = 1;
+  for (int64_t k = 0; k < count; ++k) merged *= xs[first + k];
+  Shape vs = L.pre;
+  vs.push_back(merged);
+  vs.insert(vs.end(), L.post.begin(), L.post.end());
+  L.self = e.view(x, vs);
+  L.pos = first;
+  // The linear index.
+  Node *lin = nullptr;
+  int64_t stride = 1;
+  for (int64_t k = count - 1; k >= 0; --k) {
+    int64_t size = ss[dims[k]];
+    Node *i = e.toDtype(ix[dims[k]], DType::I64);
+    Node *neg = e.call("aten.lt.Scalar", {i, int64_t(0)});
+    Node *wrapped = e.call("aten.where.self", {neg, e.add(i, size), i});
+    Node *ok = e.call("aten.logical_and.default", {e.call("aten.ge.Scalar", {i, -size}),
+                                                   e.call("aten.lt.Scalar", {i, size})});
+    Node *term = stride == 1 ? wrapped : e.mul(wrapped, stride);
+    term = e.call("aten.where.self", {ok, term, e.scalarTensor(merged, DType::I64)});
+    lin = lin ? e.add(lin, term) : term;
+    stride *= size;
+  }
+  L.bshape = lin->type().shape;
+  L.index = lin;
+  return L;
+}
+
+/// [pre..., B..., post...] from [pre..., numel(B), post...].
+Shape withBroadcast(const Linearized &L) {
+  Shape s = L.pre;
+  s.insert(s.end(), L.bshape.begin(), L.bshape.end());
+  s.insert(s.end(), L.post.begin(), L.post.end());
+  return s;
+}
+
+} // namespace
+
+/// index.Tensor(self, indices) -> index_select(self viewed, pos, L.view(-1)).view(result).
+Vals index(Emitter &e, Node &n) {
+  Linearized L = linearize(e, n);
+  Node *flat = e.view(L.index, {numelOf(L.bshape)});
+  Node *picked = e.call("aten.index_select.default", {L.self, L.pos, flat});
+  return {e.view(picked, n.types[0].shape)};
+}
+
+/// index_put(self, indices, values, accumulate): values broadcast to self[indices]'s shape and
+/// viewed as [pre..., numel(B), post...]; scatter_add along the merged dim with L expanded.
+/// accumulate: self + that; else where(hit, that into zeros, self), hit = count > 0 (positions
+/// written twice get the sum: torch leaves duplicate indices undefined without accumulate).
+Vals indexPut(Emitter &e, Node &n) {
+  Linearized L = linearize(e, n);
+  Node *values = n.tensorArg(2);
+  Shape target = withBroadcast(L);
+  // self[indices]'s shape in the permuted frame equals target (broadcast part in place of M).
+  if (values->type().shape != target) values = e.call("aten.expand.default", {values, target});
+  Shape flatShape = L.pre;
+  flatShape.push_back(numelOf(L.bshape));
+  flatShape.insert(flatShape.end(), L.post.begin(), L.post.end());
+  Node *vflat = e.view(values, flatShape);
+  Shape ixShape(flatShape.size(), 1);
+  ixShape[L.pos] = numelOf(L.bshape);
+  Node *ixv = e.call("aten.expand.default", {e.view(L.index, ixShape), flatShape});
+  DType dt = n.types[0].dtype;
+  Node *result;
+  if (n.boolArg(3)) {
+    result = e.call("aten.scatter_add.default", {L.self, L.pos, ixv, vflat});
+  } else {
+    Shape ms = L.self->type().shape;
+    Node *zeros = e.call("aten.full.default", {ms, int64_t(0)}, {{"dtype", DTypeLit{dt}}});
+    Node *put = e.call("aten.scatter_add.default", {zeros, L.pos, ixv, vflat});
+    Node *cnt0 = e.call("aten.full.default", {ms, int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
+    Node *ones = e.call("aten.full.default", {flatShape, int64_t(1)}, {{"dtype", DTypeLit{DType::I64}}});
+    Node *hit = e.call("aten.gt.Scalar", {e.call("aten.scatter_add.default", {cnt0, L.pos, ixv, ones}), int64_t(0)});
+    result = e.call("aten.where.self", {hit, put, L.self});
+  }
+  result = e.view(result, L.permuted);
+  if (!L.perm.empty()) {
+    std::vector<int64_t> inv(L.perm.size());
+    for (size_t k = 0; k < L.perm.size(); ++k) inv[L.perm[k]] = (int64_t)k;
+    result = e.permute(result, inv);
+  }
+  return {result};
+}
+
+} // namespace aotc::rules
