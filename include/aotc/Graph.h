@@ -60,8 +60,10 @@ enum class InputRole {
   UserInput, ///< A user input (x, target).
   Tangent,   ///< The cotangent of a forward output (joint / backward graphs).
   Saved,     ///< A saved tensor (backward graphs after partition).
+  Constant,  ///< A lifted tensor constant (torch.export's CONSTANT_TENSOR input; its name in
+             ///< `fqn`): read-only, never differentiated, carried in the weights file.
 };
-const char *roleName(InputRole r); ///< "parameter", "buffer", "user_input", "tangent", "saved".
+const char *roleName(InputRole r); ///< "parameter", "buffer", "user_input", "tangent", "saved", "constant".
 
 struct Node {
   std::string name;

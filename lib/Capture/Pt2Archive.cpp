@@ -138,6 +138,7 @@ private:
   [[noreturn]] void fail(const std::string &msg) const { userError(SourceLoc{path_}, msg); }
   void readConfig(const std::string &member, const std::string &dir);
   Weight loadWeight(const Node &ph);
+  void mergeTiedWeights(Program &p);
 
   std::string path_;
   Zip zip_;
@@ -181,12 +182,36 @@ void Pt2Reader::readConfig(const std::string &member, const std::string &dir) {
 }
 
 /// The contiguous bytes of one parameter/buffer, validated against the graph input.
+/// Tied weights (nanoGPT's and GPT-2's head sharing the token embedding): torch.export lifts each
+/// FQN as its own placeholder, but both weights-config entries name one payload with the same
+/// tensor_meta. They are one tensor, as in module.named_parameters(): the later placeholders'
+/// uses are redirected to the first (its FQN is the one named_parameters() reports) and they are
+/// dropped, so the gradient of the shared tensor sums both uses.
+void Pt2Reader::mergeTiedWeights(Program &p) {
+  std::map<std::string, Node *> first; // payload identity -> first placeholder
+  std::vector<Node *> drop;
+  for (Node *ph : p.forward.placeholders()) {
+    if (ph->role != InputRole::Parameter && ph->role != InputRole::Buffer) continue;
+    auto it = payloads_.find(ph->fqn);
+    if (it == payloads_.end() || it->second.usePickle) continue; // loadWeight reports it
+    const Payload &pl = it->second;
+    std::string key = std::string(roleName(ph->role)) + "|" + pl.configMember + "|" + pl.path + "|" +
+                      (pl.meta ? pl.meta->dump() : std::string());
+    auto [at, fresh] = first.emplace(key, ph);
+    if (fresh) continue;
+    if (at->second->type() != ph->type()) continue; // a different view of one storage: kept apart
+    p.forward.replaceAllUses(ph, at->second);
+    drop.push_back(ph);
+  }
+  for (Node *ph : drop) p.forward.erase(ph);
+}
+
 Weight Pt2Reader::loadWeight(const Node &ph) {
-  const std::string what = std::string(ph.role == InputRole::Parameter ? "parameter" : "buffer") + " '" +
-                           ph.fqn + "'";
+  const std::string what = std::string(roleName(ph.role)) + " '" + ph.fqn + "'";
   auto it = payloads_.find(ph.fqn);
   if (it == payloads_.end())
-    fail("no weight for " + what + " in data/weights/model_weights_config.json");
+    fail("no payload for " + what + (ph.role == InputRole::Constant ? " in data/constants/model_constants_config.json"
+                                                                    : " in data/weights/model_weights_config.json"));
   const Payload &pl = it->second;
   if (pl.usePickle)
     fail(what + " is stored as a pickle (use_pickle=true, e.g. a tensor subclass); aotc reads raw payloads only");
@@ -328,9 +353,10 @@ Program Pt2Reader::run(std::vector<Weight> *weights) {
          ".pt, torch 2.8); re-export with torch >= 2.9 to get raw weight payloads");
   readConfig(wcfg, "data/weights/");
   readConfig("data/constants/" + modelName + "_constants_config.json", "data/constants/");
+  mergeTiedWeights(p);
   std::vector<Weight> loaded;
   for (Node *ph : p.forward.placeholders()) {
-    if (ph->role != InputRole::Parameter && ph->role != InputRole::Buffer) continue;
+    if (ph->role != InputRole::Parameter && ph->role != InputRole::Buffer && ph->role != InputRole::Constant) continue;
     if (payloads_.empty() && !zip_.has(root_ + wcfg))
       fail("missing " + wcfg + " (the archive has parameters but no weights config)");
     loaded.push_back(loadWeight(*ph));

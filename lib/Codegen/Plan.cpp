@@ -146,10 +146,12 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   // ABI tensors.
   for (Node *ph : fph) {
     AbiTensor t;
-    bool named = (ph->role == InputRole::Parameter || ph->role == InputRole::Buffer) && !ph->fqn.empty();
+    bool named = (ph->role == InputRole::Parameter || ph->role == InputRole::Buffer ||
+                  ph->role == InputRole::Constant) && !ph->fqn.empty();
     t.name = named ? ph->fqn : ph->name;
     t.type = ph->type();
-    t.role = ph->role == InputRole::Parameter ? 0 : ph->role == InputRole::Buffer ? 1 : 2;
+    t.role = ph->role == InputRole::Parameter ? 0 : ph->role == InputRole::Buffer ? 1
+           : ph->role == InputRole::Constant  ? 5 : 2;
     t.requiresGrad = std::find(p.gradOf.begin(), p.gradOf.end(), ph->name) != p.gradOf.end();
     kp.inputs.push_back(t);
   }

@@ -134,6 +134,7 @@ const char *roleName(InputRole r) {
   switch (r) {
   case InputRole::Parameter: return "parameter";
   case InputRole::Buffer: return "buffer";
+  case InputRole::Constant: return "constant";
   case InputRole::UserInput: return "user_input";
   case InputRole::Tangent: return "tangent";
   case InputRole::Saved: return "saved";

@@ -66,6 +66,7 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
         else if (v == "user_input") hi.role = InputRole::UserInput;
         else if (v == "tangent") hi.role = InputRole::Tangent;
         else if (v == "saved") hi.role = InputRole::Saved;
+        else if (v == "constant") hi.role = InputRole::Constant;
         else userError(loc, "unknown input role '" + v + "'");
       } else if (kk == "fqn") {
         hi.fqn = v;

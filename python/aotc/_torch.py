@@ -188,8 +188,8 @@ class CompiledModule(torch.nn.Module):
             if d.role == "parameter":
                 owner.register_parameter(
                     leaf, torch.nn.Parameter(t, requires_grad=d.requires_grad))
-            else:
-                owner.register_buffer(leaf, t)
+            else:  # a lifted constant is a non-persistent buffer (not in state_dict())
+                owner.register_buffer(leaf, t, persistent=d.role != "constant")
             self._param_paths[d.index] = (owner, leaf)
 
     def _owner(self, fqn):

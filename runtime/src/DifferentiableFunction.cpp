@@ -28,6 +28,7 @@ const char *roleWord(int32_t role) {
   switch (role) {
   case AOTC_ROLE_PARAMETER: return "parameter";
   case AOTC_ROLE_BUFFER: return "buffer";
+  case AOTC_ROLE_CONSTANT: return "constant";
   case AOTC_ROLE_USER_INPUT: return "input";
   case AOTC_ROLE_OUTPUT: return "output";
   case AOTC_ROLE_GRAD: return "gradient";

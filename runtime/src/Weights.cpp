@@ -22,7 +22,7 @@ SafetensorsFile readWeights(const aotc_program &program, const std::string &path
                        "and .weights.safetensors of one run");
   for (int i = 0; i < program.num_inputs; ++i) {
     const aotc_tensor_desc &d = program.inputs[i];
-    if (d.role != AOTC_ROLE_PARAMETER && d.role != AOTC_ROLE_BUFFER) continue;
+    if (!aotc_role_is_weight(d.role)) continue;
     const Tensor *t = f.find(d.name);
     if (!t)
       throw RuntimeError(path + ": no tensor '" + d.name + "' (" + descTypeString(d) + ") for " + name +

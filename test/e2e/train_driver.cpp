@@ -74,7 +74,7 @@ struct Model {
   Model(const SafetensorsFile &weights, const SafetensorsFile &golden) {
     for (int i = 0; i < kProg.num_inputs; ++i) {
       const aotc_tensor_desc &d = kProg.inputs[i];
-      bool param = d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER;
+      bool param = aotc_role_is_weight(d.role);
       inputs.push_back(param ? weights.get(d.name, "weights").clone()
                              : golden.get(std::string("input.") + d.name, "golden").clone());
     }

@@ -75,7 +75,7 @@ std::vector<rt::Tensor> bindInputs(const aotc_program &prog, const std::vector<W
   for (int i = 0; i < prog.num_inputs; ++i) {
     const aotc_tensor_desc &d = prog.inputs[i];
     const std::string name = d.name;
-    const bool isWeight = d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER;
+    const bool isWeight = aotc_role_is_weight(d.role);
     const rt::Tensor *t = nullptr;
     std::string from;
     if (file) {

@@ -126,7 +126,7 @@ int step(const aotc_program &p, const std::string &weightsPath, const std::strin
   std::vector<Tensor> in;
   for (int i = 0; i < p.num_inputs; ++i) {
     const aotc_tensor_desc &d = p.inputs[i];
-    bool param = d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER;
+    bool param = aotc_role_is_weight(d.role);
     in.push_back(param ? weights.get(d.name, weightsPath).clone()
                        : data.get(std::string("input.") + d.name, inputsPath).clone());
   }

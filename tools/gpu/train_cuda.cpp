@@ -88,7 +88,7 @@ struct DeviceModel {
     ckRc(aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
     for (int i = 0; i < kBase.num_inputs; ++i) {
       const aotc_tensor_desc &d = kBase.inputs[i];
-      bool param = d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER;
+      bool param = aotc_role_is_weight(d.role);
       Tensor random;
       if (!weights) {
         random = Tensor(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));

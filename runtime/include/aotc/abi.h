@@ -70,7 +70,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 5
+#define AOTC_ABI_VERSION 6
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -91,8 +91,17 @@ typedef enum aotc_role {
   AOTC_ROLE_BUFFER = 1,     /**< A module buffer; `name` is its FQN. */
   AOTC_ROLE_USER_INPUT = 2, /**< A user input (placeholder name). */
   AOTC_ROLE_OUTPUT = 3,     /**< A forward output. */
-  AOTC_ROLE_GRAD = 4        /**< A gradient; `name` is the input's name. */
+  AOTC_ROLE_GRAD = 4,       /**< A gradient; `name` is the input's name. */
+  AOTC_ROLE_CONSTANT = 5    /**< A lifted tensor constant (ABI 6): read-only, never differentiated;
+                                 `name` is torch.export's constant name; its value is in the weights
+                                 file, as a parameter's. */
 } aotc_role;
+
+/** 1 for the roles whose values come from the weights file (parameters, buffers, lifted
+ *  constants), else 0. */
+static inline int aotc_role_is_weight(int32_t role) {
+  return role == AOTC_ROLE_PARAMETER || role == AOTC_ROLE_BUFFER || role == AOTC_ROLE_CONSTANT;
+}
 
 typedef struct aotc_tensor_desc {
   const char *name;     /**< FQN for parameters/buffers, else the graph name. */

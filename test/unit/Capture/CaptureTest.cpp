@@ -281,9 +281,14 @@ TEST_CASE("JSON errors: malformed and unsupported programs", "[capture][errors]"
   CHECK(contains(jsonError([](json &j) { j["schema_version"]["major"] = 7; }), "unsupported schema_version 7."));
   CHECK(contains(jsonError([](json &j) {
                    j["graph_module"]["signature"]["input_specs"][4] =
-                       json{{"tensor_constant", {{"arg", {{"name", "x"}}}, {"tensor_constant_name", "c"}}}};
+                       json{{"tensor_constant", {{"arg", {{"name", "y"}}}, {"tensor_constant_name", "c"}}}};
                  }),
-                 "lifted tensor constant 'x' is not supported"));
+                 "input_specs[4]: argument name does not match graph.inputs ('x')"));
+  CHECK(contains(jsonError([](json &j) {
+                   j["graph_module"]["signature"]["input_specs"][4] =
+                       json{{"tensor_constant", {{"arg", {{"name", "x"}}}, {"tensor_constant_name", 3}}}};
+                 }),
+                 "input_specs[4]: the constant's name must be a string"));
   CHECK(contains(jsonError([](json &j) { j["graph_module"]["graph"].erase("nodes"); }),
                  "graph: missing field 'nodes'"));
   CHECK(contains(jsonError([](json &j) { j["graph_module"]["graph"]["outputs"][0] = json{{"as_int", 3}}; }),
