@@ -82,7 +82,7 @@ def build_module(torch, ctor):
         return LnGelu(d, h)
     if ctor.startswith("zoo:"):  # a zoo fixture's module (gen_zoo.models(): factory, inputs, train, lr)
         from gen_zoo import models
-        make, _, train, _ = models()[ctor[4:]]
+        make, _, train, *_ = models()[ctor[4:]]
         module = make()
         module.train(train)
         return module

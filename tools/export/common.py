@@ -27,10 +27,16 @@ def rel(path):
     return os.path.relpath(path, REPO)
 
 
-def export_aten(module, args):
-    """torch.export.export (TRAINING dialect) then run_decompositions() (ATEN dialect)."""
+def export_aten(module, args, keep=()):
+    """torch.export.export (TRAINING dialect) then run_decompositions() (ATEN dialect); the ops
+    in `keep` (OpOverloads) are left whole (taken out of torch's default decomposition table)."""
     ep_train = torch.export.export(module, args)
-    ep = ep_train.run_decompositions()
+    table = None
+    if keep:
+        table = torch.export.default_decompositions()
+        for op in keep:
+            table.pop(op, None)
+    ep = ep_train.run_decompositions(table)
     assert ep.verifier.dialect == "ATEN", ep.verifier.dialect
     return ep_train, ep
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torchvision.models.resnet import BasicBlock
 
 import common
+import lm_models
 
 ZOO = os.path.join(common.REPO, "test", "fixtures", "zoo")
 STEPS = 20
@@ -187,6 +188,7 @@ def models():
                        True, 0.01),
         "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
                                                    "target": torch.randint(0, 10, (4,))}, True, 0.01),
+        **lm_models.models(),
     }
 
 
@@ -216,15 +218,16 @@ def run(module, inputs, lr, steps):
             {k: b.detach().clone() for k, b in module.named_buffers()})
 
 
-def gen(name, make, make_inputs, train, lr, folder=None):
+def gen(name, make, make_inputs, train, lr, folder=None, keep=()):
     """Writes the fixture of one model into `folder` (default test/fixtures/zoo/<name>); the
-    Python tests call it for models made on the fly (test_torch.py: torchvision's resnet18)."""
+    Python tests call it for models made on the fly (test_torch.py: torchvision's resnet18).
+    `keep`: ops the export leaves whole (common.export_aten)."""
     torch.manual_seed(0)
     module = make()
     module.train(train)
     inputs = make_inputs()
     folder = folder or os.path.join(ZOO, name)
-    ep_train, ep = common.export_aten(copy.deepcopy(module), tuple(inputs.values()))
+    ep_train, ep = common.export_aten(copy.deepcopy(module), tuple(inputs.values()), keep)
     common.sanitize_stack_traces(ep_train, ep)
     files = common.save_program(ep, folder, name)
     golden = {f"input.{k}": v.clone() for k, v in inputs.items()}
@@ -271,7 +274,8 @@ def main(argv):
     for n in names:
         if n not in table:
             sys.exit(f"error: unknown zoo model {n!r} (known: {', '.join(table)})")
-        gen(n, *table[n])
+        make, inputs, train, lr, *opts = table[n]
+        gen(n, make, inputs, train, lr, **(opts[0] if opts else {}))
 
 
 if __name__ == "__main__":

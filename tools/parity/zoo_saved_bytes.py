@@ -47,7 +47,7 @@ def saved_bytes(module, inputs):
 def main(argv):
     table = gen_zoo.models()
     for name in argv or list(table):
-        make, make_inputs, train, _ = table[name]
+        make, make_inputs, train, *_ = table[name]
         torch.manual_seed(0)
         m = make()
         m.train(train)
