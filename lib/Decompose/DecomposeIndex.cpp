@@ -108,6 +108,21 @@ Vals index(Emitter &e, Node &n) {
 /// accumulate: self + that; else where(hit, that into zeros, self), hit = count > 0 (positions
 /// written twice get the sum: torch leaves duplicate indices undefined without accumulate).
 Vals indexPut(Emitter &e, Node &n) {
+  const auto &ix = std::get<std::vector<Node *>>(n.args.at(1));
+  if (ix.size() == 1 && ix[0] && (ix[0]->type().dtype == DType::Bool || ix[0]->type().dtype == DType::U8)) {
+    // x[mask] = v with v the same for every masked element (the registry checks that):
+    // where(mask viewed [mask..., 1...], v, x); accumulate: x + where(mask, v, 0).
+    Node *x = n.tensorArg(0), *v = n.tensorArg(2);
+    const Shape &xs = x->type().shape, &ms = ix[0]->type().shape;
+    Shape mv = ms;
+    mv.resize(xs.size(), 1);
+    Node *mask = e.view(e.toDtype(ix[0], DType::Bool), mv);
+    Shape rest(xs.begin() + ms.size(), xs.end());
+    if ((int64_t)v->type().shape.size() > (int64_t)rest.size()) v = e.view(v, rest.empty() ? Shape{} : Shape(v->type().shape.end() - rest.size(), v->type().shape.end()));
+    if (n.boolArg(3))
+      return {e.add(x, e.call("aten.where.self", {mask, v, e.scalarTensor(0.0, x->type().dtype)}))};
+    return {e.call("aten.where.self", {mask, v, x})};
+  }
   Linearized L = linearize(e, n);
   Node *values = n.tensorArg(2);
   Shape target = withBroadcast(L);

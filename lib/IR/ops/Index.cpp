@@ -120,6 +120,14 @@ std::vector<int64_t> advOffsets(const Node &n, const AdvIndex &a, const Shape &s
   return off;
 }
 
+/// index_put's indices when they are one bool (or uint8) mask: that mask's node, else nullptr.
+const Node *boolMaskIndex(const Node &n) {
+  const auto &ix = std::get<std::vector<Node *>>(n.args.at(1));
+  if (ix.size() != 1 || !ix[0]) return nullptr;
+  DType dt = ix[0]->type().dtype;
+  return dt == DType::Bool || dt == DType::U8 ? ix[0] : nullptr;
+}
+
 } // namespace
 
 void registerIndexOps(OpRegistry &r) {
@@ -273,6 +281,21 @@ void registerIndexOps(OpRegistry &r) {
     d.indexArgs = {1};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), v = argType(n, 2);
+      if (const Node *m = boolMaskIndex(n)) { // x[mask] = v with v not depending on the count
+        if (v.dtype != s.dtype) nodeError(n, "Index put requires the source and destination dtypes match");
+        const Shape &ms = m->type().shape;
+        if ((int64_t)ms.size() > s.rank() || !std::equal(ms.begin(), ms.end(), s.shape.begin()))
+          nodeError(n, "The shape of the mask " + shapeStr(ms) + " at index 0 does not match the shape of the "
+                       "indexed tensor " + shapeStr(s.shape));
+        Shape one{1};
+        one.insert(one.end(), s.shape.begin() + ms.size(), s.shape.end());
+        auto b = broadcastShapes(one, v.shape);
+        if (!b || *b != one)
+          nodeError(n, "index_put with a bool mask: values of shape " + shapeStr(v.shape) +
+                           " must broadcast to every masked element's " + shapeStr(Shape(one.begin() + 1, one.end())) +
+                           " (values whose shape depends on the number of True elements are not supported)");
+        return {s};
+      }
       AdvIndex ai = advIndex(n, s, std::get<std::vector<Node *>>(n.args.at(1)));
       if (v.dtype != s.dtype)
         nodeError(n, std::string("Index put requires the source and destination dtypes match, got ") +
@@ -286,6 +309,19 @@ void registerIndexOps(OpRegistry &r) {
     };
     d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &lists) {
       const RefTensor &s = *a.at(0), &v = *a.at(2);
+      if (boolMaskIndex(n)) {
+        const RefTensor &m = *lists.at(1).at(0);
+        int64_t inner = s.numel() / std::max<int64_t>(m.numel(), 1);
+        Shape rest(s.shape.begin() + m.shape.size(), s.shape.end());
+        std::vector<int64_t> vmap = broadcastIndexMap(v.shape, rest);
+        RefTensor out = s;
+        for (int64_t k = 0; k < m.numel(); ++k)
+          if (m.data[k] != 0)
+            for (int64_t i = 0; i < inner; ++i)
+              out.data[k * inner + i] = (n.boolArg(3) ? out.data[k * inner + i] : 0.0) + v.data[vmap[i]];
+        for (double &x : out.data) x = castValue(out.dtype, x);
+        return std::vector<RefTensor>{out};
+      }
       AdvIndex ai = advIndex(n, argType(n, 0), std::get<std::vector<Node *>>(n.args.at(1)));
       std::vector<int64_t> off = advOffsets(n, ai, s.shape, lists.at(1));
       std::vector<int64_t> vmap = broadcastIndexMap(v.shape, ai.result);
