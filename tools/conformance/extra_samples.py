@@ -383,7 +383,116 @@ def _batch_norm_backward(dtype, make):
     return out
 
 
+
+def _bitwise(op):
+    def samples(dtype, make):
+        a = torch.tensor([[3, -1, 0], [7, 2, -5]])
+        b = torch.tensor([[5, 6, -1], [1, 2, 3]])
+        m = torch.tensor([[True, False, True], [False, False, True]])
+        scalar = op._overloadname == "Scalar"
+        return [
+            (op, (a, 6 if scalar else b), {}),
+            (op, (a, -3 if scalar else b[:1]), {}),             # broadcast
+            (op, (m, True if scalar else m.flip(0)), {}),       # bool
+            (op, (torch.tensor(9), 12 if scalar else torch.tensor([1, 8, 15])), {}),
+        ]
+    return samples
+
+
+def _copy(dtype, make):
+    # torch has no derivative for aten::copy (its gradient is checked through the zoo's
+    # models); the samples check the values.
+    op = aten.copy.default
+    other = torch.float64 if dtype == torch.float32 else torch.float32
+
+    def m(shape):
+        return make(shape, requires_grad=False)
+    return [
+        (op, (m((3, 4)), m((3, 4))), {}),
+        (op, (m((3, 4)), m((4,))), {}),                         # broadcast
+        (op, (m((2, 3)), m((2, 3)).to(other)), {}),             # cast
+        (op, (m(()), m(())), {}),
+        (op, (m((2, 3)), torch.tensor([[1, -2, 3], [4, 5, -6]])), {}),  # i64 source
+    ]
+
+
+def _chunk(dtype, make):
+    op = aten.chunk.default
+    return [
+        (op, (make((6, 4)), 3), {}),
+        (op, (make((5, 4)), 2, 1), {}),
+        (op, (make((7, 3)), 3), {}),            # ceil(7/3) = 3: pieces 3, 3, 1
+        (op, (make((2, 5)), 4, -1), {}),        # 4 chunks asked, 3 given (2, 2, 1)
+    ]
+
+
+def _clamp_max(dtype, make):
+    op = aten.clamp_max.default
+    return [
+        (op, (_ints(make, (5, 5)), 1), {}),     # ties on the bound
+        (op, (make((3, 4, 2)), 0.25), {}),
+        (op, (make(()), -1.5), {}),
+        (op, (make((6,)), float("nan")), {}),
+    ]
+
+
+def _index(dtype, make):
+    op = aten.index.Tensor
+    i = torch.tensor([2, 0, -1, 2])
+    j = torch.tensor([[1], [0]])
+    return [
+        (op, (make((4, 5)), [i]), {}),
+        (op, (make((4, 5, 3)), [None, torch.tensor([4, 0])]), {}),
+        (op, (make((4, 5, 3)), [j, torch.tensor([1, 4, -2])]), {}),          # broadcast [2, 3]
+        (op, (make((4, 5, 3)), [torch.tensor([0, 3]), None, torch.tensor([2, 1])]), {}),  # not adjacent
+        (op, (make((3, 4, 5, 2)), [None, torch.tensor([1, 1]), torch.tensor([0, 4])]), {}),
+        (op, (make((5,)), [torch.tensor(3)]), {}),                            # 0-d index
+        (op, (make((6, 2)), [torch.tensor([5, 1, 1], dtype=torch.int32)]), {}),
+    ]
+
+
+def _index_put(dtype, make):
+    op = aten.index_put.default
+    return [
+        (op, (make((4, 5)), [torch.tensor([2, 0, -1])], make((3, 5))), {}),
+        (op, (make((4, 5)), [torch.tensor([2, 0, 2])], make((5,)), True), {}),   # accumulate dups
+        (op, (make((4, 5, 3)), [torch.tensor([0, 3]), None, torch.tensor([2, 1])], make((2, 5))), {}),
+        (op, (make((4, 5, 3)), [None, torch.tensor([[4], [0]]), torch.tensor([1, 2])], make((4, 2, 2)),
+              True), {}),
+        (op, (make((6,)), [torch.tensor([5, 1])], make(())), {}),
+    ]
+
+
+def _sdpa(dtype, make):
+    op = aten.scaled_dot_product_attention.default
+    mask = torch.tensor([[True, True, False, True], [True, False, False, False], [True, True, True, True]])
+    full = mask.clone()
+    full[1] = False                                              # a fully masked row: zeros
+    return [
+        (op, (make((2, 3, 4, 8)), make((2, 3, 5, 8)), make((2, 3, 5, 6))), {}),
+        (op, (make((2, 2, 5, 8)), make((2, 2, 5, 8)), make((2, 2, 5, 8))), {"is_causal": True}),
+        (op, (make((1, 2, 3, 4)), make((1, 2, 4, 4)), make((1, 2, 4, 4)), mask), {}),
+        (op, (make((1, 2, 3, 4)), make((1, 2, 4, 4)), make((1, 2, 4, 4)), full), {}),
+        (op, (make((2, 3, 4)), make((2, 5, 4)), make((2, 5, 3)), make((3, 5), requires_grad=False)),
+         {"scale": 0.3}),                                        # additive mask, 3-D
+        (op, (make((1, 4, 3, 8)), make((1, 2, 3, 8)), make((1, 2, 3, 8))),
+         {"is_causal": True, "enable_gqa": True}),               # grouped-query attention
+    ]
+
+
 EXTRA = {
+    "aten.bitwise_and.Tensor": _bitwise(aten.bitwise_and.Tensor),
+    "aten.bitwise_and.Scalar": _bitwise(aten.bitwise_and.Scalar),
+    "aten.bitwise_or.Tensor": _bitwise(aten.bitwise_or.Tensor),
+    "aten.bitwise_or.Scalar": _bitwise(aten.bitwise_or.Scalar),
+    "aten.bitwise_xor.Tensor": _bitwise(aten.bitwise_xor.Tensor),
+    "aten.bitwise_xor.Scalar": _bitwise(aten.bitwise_xor.Scalar),
+    "aten.copy.default": _copy,
+    "aten.chunk.default": _chunk,
+    "aten.clamp_max.default": _clamp_max,
+    "aten.index.Tensor": _index,
+    "aten.index_put.default": _index_put,
+    "aten.scaled_dot_product_attention.default": _sdpa,
     "aten.arange.default": _arange,
     "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
     "aten.sub.Scalar": _scalar_binary_alpha(aten.sub.Scalar),
@@ -429,4 +538,4 @@ EXTRA = {
 
 # torch.export replaces these even when they are not in the decomposition table.
 TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default", "aten._reshape_alias.default",
-         "aten.upsample_bilinear2d.default"}
+         "aten.upsample_bilinear2d.default", "aten.chunk.default", "aten.clamp_max.default"}

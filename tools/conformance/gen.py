@@ -21,6 +21,7 @@ Usage: tools/conformance/gen.py [--only aten.add.Tensor,...] [--shard i/n] [--re
 """
 import argparse
 import json
+import operator
 import os
 import re
 import sys
@@ -76,6 +77,19 @@ SOURCES = {
     "aten._adaptive_avg_pool2d.default": ["nn.functional.adaptive_avg_pool2d"],
     "aten.constant_pad_nd.default": ["constant_pad_nd", "nn.functional.pad:constant"],
     "aten.any.dim": ["any"],
+    "aten.any.dims": ["any"],
+    "aten.any.default": ["any"],
+    "aten.all.dim": ["all"],
+    "aten.all.dims": ["all"],
+    "aten.all.default": ["all"],
+    "aten.split_with_sizes.default": ["split_with_sizes"],
+    "aten.chunk.default": ["chunk"],
+    "aten.unbind.int": ["unbind"],
+    "aten.logical_and.default": ["logical_and"],
+    "aten.logical_or.default": ["logical_or"],
+    "aten.logical_xor.default": ["logical_xor"],
+    "aten.masked_fill.Tensor": ["masked_fill"],
+    "aten.index_put.default": ["index_put"],
     "aten.cross_entropy_loss.default": ["nn.functional.cross_entropy"],
     "aten.div.Tensor": ["div:no_rounding_mode"],
     "aten.elu.default": ["nn.functional.elu"],
@@ -237,12 +251,20 @@ def export_graph(fn, spec, leaves, tidx, tensors, target):
             lv[i] = p
         args, kwargs = pytree.tree_unflatten(lv, spec)
         node = g.call_function(fn, tuple(args), kwargs)
-        g.output((node,))
         vals = list(leaves)
         for i, p, t in zip(tidx, phs, tensors):
             p.meta["val"] = vals[i] = t.detach()
         a2, k2 = pytree.tree_unflatten(vals, spec)
         node.meta["val"] = fn(*a2, **k2)
+        if isinstance(node.meta["val"], (list, tuple)):  # a list result (chunk): one getitem each
+            items = []
+            for k, v in enumerate(node.meta["val"]):
+                gi = g.call_function(operator.getitem, (node, k))
+                gi.meta["val"] = v
+                items.append(gi)
+            g.output(tuple(items))
+        else:
+            g.output((node,))
         gm = torch.fx.GraphModule(torch.nn.Module(), g)
         names = [p.name for p in phs]
     else:
