@@ -118,7 +118,8 @@ Vals indexPut(Emitter &e, Node &n) {
     mv.resize(xs.size(), 1);
     Node *mask = e.view(e.toDtype(ix[0], DType::Bool), mv);
     Shape rest(xs.begin() + ms.size(), xs.end());
-    if ((int64_t)v->type().shape.size() > (int64_t)rest.size()) v = e.view(v, rest.empty() ? Shape{} : Shape(v->type().shape.end() - rest.size(), v->type().shape.end()));
+    const Shape &vs = v->type().shape;
+    if (vs.size() > rest.size()) v = e.view(v, Shape(vs.end() - rest.size(), vs.end())); // drop leading 1s
     if (n.boolArg(3))
       return {e.add(x, e.call("aten.where.self", {mask, v, e.scalarTensor(0.0, x->type().dtype)}))};
     return {e.call("aten.where.self", {mask, v, x})};

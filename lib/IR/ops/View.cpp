@@ -38,10 +38,11 @@ std::vector<TensorType> splitTypes(const TensorType &t, int64_t dim, const std::
   return out;
 }
 
-/// The pieces of a split (split.Tensor, split_with_sizes, chunk): consecutive ranges along the
-/// node's (already checked) dim argument `dimArg`, of the sizes of the node's result types.
-std::vector<RefTensor> splitRef(const Node &n, const RefTensor &in, int64_t dimArg) {
-  int64_t dim = *wrapDim(dimArg, (int64_t)in.shape.size());
+/// The evaluator of the splits (split.Tensor, split_with_sizes, chunk: dim is argument 2, already
+/// checked): consecutive ranges along dim, of the sizes of the node's result types.
+std::vector<RefTensor> splitEval(const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+  const RefTensor &in = *a.at(0);
+  int64_t dim = *wrapDim(n.intArg(2), (int64_t)in.shape.size());
   std::vector<RefTensor> out;
   int64_t off = 0;
   for (const TensorType &t : n.types) {
@@ -338,17 +339,11 @@ void registerViewOps(OpRegistry &r) {
       int64_t sz = n.intArg(1), size = t.shape[dim];
       if (sz < 0 || (sz == 0 && size != 0)) nodeError(n, "split_size can only be 0 if dimension size is 0");
       int64_t chunks = sz == 0 ? 1 : std::max<int64_t>((size + sz - 1) / sz, 1);
-      Types out;
-      for (int64_t c = 0; c < chunks; ++c) {
-        TensorType p = t;
-        p.shape[dim] = std::min(sz, size - c * sz);
-        out.push_back(p);
-      }
-      return out;
+      std::vector<int64_t> sizes;
+      for (int64_t c = 0; c < chunks; ++c) sizes.push_back(std::min(sz, size - c * sz));
+      return splitTypes(t, dim, sizes);
     };
-    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
-      return splitRef(n, *a.at(0), n.intArg(2));
-    };
+    d.eval = splitEval;
   }
   {
     // split_with_sizes: the sizes must cover the dim exactly (TensorShape.cpp split_with_sizes).
@@ -373,9 +368,7 @@ void registerViewOps(OpRegistry &r) {
       if (sizes.empty()) nodeError(n, "split_with_sizes with no sizes gives no tensors (an empty list result)");
       return splitTypes(t, dim, sizes);
     };
-    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
-      return splitRef(n, *a.at(0), n.intArg(2));
-    };
+    d.eval = splitEval;
   }
   {
     // chunk: split_size = ceil(size / chunks), so there may be fewer than `chunks` pieces; an empty
@@ -393,9 +386,7 @@ void registerViewOps(OpRegistry &r) {
       for (int64_t off = 0; off < size; off += step) sizes.push_back(std::min(step, size - off));
       return splitTypes(t, dim, sizes);
     };
-    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
-      return splitRef(n, *a.at(0), n.intArg(2));
-    };
+    d.eval = splitEval;
   }
   {
     // unbind: one select per index along dim.
