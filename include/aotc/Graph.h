@@ -62,8 +62,12 @@ enum class InputRole {
   Saved,     ///< A saved tensor (backward graphs after partition).
   Constant,  ///< A lifted tensor constant (torch.export's CONSTANT_TENSOR input; its name in
              ///< `fqn`): read-only, never differentiated, carried in the weights file.
+  RngState,  ///< The step's random-number state, i64[2] = {seed, offset} (docs/randomness.md):
+             ///< added by decompose when the graph draws random numbers; the step returns it
+             ///< advanced (a mutated input), never differentiated.
 };
-const char *roleName(InputRole r); ///< "parameter", "buffer", "user_input", "tangent", "saved", "constant".
+/// "parameter", "buffer", "user_input", "tangent", "saved", "constant", "rng_state".
+const char *roleName(InputRole r);
 
 struct Node {
   std::string name;

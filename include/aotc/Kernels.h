@@ -100,6 +100,10 @@ enum class ScalarOp : uint8_t {
   Index,   ///< The i64 value of Access `access` (buffer -1): an affine function of the
            ///< loop variables (plus dyn terms), e.g. "is this element inside the slice".
   Sin, Cos, Log1p, Expm1, ///< Floating unary libm functions (sinf/sin, ..., log1pf, expm1f).
+  Atan2,   ///< Floating atan2(a, b) (libm atan2f/atan2).
+  Philox,  ///< Word `iconst` (0..3) of Philox 4x32-10 (include/aotc/Philox.h) with key a (the i64
+           ///< seed) and counter {lo32(c), hi32(c), lo32(b), hi32(b)} (b: the i64 offset, c: the
+           ///< i64 element index); the result is I64 in [0, 2^32).
 };
 const char *scalarOpName(ScalarOp op);
 

@@ -41,6 +41,11 @@ Program capture(const std::string &path, const CaptureOptions &opts,
 void functionalize(Program &p);
 /// Stage 3 (lib/Decompose): composites -> Core ATen, before autodiff.
 void decompose(Program &p);
+/// Part of decompose, its last step (lib/Decompose/Random.cpp): every random op that draws
+/// gets a stream of a new `rng_state` input (i64[2] = {seed, offset}, InputRole::RngState) and
+/// becomes aotc::philox_uniform of it (docs/randomness.md); the graph returns the advanced
+/// state as that input's new value (Program::mutatedInputs). No-op when nothing draws.
+void assignRandomStreams(Program &p);
 /// Part of decompose (lib/Decompose/WidenIndices.cpp): every i32/u8 value read by an index
 /// argument gets one `_to_copy(v, dtype=torch.int64)` that those arguments read instead; views
 /// and outputs keep their dtype. Idempotent. Afterwards no index argument is narrow.

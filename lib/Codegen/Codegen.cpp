@@ -8,6 +8,7 @@
 #include "OpLowering.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/abi.h"
 
 #include <algorithm>
 #include <cctype>
@@ -40,7 +41,10 @@ static void tensorLines(std::ostringstream &os, const char *arr, const std::vect
     os << " *   " << arr << "[" << i << "] " << ts[i].name << ": " << dtypeAbbr(ts[i].type.dtype)
        << shapeStr(ts[i].type.shape) << " " << cDType(ts[i].type.dtype) << ", " << ts[i].type.bytes()
        << " bytes";
-    if (ts[i].role == 5) os << ", a lifted tensor constant (read-only; its value is in the weights file)";
+    if (ts[i].role == AOTC_ROLE_CONSTANT)
+      os << ", a lifted tensor constant (read-only; its value is in the weights file)";
+    if (ts[i].role == AOTC_ROLE_RNG_STATE)
+      os << ", the RNG state {seed, offset} (int64; the step returns it advanced: docs/randomness.md)";
     if (inputs && ts[i].updatesInput >= 0)
       os << ", new value of in[" << ts[i].updatesInput << "] " << (*inputs)[ts[i].updatesInput].name
          << " (copy it there after the step)";

@@ -81,6 +81,15 @@ ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args) {
   return e;
 }
 
+ERef mkPhilox(ERef seed, ERef offset, ERef index, int64_t word) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Philox;
+  e->type = DType::I64;
+  e->args = {std::move(seed), std::move(offset), std::move(index)};
+  e->i = word;
+  return e;
+}
+
 ERef mkCast(ERef e, DType t) {
   if (e->type == t) return e;
   if (e->op == ScalarOp::Const) return mkConst(t, e->f);
@@ -97,8 +106,10 @@ int exprCost(const ERef &root) {
       ++cost;
       if (e->op == ScalarOp::Exp || e->op == ScalarOp::Log || e->op == ScalarOp::Tanh ||
           e->op == ScalarOp::Erf || e->op == ScalarOp::Pow || e->op == ScalarOp::Sin ||
-          e->op == ScalarOp::Cos || e->op == ScalarOp::Log1p || e->op == ScalarOp::Expm1)
+          e->op == ScalarOp::Cos || e->op == ScalarOp::Log1p || e->op == ScalarOp::Expm1 ||
+          e->op == ScalarOp::Atan2)
         cost += 3;
+      if (e->op == ScalarOp::Philox) cost += 40; // 10 rounds of 2 wide multiplies and 4 xors
     }
     for (auto &a : e->args) visit(a);
     for (auto &d : e->addr.dyn) visit(d.value);

@@ -74,6 +74,28 @@ ERef arange(const PointwiseArgs &a, double start, double step) {
   return mkOp(S::Add, acc, {mkOp(S::Mul, acc, {mkCast(i, acc), mkConst(acc, step)}), mkConst(acc, start)});
 }
 
+/// aotc::philox_uniform (include/aotc/Philox.h): word 0 of element i's Philox block gives an
+/// f32 (24 bits); f64 takes 53 bits, w0 + (w1 & (2^21 - 1)) * 2^32, all exact in i64.
+ERef philoxUniform(const PointwiseArgs &a) {
+  EAddr addr;
+  addr.coef.assign(a.shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = a.shape.size(); d-- > 0;) {
+    addr.coef[d] = stride;
+    stride *= a.shape[d];
+  }
+  ERef index = mkIndex(std::move(addr));
+  ERef seed = a.x(0, DType::I64), offset = a.x(1, DType::I64);
+  auto word = [&](int64_t w) { return mkPhilox(seed, offset, index, w); };
+  if (a.od == DType::F32) {
+    ERef bits = mkOp(S::And, DType::I64, {word(0), mkIntConst(DType::I64, 0xFFFFFF)});
+    return mkOp(S::Mul, DType::F32, {mkCast(bits, DType::F32), mkConst(DType::F32, 0x1p-24)});
+  }
+  ERef high = mkOp(S::And, DType::I64, {word(1), mkIntConst(DType::I64, (1 << 21) - 1)});
+  ERef bits = mkOp(S::Add, DType::I64, {word(0), mkOp(S::Mul, DType::I64, {high, mkIntConst(DType::I64, int64_t(1) << 32)})});
+  return mkOp(S::Mul, DType::F64, {mkCast(bits, DType::F64), mkConst(DType::F64, 0x1p-53)});
+}
+
 ERef recip(const PointwiseArgs &a, ERef x) { return mkOp(S::Div, a.od, {mkConst(a.od, 1.0), x}); }
 
 /// 1 / (1 + exp(-x)).
@@ -292,10 +314,12 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.cos.default", pw([](A a) { return floatingUnary(a, S::Cos); })},
         {"aten.log1p.default", pw([](A a) { return floatingUnary(a, S::Log1p); })},
         {"aten.expm1.default", pw([](A a) { return floatingUnary(a, S::Expm1); })},
+        {"aten.atan2.default", pw([](A a) { return binary(a, S::Atan2); })},
         {"aten.rsqrt.default", pw([](A a) { return recip(a, mkOp(S::Sqrt, a.od, {a.x(0)})); })},
         {"aten.reciprocal.default", pw([](A a) { return recip(a, a.x(0)); })},
         {"aten.sigmoid.default", pw(sigmoidRule)},
         {"aten.relu.default", pw([](A a) { return mkOp(S::Max, a.od, {a.x(0), mkConst(a.od, 0.0)}); })},
+        {"aotc.philox_uniform.default", pw(philoxUniform)},
         // Masks and selection.
         {"aten.tril.default", pw([](A a) { return triangle(a, S::Le); })},
         {"aten.triu.default", pw([](A a) { return triangle(a, S::Ge); })},

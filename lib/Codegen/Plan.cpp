@@ -9,6 +9,7 @@
 #include "aotc/Codegen.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/abi.h"
 
 #include <algorithm>
 #include <sstream>
@@ -32,7 +33,7 @@ const char *scalarOpName(ScalarOp op) {
                                 "tanh",  "sqrt", "erf", "not",  "add", "sub", "mul", "div",
                                 "pow",   "max",  "min", "eq",   "ne",  "lt",  "le",  "gt",
                                 "ge",    "and",  "or",  "select", "index", "sin",
-                                "cos",   "log1p", "expm1"};
+                                "cos",   "log1p", "expm1", "atan2", "philox"};
   return names[(int)op];
 }
 
@@ -150,8 +151,11 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
                   ph->role == InputRole::Constant) && !ph->fqn.empty();
     t.name = named ? ph->fqn : ph->name;
     t.type = ph->type();
-    t.role = ph->role == InputRole::Parameter ? 0 : ph->role == InputRole::Buffer ? 1
-           : ph->role == InputRole::Constant  ? 5 : 2;
+    t.role = ph->role == InputRole::Parameter ? AOTC_ROLE_PARAMETER
+           : ph->role == InputRole::Buffer    ? AOTC_ROLE_BUFFER
+           : ph->role == InputRole::Constant  ? AOTC_ROLE_CONSTANT
+           : ph->role == InputRole::RngState  ? AOTC_ROLE_RNG_STATE
+                                              : AOTC_ROLE_USER_INPUT;
     t.requiresGrad = std::find(p.gradOf.begin(), p.gradOf.end(), ph->name) != p.gradOf.end();
     kp.inputs.push_back(t);
   }
@@ -159,7 +163,7 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
     AbiTensor t;
     t.name = fouts[k]->name;
     t.type = fouts[k]->type();
-    t.role = 3;
+    t.role = AOTC_ROLE_OUTPUT;
     if (const std::string *mut = p.mutatedInputOf(k)) {
       for (size_t i = 0; i < fph.size(); ++i)
         if (fph[i]->name == *mut) t.updatesInput = (int)i;
@@ -175,7 +179,7 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
         if (fph[i]->name == g) idx = (int)i;
       if (idx < 0) internalError("codegen: gradOf names unknown input '" + g + "'");
       AbiTensor t = kp.inputs[idx];
-      t.role = 4;
+      t.role = AOTC_ROLE_GRAD;
       t.requiresGrad = false;
       kp.grads.push_back(t);
       kp.gradInputIndex.push_back(idx);

@@ -6,6 +6,7 @@
 #include "ScalarEmit.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/Philox.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -206,6 +207,34 @@ void ScalarEmitter::store(const Store &s) {
       });
 }
 
+/// include/aotc/Philox.h in i32 arithmetic: mulhilo is arith.mului_extended, the key schedule
+/// wraps as uint32. The four words of one element share every round; asking for two words
+/// emits the rounds twice and CSE (verifyAndTidy) keeps one copy.
+Value ScalarEmitter::philox(Value seed, Value offset, Value index, int64_t word) {
+  AOTC_ASSERT(word >= 0 && word < 4, "philox: word " + std::to_string(word));
+  Type i32 = b_.getI32Type();
+  auto c32 = [&](uint32_t v) -> Value { return b_.create<arith::ConstantIntOp>(loc_, (int64_t)(int32_t)v, 32); };
+  auto lo = [&](Value v) -> Value { return b_.create<arith::TruncIOp>(loc_, i32, v); };
+  auto hi = [&](Value v) -> Value { return lo(b_.create<arith::ShRUIOp>(loc_, v, cI64(32))); };
+  auto x = [&](Value a, Value b) -> Value { return b_.create<arith::XOrIOp>(loc_, a, b); };
+  Value c[4] = {lo(index), hi(index), lo(offset), hi(offset)};
+  Value k[2] = {lo(seed), hi(seed)};
+  for (int r = 0; r < philox::kRounds; ++r) {
+    if (r > 0) {
+      k[0] = b_.create<arith::AddIOp>(loc_, k[0], c32(philox::kW0));
+      k[1] = b_.create<arith::AddIOp>(loc_, k[1], c32(philox::kW1));
+    }
+    auto p0 = b_.create<arith::MulUIExtendedOp>(loc_, c32(philox::kM0), c[0]);
+    auto p1 = b_.create<arith::MulUIExtendedOp>(loc_, c32(philox::kM1), c[2]);
+    Value n0 = x(x(p1.getHigh(), c[1]), k[0]), n2 = x(x(p0.getHigh(), c[3]), k[1]);
+    c[0] = n0;
+    c[1] = p1.getLow();
+    c[2] = n2;
+    c[3] = p0.getLow();
+  }
+  return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), c[word]);
+}
+
 Value ScalarEmitter::inst(int id) {
   auto it = memo_.find(id);
   if (it != memo_.end()) return it->second;
@@ -244,6 +273,8 @@ Value ScalarEmitter::inst(int id) {
   case ScalarOp::Cos: r = b_.create<math::CosOp>(loc_, A()); break;
   case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;
   case ScalarOp::Expm1: r = b_.create<math::ExpM1Op>(loc_, A()); break;
+  case ScalarOp::Atan2: r = b_.create<math::Atan2Op>(loc_, A(), B()); break;
+  case ScalarOp::Philox: r = philox(A(), B(), inst(in.c), in.iconst); break;
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
   case ScalarOp::Add: // bool: logical or (torch: True + True is True; addi on i1 would wrap)
     r = fl                 ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult()

@@ -66,6 +66,8 @@ protected:
   mlir::Value reduceInit(const Reduction &r);
 
   mlir::Value cast(mlir::Value v, DType from, DType to);
+  /// Word `word` of Philox 4x32-10 (key: seed; counter: index lo/hi, offset lo/hi), as i64.
+  mlir::Value philox(mlir::Value seed, mlir::Value offset, mlir::Value index, int64_t word);
   mlir::Value inst(int id);
   mlir::Value address(const Access &a, mlir::Value &ok, mlir::Value &errCode, mlir::Value &errVal);
   mlir::Value load(const Access &a, DType t);

@@ -379,8 +379,10 @@ static const std::vector<RuleEntry> &table() {
   return t;
 }
 
+std::vector<std::pair<std::string, std::string>> randomRuleTable(); // Random.cpp
+
 std::vector<std::pair<std::string, std::string>> decomposeTable() {
-  std::vector<std::pair<std::string, std::string>> r;
+  std::vector<std::pair<std::string, std::string>> r = randomRuleTable();
   for (const RuleEntry &e : table()) r.push_back({e.target, e.summary});
   return r;
 }
@@ -388,6 +390,7 @@ std::vector<std::pair<std::string, std::string>> decomposeTable() {
 void decompose(Program &p) {
   widenIndexInputs(p.forward);
   rewrite::applyRules(p.forward, table(), "decompose");
+  assignRandomStreams(p); // after the composites: SDPA with dropout_p > 0 emits a dropout
   p.stage = "decompose";
 }
 

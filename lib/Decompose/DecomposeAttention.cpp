@@ -68,6 +68,8 @@ Vals scaledDotProductAttention(Emitter &e, Node &n) {
   Node *p = e.call("aten._softmax.default", {attn, int64_t(-1), false});
   Node *allMasked = e.call("aten.all.dim", {e.call("aten.eq.Scalar", {attn, -INFINITY}), int64_t(-1), true});
   p = e.call("aten.where.self", {allMasked, e.scalarTensor(0.0, dt), p});
+  if (n.scalarArg(4) > 0.0) // torch's math path: torch.dropout(attn, dropout_p, train=True)
+    p = e.call("aten.dropout.default", {p, n.args[4], true});
   Node *o = e.call("aten.bmm.default", {e.view(p, {N, L, S}), e.view(v, {N, S, Ev})});
   return {e.view(o, n.types[0].shape)};
 }

@@ -344,6 +344,7 @@ const std::vector<std::string> &primitiveTargets() {
         "aten.minimum.default", "aten.where.self", "aten._to_copy.default", "aten.clone.default",
         "aten.logical_not.default", "aten.sign.default", "aten.reciprocal.default",
         "aten.sin.default", "aten.cos.default", "aten.log1p.default", "aten.expm1.default",
+        "aten.atan2.default",
         "aten.tril.default", "aten.triu.default",
         "aten.logical_and.default",
         "aten.logical_or.default", "aten.logical_xor.default", "aten.bitwise_and.Tensor",
@@ -365,7 +366,9 @@ const std::vector<std::string> &primitiveTargets() {
         // Factories.
         "aten.full.default", "aten.scalar_tensor.default", "aten.zeros_like.default",
         "aten.ones_like.default", "aten.full_like.default", "aten.zeros.default",
-        "aten.ones.default", "aten.arange.default", "aten.arange.start_step"};
+        "aten.ones.default", "aten.arange.default", "aten.arange.start_step",
+        // Random numbers: a pure function of (seed, offset, element index).
+        "aotc.philox_uniform.default"};
     for (const char *c : {"eq", "ne", "lt", "le", "gt", "ge"})
       for (const char *o : {"Scalar", "Tensor"}) v.push_back(std::string("aten.") + c + "." + o);
     std::sort(v.begin(), v.end());

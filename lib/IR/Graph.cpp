@@ -135,6 +135,7 @@ const char *roleName(InputRole r) {
   case InputRole::Parameter: return "parameter";
   case InputRole::Buffer: return "buffer";
   case InputRole::Constant: return "constant";
+  case InputRole::RngState: return "rng_state";
   case InputRole::UserInput: return "user_input";
   case InputRole::Tangent: return "tangent";
   case InputRole::Saved: return "saved";

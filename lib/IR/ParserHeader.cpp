@@ -67,6 +67,7 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
         else if (v == "tangent") hi.role = InputRole::Tangent;
         else if (v == "saved") hi.role = InputRole::Saved;
         else if (v == "constant") hi.role = InputRole::Constant;
+        else if (v == "rng_state") hi.role = InputRole::RngState;
         else userError(loc, "unknown input role '" + v + "'");
       } else if (kk == "fqn") {
         hi.fqn = v;

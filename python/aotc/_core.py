@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 6
+ABI_VERSION = 7
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -36,7 +36,8 @@ DTYPE_ITEMSIZE = {name: size for (name, size, _) in _DTYPES.values()}
 _FORMAT = {name: fmt for (name, _, fmt) in _DTYPES.values()}
 FLOATING = ("f32", "f64")
 # aotc_role code -> name
-_ROLES = {0: "parameter", 1: "buffer", 2: "user_input", 3: "output", 4: "grad", 5: "constant"}
+_ROLES = {0: "parameter", 1: "buffer", 2: "user_input", 3: "output", 4: "grad", 5: "constant",
+          6: "rng_state"}
 
 
 # ---- the structs of abi.h, field for field --------------------------------------------

@@ -173,6 +173,15 @@ class CompiledModule(torch.nn.Module):
             if d.role == "user_input":
                 self.input_names.append(d.name)
                 continue
+            if d.role == "rng_state":
+                # {seed, offset} of aotc's Philox streams (docs/randomness.md): seeded from
+                # torch.initial_seed() (so torch.manual_seed before construction decides it),
+                # advanced by every forward; manual_seed() resets it.
+                self.register_buffer("aotc_rng_state", torch.zeros(2, dtype=torch.int64),
+                                     persistent=False)
+                self._param_paths[d.index] = (self, "aotc_rng_state")
+                self.manual_seed(torch.initial_seed())
+                continue
             if values is None or d.name not in values:
                 raise InputError(f"{program.name}: no value for {d.role} '{d.name}' "
                                  f"({d.type_str}) in {weights or '(no weights file)'}")
@@ -191,6 +200,12 @@ class CompiledModule(torch.nn.Module):
             else:  # a lifted constant is a non-persistent buffer (not in state_dict())
                 owner.register_buffer(leaf, t, persistent=d.role != "constant")
             self._param_paths[d.index] = (owner, leaf)
+
+    def manual_seed(self, seed):
+        """Sets the seed of the program's random ops (dropout, rand, bernoulli) and restarts
+        its stream at offset 0; the same seed gives the same bits (docs/randomness.md)."""
+        if hasattr(self, "aotc_rng_state"):
+            self.aotc_rng_state.copy_(torch.tensor([int(seed) % 2**63, 0], dtype=torch.int64))
 
     def _owner(self, fqn):
         """The (sub)module that holds `fqn` (created on demand) and the leaf name."""

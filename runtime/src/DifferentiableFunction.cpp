@@ -29,6 +29,7 @@ const char *roleWord(int32_t role) {
   case AOTC_ROLE_PARAMETER: return "parameter";
   case AOTC_ROLE_BUFFER: return "buffer";
   case AOTC_ROLE_CONSTANT: return "constant";
+  case AOTC_ROLE_RNG_STATE: return "rng state";
   case AOTC_ROLE_USER_INPUT: return "input";
   case AOTC_ROLE_OUTPUT: return "output";
   case AOTC_ROLE_GRAD: return "gradient";
@@ -251,6 +252,19 @@ template <typename T> void axpyFma(T *p, const T *g, T alpha, int64_t n) {
 }
 
 } // namespace
+
+Tensor rngState(uint64_t seed) {
+  Tensor t(DType::I64, {2});
+  t.data<int64_t>()[0] = (int64_t)seed;
+  t.data<int64_t>()[1] = 0;
+  return t;
+}
+
+int rngStateIndex(const aotc_program &program) {
+  for (int i = 0; i < program.num_inputs; ++i)
+    if (program.inputs[i].role == AOTC_ROLE_RNG_STATE) return i;
+  return -1;
+}
 
 void sgdStep(const std::vector<Tensor *> &params, const std::vector<const Tensor *> &grads,
              double lr) {

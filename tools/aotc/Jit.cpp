@@ -105,6 +105,10 @@ std::vector<rt::Tensor> bindInputs(const aotc_program &prog, const std::vector<W
         continue;
       }
     }
+    if (d.role == AOTC_ROLE_RNG_STATE) { // seed 0, offset 0 unless the file gives one
+      inputs.push_back(rt::rngState(0));
+      continue;
+    }
     if (fill) {
       inputs.push_back(fill(d, seed + (uint64_t)i));
       continue;

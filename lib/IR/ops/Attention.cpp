@@ -9,7 +9,9 @@
 //   out = p @ v.
 // enable_gqa: k and v have Hq / Hk heads, repeated (repeat_interleave) over the query heads.
 // q: [..., Hq, L, E], k: [..., Hk, S, E], v: [..., Hk, S, Ev] -> [..., Hq, L, Ev]; the leading
-// dims must be equal. dropout_p must be 0 (aotc has no random ops yet).
+// dims must be equal. dropout_p > 0 applies dropout(p) to the probabilities (torch's math path);
+// such a node has no f64 value of its own: decompose gives the dropout a Philox stream
+// (docs/randomness.md).
 // Decompose (lib/Decompose/DecomposeAttention.cpp) expands it to bmm / softmax / where, so its
 // gradient is theirs.
 //===----------------------------------------------------------------------===//
@@ -56,8 +58,9 @@ void checkAttention(const Node &n) {
                        " must have the same leading dims" + (headDim ? " (enable_gqa=True repeats key heads)" : ""));
     }
   }
-  if (n.scalarArg(4) != 0.0)
-    nodeError(n, "scaled_dot_product_attention: dropout_p > 0 needs random numbers, which aotc does not support yet");
+  if (!(n.scalarArg(4) >= 0.0 && n.scalarArg(4) <= 1.0))
+    nodeError(n, "scaled_dot_product_attention: dropout probability has to be between 0 and 1, but got " +
+                     argStr(n.args[4]));
   if (const Node *m = optTensor(n, 3)) {
     if (n.boolArg(5))
       nodeError(n, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
@@ -86,6 +89,9 @@ void registerAttentionOps(OpRegistry &r) {
     return {q};
   };
   d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+    if (n.scalarArg(4) != 0.0)
+      nodeError(n, "scaled_dot_product_attention with dropout_p > 0 draws random numbers: it has a value "
+                   "only after decompose gave its dropout a stream (docs/randomness.md)");
     const RefTensor &q = *a.at(0), &k = *a.at(1), &v = *a.at(2);
     const RefTensor *mask = a.at(3);
     int64_t r = (int64_t)q.shape.size();

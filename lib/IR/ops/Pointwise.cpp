@@ -117,6 +117,9 @@ void registerPointwiseOps(OpRegistry &r) {
   auto div = [](double x, double y, const Node &) { return x / y; };
   binary(r, "div.Tensor(Tensor self, Tensor other) -> Tensor", Promo::IntToFloat, div);
   binary(r, "div.Scalar(Tensor self, Scalar other) -> Tensor", Promo::IntToFloat, div);
+  // atan2(y, x): the angle of (x, y) in [-pi, pi] (C's atan2: signed zeros, NaN propagates).
+  binary(r, "atan2(Tensor self, Tensor other) -> Tensor", Promo::IntToFloat,
+         [](double y, double x, const Node &) { return std::atan2(y, x); });
   auto pw = [](double x, double y, const Node &) { return std::pow(x, y); };
   binary(r, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Promo::Default, pw);
   binary(r, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Promo::Default, pw);

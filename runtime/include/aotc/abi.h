@@ -70,7 +70,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 6
+#define AOTC_ABI_VERSION 7
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -92,9 +92,13 @@ typedef enum aotc_role {
   AOTC_ROLE_USER_INPUT = 2, /**< A user input (placeholder name). */
   AOTC_ROLE_OUTPUT = 3,     /**< A forward output. */
   AOTC_ROLE_GRAD = 4,       /**< A gradient; `name` is the input's name. */
-  AOTC_ROLE_CONSTANT = 5    /**< A lifted tensor constant (ABI 6): read-only, never differentiated;
+  AOTC_ROLE_CONSTANT = 5,   /**< A lifted tensor constant (ABI 6): read-only, never differentiated;
                                  `name` is torch.export's constant name; its value is in the weights
                                  file, as a parameter's. */
+  AOTC_ROLE_RNG_STATE = 6   /**< The RNG state of a program that draws random numbers (ABI 7): int64[2]
+                                 = {seed, offset} of Philox 4x32-10 (docs/randomness.md). The caller
+                                 creates it (aotc::rt::rngState(seed)); an output with updates_input
+                                 pointing at it holds the advanced state for the next step. */
 } aotc_role;
 
 /** 1 for the roles whose values come from the weights file (parameters, buffers, lifted

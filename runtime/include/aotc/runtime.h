@@ -204,6 +204,14 @@ private:
   AlignedBuffer scratch_;
 };
 
+/// The RNG state input (AOTC_ROLE_RNG_STATE) of a program that draws random numbers: an
+/// int64[2] tensor {seed, 0}. Each step returns the advanced state as an output whose
+/// updates_input is this input; writeBack() copies it in, so the next step draws new bits.
+/// The same seed gives the same bits on every target and thread count (docs/randomness.md).
+Tensor rngState(uint64_t seed);
+/// Index of the program's RNG state input, or -1 when the program draws no random numbers.
+int rngStateIndex(const aotc_program &program);
+
 /// Plain SGD: p <- p - lr * g for every pair (f32 or f64; computed in the
 /// tensor's own precision, as torch.optim.SGD without momentum/weight decay).
 /// Throws RuntimeError when the lists differ in length or a pair differs in

@@ -133,6 +133,8 @@ std::vector<Case> allCases() {
   v.push_back(binary("aten.maximum.default", {2, 3}, {}));
   v.push_back(binary("aten.minimum.default", {3, 4}, {3, 1}));
   v.push_back(binary("aten.minimum.default", {5}, {5}));
+  v.push_back(binary("aten.atan2.default", {3, 4}, {4}));
+  v.push_back(binary("aten.atan2.default", {2, 3}, {}, {}, 0.5, 1.5));
   // Unary math.
   v.push_back(unary("aten.exp.default", {3, 4}));
   v.push_back(unary("aten.exp.default", {}));
