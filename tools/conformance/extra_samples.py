@@ -480,7 +480,92 @@ def _sdpa(dtype, make):
     ]
 
 
+def _random(target):
+    """Samples of a random op; its values come from REPLAY (aotc's Philox stream), not torch's
+    generator."""
+    op = overload_of(target)
+
+    def samples(dtype, make):
+        if target == "aten.rand.default":
+            return [(op, ([3, 4],), {"dtype": dtype}), (op, ([2, 1, 5],), {"dtype": dtype}),
+                    (op, ([],), {"dtype": dtype})]
+        if target == "aten.rand_like.default":
+            return [(op, (make((4, 5), requires_grad=False),), {}), (op, (make((), requires_grad=False),), {})]
+        if target == "aten.bernoulli.default":
+            return [(op, (make((6, 7), low=0.0, high=1.0, requires_grad=False),), {})]
+        if target == "aten.bernoulli.p":
+            return [(op, (make((5, 6), requires_grad=False), 0.3), {}), (op, (make((8,), requires_grad=False), 0.75), {})]
+        # native_dropout / dropout: drawing, eval mode, p = 0 and p = 1.
+        s = [(op, (make((6, 8)), 0.25, True), {}), (op, (make((3, 4, 5)), 0.5, True), {}),
+             (op, (make((4, 4)), 0.5, False), {}), (op, (make((4, 4)), 0.0, True), {}),
+             (op, (make((4, 4)), 1.0, True), {})]
+        if target == "aten.native_dropout.default":
+            s.append((op, (make((5, 3)), 0.1, None), {}))   # train=None means training
+        return s
+    return samples
+
+
+def _extremum_nan(op):
+    """amax/amin over rows that hold a NaN: eager's gradient is NaN over such a row (0 * inf in
+    scale_grad_by_count), ties elsewhere split it evenly."""
+    def samples(dtype, make):
+        x = _ints(make, (4, 5))
+        with torch.no_grad():
+            x[1, 2] = float("nan")
+            x[3, 0] = float("nan")
+        y = _ints(make, (3, 4, 2))
+        with torch.no_grad():
+            y[0, 1, 1] = float("nan")
+        return [(op, (x, [1]), {}), (op, (x, [0], True), {}), (op, (y, [-1, 0]), {})]
+    return samples
+
+
+def overload_of(target):
+    ns, name, ov = target.split(".")
+    return getattr(getattr(getattr(torch.ops, ns), name), ov)
+
+
+def _replay(target):
+    """REPLAY[target](graph dtype) -> a function computing the op as aotc draws it: stream 0 of
+    seed 0 at offset 0 (a one-node graph, `aotc run`'s default rng_state), with the uniform of
+    the graph's dtype (an f32 sample's float64 reference reuses the f32 draw); the formulas of
+    lib/Decompose/Random.cpp (docs/randomness.md)."""
+    import philox
+
+    def for_dtype(graph_dtype):
+        name = "float32" if graph_dtype == torch.float32 else "float64"
+
+        def u(shape):
+            return torch.from_numpy(philox.uniform(0, 0, tuple(shape), name))
+
+        def dropout(x, p, train=True):
+            if train is False or p == 0.0:
+                return x.clone(), torch.ones(x.shape, dtype=torch.bool)
+            if p == 1.0:
+                return x * 0.0, torch.zeros(x.shape, dtype=torch.bool)
+            mask = u(x.shape) > p
+            return mask * x * (1.0 / (1.0 - p)), mask
+
+        return {
+            "aten.rand.default": lambda size, dtype=None, **kw: u(size).to(dtype or torch.float32),
+            "aten.rand_like.default": lambda x, **kw: u(x.shape).to(x.dtype),
+            "aten.bernoulli.default": lambda x, **kw: (u(x.shape).to(x.dtype) < x).to(x.dtype),
+            "aten.bernoulli.p": lambda x, p, **kw: (u(x.shape) < p).to(x.dtype),
+            "aten.native_dropout.default": dropout,
+            "aten.dropout.default": lambda x, p, train: dropout(x, p, train)[0],
+        }[target]
+    return for_dtype
+
+
+RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.bernoulli.default", "aten.bernoulli.p",
+          "aten.native_dropout.default", "aten.dropout.default"]
+# Random ops: target -> (graph dtype -> the function giving the sample's values).
+REPLAY = {t: _replay(t) for t in RANDOM}
+
 EXTRA = {
+    **{t: _random(t) for t in RANDOM},
+    "aten.amax.default": _extremum_nan(aten.amax.default),
+    "aten.amin.default": _extremum_nan(aten.amin.default),
     "aten.bitwise_and.Tensor": _bitwise(aten.bitwise_and.Tensor),
     "aten.bitwise_and.Scalar": _bitwise(aten.bitwise_and.Scalar),
     "aten.bitwise_or.Tensor": _bitwise(aten.bitwise_or.Tensor),
@@ -538,4 +623,4 @@ EXTRA = {
 
 # torch.export replaces these even when they are not in the decomposition table.
 TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default", "aten._reshape_alias.default",
-         "aten.upsample_bilinear2d.default", "aten.chunk.default", "aten.clamp_max.default"}
+         "aten.upsample_bilinear2d.default", "aten.chunk.default", "aten.clamp_max.default", *RANDOM}

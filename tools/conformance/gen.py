@@ -36,7 +36,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "export"))
 import common  # noqa: E402  (tools/export/common.py)
-from extra_samples import EXTRA, TRACE  # noqa: E402
+from extra_samples import EXTRA, REPLAY, TRACE  # noqa: E402
 
 OUT = os.path.join(REPO, "test", "conformance")
 SEED = 0
@@ -59,6 +59,7 @@ SOURCES = {
     "aten.addmm.default": ["addmm"],
     "aten.amax.default": ["amax"],
     "aten.amin.default": ["amin"],
+    "aten.atan2.default": ["atan2"],
     "aten.arange.default": ["arange"],
     "aten.arange.start_step": ["arange"],
     "aten.argmax.default": ["argmax"],
@@ -388,7 +389,9 @@ def gen_sample(sid, target, dt, call, tol_class_of):
     if target not in targets:
         raise LookupError(f"graph lacks {target}: has {targets}")
     assert len(names) == len(tensors), (names, len(tensors))
-    ins, outs = run_torch(fn, spec, leaves, tidx, tensors, None, dtype)
+    # A random op's values are aotc's Philox draws (extra_samples.REPLAY), not torch's.
+    values = REPLAY[target](dtype) if target in REPLAY else fn
+    ins, outs = run_torch(values, spec, leaves, tidx, tensors, None, dtype)
     gen = torch.Generator().manual_seed(zlib.crc32(sid.encode()))
     tangents = [torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype)
                 if o.is_floating_point() else None for o in outs]
@@ -396,13 +399,13 @@ def gen_sample(sid, target, dt, call, tol_class_of):
     differentiable = any(o.requires_grad for o in outs)
     cast_tangents = lambda d: [None if t is None else t.to(d) for t in tangents]  # noqa: E731
     if dt == "f32":
-        ins64, outs64 = run_torch(fn, spec, leaves, tidx, tensors, torch.float64, dtype)
+        ins64, outs64 = run_torch(values, spec, leaves, tidx, tensors, torch.float64, dtype)
         ref_grads = grads_of(ins64, outs64, cast_tangents(torch.float64))
         outs32, grads32 = outs, eager_grads
     else:
         outs64, ref_grads = outs, eager_grads
         # The same inputs rounded to float32 in torch: tells an ill-conditioned sample.
-        ins32, outs32 = run_torch(fn, spec, leaves, tidx, tensors, torch.float32, dtype)
+        ins32, outs32 = run_torch(values, spec, leaves, tidx, tensors, torch.float32, dtype)
         grads32 = grads_of(ins32, outs32, cast_tangents(torch.float32))
     cls = "reduction" if any(tol_class_of.get(t) == "reduction" for t in targets) else "pointwise"
     rtol, atol = TOL[f"{dt}.{cls}"]

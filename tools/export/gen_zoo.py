@@ -201,12 +201,22 @@ def err(t, r, G):
     return (t - r).abs().max().item() / den if den > 0 else (t - r).abs().max().item()
 
 
-def run(module, inputs, lr, steps):
-    """Plain SGD on one batch: losses [S], step-0 grads, final params and buffers."""
+def run(module, inputs, lr, steps, rng_seed=None):
+    """Plain SGD on one batch: losses [S], step-0 grads, final params and buffers. With
+    `rng_seed`, dropout draws aotc's Philox streams of that seed (lm_models.ReplayDropout)."""
+    if rng_seed is not None:
+        with lm_models.ReplayDropout(rng_seed) as replay:
+            return _run(module, inputs, lr, steps, replay)
+    return _run(module, inputs, lr, steps, None)
+
+
+def _run(module, inputs, lr, steps, replay):
     params = dict(module.named_parameters())
     losses, grads0 = [], None
     for step in range(steps):
         loss = module(*inputs.values())
+        if replay:
+            replay.step()
         grads = torch.autograd.grad(loss, list(params.values()))
         losses.append(loss.detach().clone())
         if step == 0:
@@ -218,10 +228,11 @@ def run(module, inputs, lr, steps):
             {k: b.detach().clone() for k, b in module.named_buffers()})
 
 
-def gen(name, make, make_inputs, train, lr, folder=None, keep=()):
+def gen(name, make, make_inputs, train, lr, folder=None, keep=(), rng_seed=None):
     """Writes the fixture of one model into `folder` (default test/fixtures/zoo/<name>); the
     Python tests call it for models made on the fly (test_torch.py: torchvision's resnet18).
-    `keep`: ops the export leaves whole (common.export_aten)."""
+    `keep`: ops the export leaves whole (common.export_aten). `rng_seed`: a model with dropout;
+    the golden's input.rng_state is {rng_seed, 0} and torch replays aotc's mask."""
     torch.manual_seed(0)
     module = make()
     module.train(train)
@@ -231,12 +242,14 @@ def gen(name, make, make_inputs, train, lr, folder=None, keep=()):
     common.sanitize_stack_traces(ep_train, ep)
     files = common.save_program(ep, folder, name)
     golden = {f"input.{k}": v.clone() for k, v in inputs.items()}
+    if rng_seed is not None:
+        golden["input.rng_state"] = torch.tensor([rng_seed, 0], dtype=torch.int64)
     golden.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
     golden.update({f"buffer.{k}": b.detach().clone() for k, b in module.named_buffers()})
     m64 = copy.deepcopy(module).double()
     in64 = {k: (v.double() if v.is_floating_point() else v) for k, v in inputs.items()}
-    ref = run(m64, in64, lr, STEPS)
-    got = run(copy.deepcopy(module), inputs, lr, STEPS)
+    ref = run(m64, in64, lr, STEPS, rng_seed)
+    got = run(copy.deepcopy(module), inputs, lr, STEPS, rng_seed)
     keys = [("loss", None), ("grad", 1), ("param_final", 2), ("buffer_final", 3)]
     torch_err = {}
     for kind, i in keys:

@@ -144,8 +144,44 @@ def bert_inputs(vocab=96, b=3, t=12):
     return {"input_ids": ids, "labels": torch.randint(0, 3, (b,)), "attention_mask": mask}
 
 
+class ReplayDropout:
+    """torch.nn.functional.dropout drawing aotc's Philox streams (docs/randomness.md), so torch
+    applies the mask an aotc program of the same export draws: the k-th dropout call of step s
+    that draws (training, 0 < p < 1) uses stream offset s * streams + k of seed `seed`, with the
+    f32 uniform (the exported programs are float32, also under the float64 reference) and
+    aotc's decomposition mask = u > p, out = mask * x * (1 / (1 - p)). Use as a context
+    manager around the training loop; step() after each forward."""
+
+    def __init__(self, seed):
+        import philox
+        self.philox, self.seed, self.step_index, self.k, self.streams = philox, seed, 0, 0, None
+
+    def __enter__(self):
+        self.saved = F.dropout
+        F.dropout = self
+        return self
+
+    def __exit__(self, *exc):
+        F.dropout = self.saved
+
+    def __call__(self, x, p=0.5, training=True, inplace=False):
+        if not (training and 0.0 < p < 1.0):
+            return self.saved(x, p, training, inplace)
+        base = self.step_index * (self.streams or 0)
+        u = self.philox.uniform(self.seed, base + self.k, tuple(x.shape), "float32")
+        self.k += 1
+        mask = torch.from_numpy(u > p)
+        return mask * x * (1.0 / (1.0 - p))
+
+    def step(self):
+        if self.streams is None:
+            self.streams = self.k
+        assert self.k == self.streams, "every step draws the same number of streams"
+        self.step_index, self.k = self.step_index + 1, 0
+
+
 def models():
-    """name -> (module factory, inputs factory, train mode, lr)."""
+    """name -> (module factory, inputs factory, train mode, lr[, options])."""
     return {
         "nanogpt": (NanoGPT, lambda: lm_inputs(65), True, 0.1),
         "gpt2": (gpt2, lambda: hf_lm_inputs(96), True, 0.1),
@@ -156,6 +192,11 @@ def models():
                       {"keep": (torch.ops.aten.scaled_dot_product_attention.default,)}),
         "llama": (llama, lambda: hf_lm_inputs(96), True, 0.1),
         "bert": (bert, bert_inputs, True, 0.1),
+        # Dropout 0.1 everywhere HF puts it (embeddings, attention probabilities, residuals,
+        # classifier); the goldens replay aotc's Philox mask (ReplayDropout).
+        "gpt2_dropout": (lambda: gpt2(dropout=0.1), lambda: hf_lm_inputs(96), True, 0.1,
+                         {"rng_seed": 1234}),
+        "bert_dropout": (lambda: bert(dropout=0.1), bert_inputs, True, 0.1, {"rng_seed": 1234}),
         "lstm": (lambda: RNNClassifier("LSTM"), lambda: {"idx": torch.randint(0, 50, (4, 10)),
                                                          "target": torch.randint(0, 4, (4,))}, True, 0.1),
         "gru": (lambda: RNNClassifier("GRU"), lambda: {"idx": torch.randint(0, 50, (4, 10)),
