@@ -148,6 +148,15 @@ namespace ops {
 /// f32), a lower class mattering only when its category is higher (c10 ResultTypeState,
 /// TypeProperties.cpp). Defined in lib/IR/ops/Common.cpp.
 DType resultType(const Node &n, const std::vector<size_t> &idx);
+
+/// What diagonal(self, offset, dim1, dim2) takes from a tensor of shape `s` (lib/IR/ops/Scan.cpp):
+/// the wrapped dims, the diagonal's length, its first (row, col) in (dim1, dim2), and the
+/// result shape (the other dims, then len). Bad dims: nodeError at `n`.
+struct DiagonalGeom {
+  int64_t d1 = 0, d2 = 1, len = 0, row0 = 0, col0 = 0;
+  Shape shape;
+};
+DiagonalGeom diagonalGeom(const Node &n, const Shape &s, int64_t offset, int64_t dim1, int64_t dim2);
 } // namespace ops
 
 /// The elements along `dim` that slice.Tensor selects from, and slice_scatter writes into, a

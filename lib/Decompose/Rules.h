@@ -37,6 +37,17 @@ Vals index(rewrite::Emitter &e, Node &n);
 /// index_put -> scatter_add (accumulate) or where(hit, scatter_add into zeros, self).
 Vals indexPut(rewrite::Emitter &e, Node &n);
 
+// DecomposeScan.cpp.
+/// cumsum -> a masked sum over an expanded copy of the dim (one fused reduction).
+Vals cumsum(rewrite::Emitter &e, Node &n);
+/// diagonal / diagonal_scatter -> index.Tensor / index_put with aranges on the two dims.
+Vals diagonal(rewrite::Emitter &e, Node &n);
+Vals diagonalScatter(rewrite::Emitter &e, Node &n);
+/// index_reduce (mean, amax, amin) -> scatter_add counts / masked extrema.
+Vals indexReduce(rewrite::Emitter &e, Node &n);
+/// multilabel_margin_loss -> torch's decomposition (masks, gather, clamp, sums).
+Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

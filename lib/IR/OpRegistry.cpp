@@ -305,6 +305,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerGroupNormOps(*r);
     ops::registerAttentionOps(*r);
     ops::registerRandomOps(*r);
+    ops::registerScanOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

@@ -60,6 +60,12 @@ SOURCES = {
     "aten.amax.default": ["amax"],
     "aten.amin.default": ["amin"],
     "aten.atan2.default": ["atan2"],
+    "aten.cumsum.default": ["cumsum"],
+    "aten.diagonal.default": ["diagonal"],
+    "aten.diagonal_scatter.default": ["diagonal_scatter"],
+    # index_reduce.prod is refused by aotc (no product reduction; docs/stage-decompose.md).
+    "aten.index_reduce.default": ["index_reduce:mean", "index_reduce:amax", "index_reduce:amin"],
+    "aten.multilabel_margin_loss.default": ["nn.functional.multilabel_margin_loss"],
     "aten.arange.default": ["arange"],
     "aten.arange.start_step": ["arange"],
     "aten.argmax.default": ["argmax"],

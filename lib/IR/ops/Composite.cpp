@@ -430,6 +430,50 @@ void registerCompositeOps(OpRegistry &r) {
     });
   }
   {
+    // aten/src/ATen/native/LossMultiLabelMargin.cpp: per frame (a row of [N, C], or the whole
+    // [C] / 0-d input), the targets are target[j] up to the first -1; the loss is
+    // sum over those j and the non-target classes i of max(0, 1 - (x[y_j] - x[i])), over C.
+    OpDef &d = r.add("multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType x = argType(n, 0), t = argType(n, 1);
+      requireFloating(n, x.dtype, "multilabel_margin_loss");
+      if (x.rank() > 2)
+        nodeError(n, "multilabel_margin_loss: expected a 0-d, 1-d or 2-d input, got " + x.str());
+      if (t.dtype != DType::I64 || t.shape != x.shape)
+        nodeError(n, "multilabel_margin_loss: inconsistent target: expected an int64 tensor of the input's shape " +
+                         shapeStr(x.shape) + ", got " + t.str());
+      bool none = reductionArg(n, 2) == 0;
+      return {{x.dtype, none && x.rank() == 2 ? Shape{x.shape[0]} : Shape{}}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0), &t = *a.at(1);
+      int64_t frames = x.shape.size() == 2 ? x.shape[0] : 1, C = x.shape.empty() ? 1 : x.shape.back();
+      RefTensor out(n.types[0].dtype, n.types[0].shape);
+      double total = 0;
+      for (int64_t f = 0; f < frames; ++f) {
+        const double *xr = &x.data[f * C], *tr = &t.data[f * C];
+        std::vector<bool> isTarget(C, false);
+        int64_t valid = 0;
+        for (; valid < C && tr[valid] != -1; ++valid) {
+          int64_t y = (int64_t)tr[valid];
+          if (y < 0 || y >= C) nodeError(n, "multilabel_margin_loss: target " + std::to_string(y) + " is out of range");
+          isTarget[y] = true;
+        }
+        double s = 0;
+        for (int64_t j = 0; j < valid; ++j)
+          for (int64_t i = 0; i < C; ++i)
+            if (!isTarget[i]) s += std::max(0.0, 1.0 - (xr[(int64_t)tr[j]] - xr[i]));
+        s /= (double)C;
+        if (out.numel() == frames && n.intArg(2) == 0) out.data[f] = s;
+        total += s;
+      }
+      int64_t red = n.intArg(2);
+      if (red != 0 || out.shape.empty()) out.data[0] = red == 1 ? total / (double)frames : total;
+      return out;
+    });
+  }
+  {
     OpDef &d = r.add("mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", OpCategory::Composite);
     d.infer = [](const Node &n) -> Types {
       Shape s = broadcastArgs(n, {0, 1});

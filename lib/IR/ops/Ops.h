@@ -41,7 +41,8 @@ void registerBatchNormOps(OpRegistry &r);  // BatchNorm.cpp: _native_batch_norm_
 void registerPoolOps(OpRegistry &r);      // Pool.cpp: max_pool2d_with_indices (+ backward)
 void registerResampleOps(OpRegistry &r);
 void registerAttentionOps(OpRegistry &r); // Attention.cpp: scaled_dot_product_attention
-void registerRandomOps(OpRegistry &r);    // Random.cpp: rand, rand_like, bernoulli, dropout, aotc::philox_uniform
+void registerRandomOps(OpRegistry &r);
+void registerScanOps(OpRegistry &r);      // Scan.cpp: cumsum, diagonal, diagonal_scatter, index_reduce    // Random.cpp: rand, rand_like, bernoulli, dropout, aotc::philox_uniform
 void registerGroupNormOps(OpRegistry &r); // GroupNorm.cpp: native_group_norm (+ backward), native_batch_norm_backward  // Resample.cpp: upsample_*2d, avg_pool2d, _adaptive_avg_pool2d, constant_pad_nd
 
 /// torch's default floating dtype (torch.get_default_dtype()).
