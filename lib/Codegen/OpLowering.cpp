@@ -78,12 +78,7 @@ ERef arange(const PointwiseArgs &a, double start, double step) {
 /// f32 (24 bits); f64 takes 53 bits, w0 + (w1 & (2^21 - 1)) * 2^32, all exact in i64.
 ERef philoxUniform(const PointwiseArgs &a) {
   EAddr addr;
-  addr.coef.assign(a.shape.size(), 0);
-  int64_t stride = 1;
-  for (size_t d = a.shape.size(); d-- > 0;) {
-    addr.coef[d] = stride;
-    stride *= a.shape[d];
-  }
+  addr.coef = contiguousStrides(a.shape); // the row-major linear index
   ERef index = mkIndex(std::move(addr));
   ERef seed = a.x(0, DType::I64), offset = a.x(1, DType::I64);
   auto word = [&](int64_t w) { return mkPhilox(seed, offset, index, w); };

@@ -31,11 +31,13 @@ namespace {
 using namespace rewrite;
 using Vals = std::vector<Node *>;
 
+/// dropout/native_dropout's `train` argument (native_dropout's None means training).
+bool training(const Node &n) { return n.isNoneArg(2) || n.boolArg(2); }
+
 /// dropout/native_dropout's (p, train) argument pair: does it draw?
 bool dropoutDraws(const Node &n) {
-  bool train = n.isNoneArg(2) || n.boolArg(2);
   double p = n.scalarArg(1);
-  return train && p > 0.0 && p < 1.0;
+  return training(n) && p > 0.0 && p < 1.0;
 }
 
 bool draws(const Node &n) {
@@ -67,7 +69,7 @@ Vals dropout(Emitter &e, Node &n, const Streams &s, bool withMask) {
     mask = e.call("aten.gt.Scalar", {s.uniform(e, n, t.shape, t.dtype), p});
     out = e.mul(e.mul(mask, x), 1.0 / (1.0 - p));
   } else {
-    bool zero = p == 1.0 && (n.isNoneArg(2) || n.boolArg(2));
+    bool zero = p == 1.0 && training(n);
     out = zero ? e.mul(x, 0.0) : e.call("aten.clone.default", {x});
     mask = e.call("aten.full.default", {std::vector<int64_t>(t.shape), !zero}, {{"dtype", DTypeLit{DType::Bool}}});
   }

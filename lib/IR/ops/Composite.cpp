@@ -27,18 +27,6 @@ namespace {
 using Types = std::vector<TensorType>;
 using Lists = std::vector<std::vector<const RefTensor *>>;
 
-/// (outer, len, inner) decomposition of a shape around `dim`.
-struct Along {
-  int64_t outer = 1, len = 1, inner = 1;
-  Along(const Shape &s, int64_t dim) {
-    for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
-      if (d < dim) outer *= s[d];
-      else if (d == dim) len = s[d];
-      else inner *= s[d];
-    }
-  }
-  int64_t at(int64_t o, int64_t j, int64_t i) const { return (o * len + j) * inner + i; }
-};
 
 int64_t reductionArg(const Node &n, size_t i) {
   int64_t r = n.intArg(i);

@@ -15,13 +15,6 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-Shape sizeArg(const Node &n, size_t i) {
-  const auto &s = n.intListArg(i);
-  for (int64_t d : s)
-    if (d < 0) nodeError(n, "negative dimension " + std::to_string(d) + " in size " + shapeStr(s));
-  return s;
-}
-
 DType fillDType(const Node &n, size_t i) {
   DType d = numberDType(n.args.at(i));
   return isFloating(d) ? kDefaultFloat : d;
@@ -86,6 +79,13 @@ void triangular(OpRegistry &r, const char *schema, bool lower) {
 }
 
 } // namespace
+
+Shape sizeArg(const Node &n, size_t i) {
+  const auto &s = n.intListArg(i);
+  for (int64_t d : s)
+    if (d < 0) nodeError(n, "negative dimension " + std::to_string(d) + " in size " + shapeStr(s));
+  return s;
+}
 
 void registerFactoryOps(OpRegistry &r) {
   const std::string opts = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";

@@ -121,6 +121,23 @@ template <class F> void setEval(OpDef &d, F f) {
   };
 }
 
+/// (outer, len, inner) decomposition of a row-major shape around `dim`; at(o, j, i) is the
+/// flat offset of outer index o, index j along dim, inner index i.
+struct Along {
+  int64_t outer = 1, len = 1, inner = 1;
+  Along(const Shape &s, int64_t dim) {
+    for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
+      if (d < dim) outer *= s[d];
+      else if (d == dim) len = s[d];
+      else inner *= s[d];
+    }
+  }
+  int64_t at(int64_t o, int64_t j, int64_t i) const { return (o * len + j) * inner + i; }
+};
+
+/// A `SymInt[] size` argument; nodeError on a negative dimension (Factory.cpp).
+Shape sizeArg(const Node &n, size_t i);
+
 /// Multi-index of a flat offset in a row-major shape.
 std::vector<int64_t> unravel(int64_t flat, const Shape &s);
 /// Flat offset of a multi-index.

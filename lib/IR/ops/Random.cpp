@@ -50,9 +50,7 @@ void registerRandomOps(OpRegistry &r) {
     d.nonDifferentiable = true;
     noValue(d);
     d.infer = [](const Node &n) -> Types {
-      for (int64_t s : n.intListArg(0))
-        if (s < 0) nodeError(n, "negative dimension " + std::to_string(s) + " in size " + shapeStr(n.intListArg(0)));
-      return {{floatingResult(n, dtypeArg(n, 1).value_or(kDefaultFloat), "rand: the dtype"), n.intListArg(0)}};
+      return {{floatingResult(n, dtypeArg(n, 1).value_or(kDefaultFloat), "rand: the dtype"), sizeArg(n, 0)}};
     };
   }
   {
@@ -116,12 +114,10 @@ void registerRandomOps(OpRegistry &r) {
         if (t.dtype != DType::I64 || t.rank() != 0)
           nodeError(n, std::string(i == 0 ? "seed" : "offset") + " must be a 0-d int64 tensor, got " + t.str());
       }
-      for (int64_t s : n.intListArg(2))
-        if (s < 0) nodeError(n, "negative dimension " + std::to_string(s) + " in size " + shapeStr(n.intListArg(2)));
       DType dt = dtypeArg(n, 3).value_or(kDefaultFloat);
       if (dt != DType::F32 && dt != DType::F64)
         nodeError(n, "philox_uniform: dtype must be float32 or float64, got " + std::string(dtypeTorchName(dt)));
-      return {{dt, n.intListArg(2)}};
+      return {{dt, sizeArg(n, 2)}};
     };
     setEval(d, [](const Node &n, const RefArgs &a) {
       const TensorType &t = n.types[0];

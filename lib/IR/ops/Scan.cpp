@@ -24,15 +24,6 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-/// (outer, len, inner) of a row-major shape split at dim d.
-struct Split {
-  int64_t outer = 1, len = 1, inner = 1;
-  Split(const Shape &s, int64_t d) {
-    for (int64_t k = 0; k < (int64_t)s.size(); ++k) (k < d ? outer : k == d ? len : inner) *= s[k];
-  }
-  int64_t at(int64_t o, int64_t j, int64_t i) const { return (o * len + j) * inner + i; }
-};
-
 DType cumsumDType(const Node &n) {
   if (auto d = dtypeArg(n, 2)) return *d;
   DType t = argType(n, 0).dtype;
@@ -88,7 +79,7 @@ void registerScanOps(OpRegistry &r) {
       DType dt = n.types[0].dtype;
       RefTensor out(dt, x.shape);
       int64_t dim = x.shape.empty() ? 0 : wrapDimOrError(n, n.intArg(1), (int64_t)x.shape.size());
-      Split s(x.shape, dim);
+      Along s(x.shape, dim);
       for (int64_t o = 0; o < s.outer; ++o)
         for (int64_t i = 0; i < s.inner; ++i) {
           double acc = 0;
@@ -170,7 +161,7 @@ void registerScanOps(OpRegistry &r) {
       bool self = n.boolArg(5);
       Shape s = out.shape.empty() ? Shape{1} : out.shape, ss = src.shape.empty() ? Shape{1} : src.shape;
       int64_t dim = wrapDimOrError(n, n.intArg(1), (int64_t)s.size());
-      Split so(s, dim), sk(ss, dim);
+      Along so(s, dim), sk(ss, dim);
       std::vector<double> acc(out.numel()), cnt(out.numel(), self ? 1 : 0);
       std::vector<bool> hit(out.numel(), false);
       double init = red == "amax" ? -INFINITY : red == "amin" ? INFINITY : 0.0;

@@ -29,6 +29,16 @@ static_assert(philox::philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707
 
 constexpr int64_t kN = 200000;
 
+/// A forward graph (stage functionalize) through decompose, joint, lower and partition.
+Program partitioned(Program q, PartitionerKind kind) {
+  q.stage = "functionalize";
+  decompose(q);
+  buildJoint(q, {});
+  lower(q);
+  partition(q, kind);
+  return q;
+}
+
 /// loss = sum(native_dropout(x, p, train)[0] * c), also returning the mask; x requires grad.
 Program dropoutProgram(double p, bool train, PartitionerKind kind, int64_t n = kN) {
   Program q;
@@ -42,12 +52,7 @@ Program dropoutProgram(double p, bool train, PartitionerKind kind, int64_t n = k
   Node *m = buildCall(g, "mul", "aten.mul.Tensor", {out, c}, {});
   Node *s = buildCall(g, "sum", "aten.sum.dim_IntList", {m, std::vector<int64_t>{}}, {});
   g.setOutputs({s, mask});
-  q.stage = "functionalize";
-  decompose(q);
-  buildJoint(q, {});
-  lower(q);
-  partition(q, kind);
-  return q;
+  return partitioned(std::move(q), kind);
 }
 
 struct Drop {
@@ -194,12 +199,7 @@ TEST_CASE("random: the mask saved (default partitioner) or recomputed (min-cut) 
     Node *t = buildCall(g, "tanh", "aten.tanh.default", {d}, {});
     Node *s = buildCall(g, "sum", "aten.sum.dim_IntList", {t, std::vector<int64_t>{}}, {});
     g.setOutputs({s});
-    q.stage = "functionalize";
-    decompose(q);
-    buildJoint(q, {});
-    lower(q);
-    partition(q, kind);
-    return q;
+    return partitioned(std::move(q), kind);
   };
   Program saved = build(PartitionerKind::Default), recomputed = build(PartitionerKind::MinCut);
   auto hasPhilox = [](const Graph &g) {
