@@ -370,6 +370,8 @@ static const std::vector<RuleEntry> &table() {
     {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else where(hit, ..., self)"},
     {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,
                                                      "bmm(q, k^T) scaled, causal/bool masks by where, float mask added, _softmax (0 for fully masked rows), bmm with v"},
+    {"aten._scaled_dot_product_flash_attention_for_cpu.default", flashAttentionForCpu,
+                                                     "scaled_dot_product_attention's rule (fewer key/value heads repeated) and a detached logsumexp of the masked scores"},
     {"aten.cumsum.default",            cumsum,       "sum over j of where(j <= i, x expanded along a new dim, 0), after _to_copy to the result dtype"},
     {"aten.diagonal.default",          diagonal,     "index.Tensor with aranges on dim1, dim2 (moved last)"},
     {"aten.diagonal_scatter.default",  diagonalScatter, "index_put with aranges on dim1, dim2 (moved last), permuted back"},

@@ -7,12 +7,17 @@
 //   attn = bmm(q * sqrt(scale), k^T * sqrt(scale));
 //   causal: where(tril(ones(L, S)), attn, -inf); bool mask: where(mask, attn, -inf);
 //   float mask: attn + mask;
-//   p = where(all(attn == -inf, -1), 0, _softmax(attn, -1));  out = bmm(p, v).
+//   m = all(attn == -inf, -1) (fully masked rows);
+//   p = where(m, 0, _softmax(where(m, 0, attn), -1));  out = bmm(p, v).
 // Everything before autodiff, so the backward is that of bmm, _softmax and where.
+// _scaled_dot_product_flash_attention_for_cpu is the same math path (its key/value heads
+// repeated over the query heads when fewer) plus logsumexp(attn, -1) in the accumulation
+// dtype, detached (torch gives it no gradient).
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
 #include <cmath>
+#include <optional>
 
 namespace aotc::rules {
 
@@ -33,14 +38,17 @@ Node *repeatHeads(Emitter &e, Node *x, int64_t groups) {
   return e.view(rep, s);
 }
 
-} // namespace
+/// The math path shared by both ops: `out` [..., Hq, L, Ev] and the masked, scaled scores
+/// `attn` [..., Hq, L, S] (-inf where masked) that the flash op's logsumexp reads.
+struct Attention {
+  Node *out, *attn, *allMasked;
+};
 
-Vals scaledDotProductAttention(Emitter &e, Node &n) {
-  Node *q = n.tensorArg(0), *k = n.tensorArg(1), *v = n.tensorArg(2);
-  Node *mask = n.isNoneArg(3) ? nullptr : n.tensorArg(3);
+Attention attention(Emitter &e, Node *q, Node *k, Node *v, Node *mask, const Arg &dropoutArg, double dropoutP, bool causal,
+                    std::optional<double> scaleArg, bool gqa, const Shape &outShape) {
   const Shape &qs = q->type().shape;
   int64_t r = (int64_t)qs.size();
-  if (n.boolArg(7) && r >= 3) {
+  if (gqa && r >= 3) {
     int64_t groups = qs[r - 3] / k->type().shape[r - 3];
     k = repeatHeads(e, k, groups);
     v = repeatHeads(e, v, groups);
@@ -48,7 +56,7 @@ Vals scaledDotProductAttention(Emitter &e, Node &n) {
   int64_t L = qs[r - 2], E = qs[r - 1], S = k->type().shape[r - 2], Ev = v->type().shape[r - 1];
   int64_t N = 1;
   for (int64_t d = 0; d < r - 2; ++d) N *= qs[d];
-  double scale = n.isNoneArg(6) ? 1.0 / std::sqrt((double)E) : n.scalarArg(6);
+  double scale = scaleArg ? *scaleArg : 1.0 / std::sqrt((double)E);
   double root = std::sqrt(scale);
   DType dt = q->type().dtype;
   Node *q3 = e.view(e.mul(q, root), {N, L, E});
@@ -57,7 +65,7 @@ Vals scaledDotProductAttention(Emitter &e, Node &n) {
   scores.push_back(S);
   Node *attn = e.view(e.call("aten.bmm.default", {q3, kt}), scores);
   Node *ninf = e.scalarTensor(-INFINITY, dt);
-  if (n.boolArg(5)) {
+  if (causal) {
     Node *ones = e.call("aten.full.default", {Shape{L, S}, true}, {{"dtype", DTypeLit{DType::Bool}}});
     attn = e.call("aten.where.self", {e.call("aten.tril.default", {ones}), attn, ninf});
   }
@@ -65,13 +73,45 @@ Vals scaledDotProductAttention(Emitter &e, Node &n) {
     if (mask->type().dtype == DType::Bool) attn = e.call("aten.where.self", {mask, attn, ninf});
     else attn = e.add(attn, mask);
   }
-  Node *p = e.call("aten._softmax.default", {attn, int64_t(-1), false});
+  // A fully masked row's softmax is 0/0: its scores are replaced by 0 before _softmax (so the
+  // backward sees no NaN either: an additive -inf mask would carry it into q and k) and its
+  // probabilities by 0 after.
   Node *allMasked = e.call("aten.all.dim", {e.call("aten.eq.Scalar", {attn, -INFINITY}), int64_t(-1), true});
-  p = e.call("aten.where.self", {allMasked, e.scalarTensor(0.0, dt), p});
-  if (n.scalarArg(4) > 0.0) // torch's math path: torch.dropout(attn, dropout_p, train=True)
-    p = e.call("aten.dropout.default", {p, n.args[4], true});
+  Node *zero = e.scalarTensor(0.0, dt);
+  Node *safe = e.call("aten.where.self", {allMasked, zero, attn});
+  Node *p = e.call("aten._softmax.default", {safe, int64_t(-1), false});
+  p = e.call("aten.where.self", {allMasked, zero, p});
+  if (dropoutP > 0.0) // torch's math path: torch.dropout(attn, dropout_p, train=True)
+    p = e.call("aten.dropout.default", {p, dropoutArg, true});
   Node *o = e.call("aten.bmm.default", {e.view(p, {N, L, S}), e.view(v, {N, S, Ev})});
-  return {e.view(o, n.types[0].shape)};
+  return {e.view(o, outShape), attn, allMasked};
+}
+
+std::optional<double> optScale(const Node &n, int i) {
+  return n.isNoneArg(i) ? std::nullopt : std::optional<double>(n.scalarArg(i));
+}
+
+} // namespace
+
+Vals scaledDotProductAttention(Emitter &e, Node &n) {
+  Node *mask = n.isNoneArg(3) ? nullptr : n.tensorArg(3);
+  return {attention(e, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), mask, n.args[4], n.scalarArg(4), n.boolArg(5),
+                    optScale(n, 6), n.boolArg(7), n.types[0].shape)
+              .out};
+}
+
+/// _scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p, is_causal, *, attn_mask,
+/// scale) -> (output, logsumexp): the math path's output and logsumexp(attn, -1) of the
+/// masked, scaled scores (0 for a fully masked row, as torch's kernel), detached: torch's
+/// derivative gives logsumexp no gradient (output_differentiability [True, False]).
+Vals flashAttentionForCpu(Emitter &e, Node &n) {
+  Node *mask = n.isNoneArg(5) ? nullptr : n.tensorArg(5);
+  Attention a = attention(e, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), mask, n.args[3], n.scalarArg(3), n.boolArg(4),
+                          optScale(n, 6), /*gqa=*/true, n.types[0].shape);
+  Node *attn = e.toDtype(a.attn, n.types[1].dtype);
+  Node *lse = e.call("aten.logsumexp.default", {attn, std::vector<int64_t>{-1}, true});
+  lse = e.call("aten.where.self", {a.allMasked, e.scalarTensor(0.0, n.types[1].dtype), lse});
+  return {a.out, e.call("aten.detach.default", {e.view(lse, n.types[1].shape)})};
 }
 
 } // namespace aotc::rules

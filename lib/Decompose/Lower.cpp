@@ -300,6 +300,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]"},
     {"aten.reshape.default",                toView,             "view"},
     {"aten.alias.default",                  aliasToView,        "view to the same shape"},
+    {"aten.detach.default",                 aliasToView,        "view to the same shape (autodiff passed no gradient through it)"},
     {"aten.lift_fresh_copy.default",        toClone,            "clone"},
     {"aten.square.default",                 square,             "pow.Tensor_Scalar(x, 2)"},
     {"aten.clamp.default",                  clampLike,          "where-based, as decompose"},

@@ -51,6 +51,7 @@ Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);
+Vals flashAttentionForCpu(rewrite::Emitter &e, Node &n);
 
 // LowerNorm.cpp.
 Vals softmax(rewrite::Emitter &e, Node &n);

@@ -108,6 +108,12 @@ def _alias(dtype, make):
     return [(aten.alias.default, (make(s),), {}) for s in [(5, 5), (), (3, 2, 4)]]
 
 
+def _detach(dtype, make):
+    # No gradient: torch's result does not require grad, so the inputs are frozen; that
+    # detach stops a gradient is checked by the flash attention samples (their logsumexp).
+    return [(aten.detach.default, (make(s),), {}) for s in [(5, 5), (), (3, 2, 4)]]
+
+
 def _lift_fresh_copy(dtype, make):
     return [(aten.lift_fresh_copy.default, (make(s),), {}) for s in [(5, 5), (), (3, 2, 4)]]
 
@@ -468,6 +474,10 @@ def _sdpa(dtype, make):
     mask = torch.tensor([[True, True, False, True], [True, False, False, False], [True, True, True, True]])
     full = mask.clone()
     full[1] = False                                              # a fully masked row: zeros
+    additive = make((3, 4), requires_grad=False)
+    with torch.no_grad():
+        additive[1] = float("-inf")           # fully masked by an additive mask: no NaN gradient
+    make = _attention_make(make)
     return [
         (op, (make((2, 3, 4, 8)), make((2, 3, 5, 8)), make((2, 3, 5, 6))), {}),
         (op, (make((2, 2, 5, 8)), make((2, 2, 5, 8)), make((2, 2, 5, 8))), {"is_causal": True}),
@@ -477,6 +487,32 @@ def _sdpa(dtype, make):
          {"scale": 0.3}),                                        # additive mask, 3-D
         (op, (make((1, 4, 3, 8)), make((1, 2, 3, 8)), make((1, 2, 3, 8))),
          {"is_causal": True, "enable_gqa": True}),               # grouped-query attention
+        (op, (make((1, 2, 3, 4)), make((1, 2, 4, 4)), make((1, 2, 4, 4)), additive), {}),
+    ]
+
+
+def _attention_make(make):
+    """Inputs in [-1.5, 1.5]: make's default range (about [-9, 9]) saturates the softmax, whose
+    gradients then break the float32 bound in torch itself (skipped as ill-conditioned)."""
+    return lambda shape, **kw: make(shape, low=-1.5, high=1.5, **kw)
+
+
+def _flash(dtype, make):
+    """_scaled_dot_product_flash_attention_for_cpu: 4-D, one head size, float masks (q's dtype,
+    2-D or 4-D, with is_causal too); logsumexp has no gradient in torch."""
+    op = aten._scaled_dot_product_flash_attention_for_cpu.default
+    m = _attention_make(make)
+    full = make((3, 4), requires_grad=False)
+    with torch.no_grad():
+        full[1] = float("-inf")                                  # a fully masked row: 0 and 0
+    return [
+        (op, (m((2, 3, 4, 8)), m((2, 3, 5, 8)), m((2, 3, 5, 8))), {}),
+        (op, (m((2, 2, 5, 8)), m((2, 2, 5, 8)), m((2, 2, 5, 8))), {"is_causal": True}),
+        (op, (m((1, 2, 3, 4)), m((1, 2, 6, 4)), m((1, 2, 6, 4))), {"is_causal": True, "scale": 0.3}),
+        (op, (m((1, 2, 3, 4)), m((1, 2, 4, 4)), m((1, 2, 4, 4))), {"attn_mask": full}),
+        (op, (m((1, 2, 3, 4)), m((1, 2, 4, 4)), m((1, 2, 4, 4))),
+         {"attn_mask": make((1, 1, 3, 4), requires_grad=False), "is_causal": True}),
+        (op, (m((1, 4, 3, 8)), m((1, 2, 3, 8)), m((1, 2, 3, 8))), {"is_causal": True}),  # GQA
     ]
 
 
@@ -578,6 +614,7 @@ EXTRA = {
     "aten.index.Tensor": _index,
     "aten.index_put.default": _index_put,
     "aten.scaled_dot_product_attention.default": _sdpa,
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": _flash,
     "aten.arange.default": _arange,
     "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
     "aten.sub.Scalar": _scalar_binary_alpha(aten.sub.Scalar),
@@ -595,6 +632,7 @@ EXTRA = {
     "aten.clamp.default": _clamp,
     "aten.clamp_min.default": _clamp_min,
     "aten.alias.default": _alias,
+    "aten.detach.default": _detach,
     "aten.lift_fresh_copy.default": _lift_fresh_copy,
     "aten.reshape.default": _reshape,
     "aten._unsafe_view.default": _unsafe_view,

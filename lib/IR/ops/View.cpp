@@ -159,6 +159,13 @@ void registerViewOps(OpRegistry &r) {
     setEval(d, reshapeEval);
   }
   {
+    // detach: alias's value, and no gradient flows through it (lowered as alias).
+    OpDef &d = r.add("detach(Tensor(a) self) -> Tensor(a)", OpCategory::View);
+    d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
+    d.nonDifferentiable = true;
+    setEval(d, reshapeEval);
+  }
+  {
     OpDef &d = r.add("permute(Tensor(a) self, int[] dims) -> Tensor(a)", OpCategory::View);
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
