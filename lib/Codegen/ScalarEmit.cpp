@@ -266,7 +266,18 @@ Value ScalarEmitter::inst(int id) {
     break;
   case ScalarOp::Exp: r = b_.create<math::ExpOp>(loc_, A()); break;
   case ScalarOp::Log: r = b_.create<math::LogOp>(loc_, A()); break;
-  case ScalarOp::Tanh: r = b_.create<math::TanhOp>(loc_, A()); break;
+  case ScalarOp::Tanh:
+    r = b_.create<math::TanhOp>(loc_, A());
+    if (t == DType::F32) { // MLIR's f32 approximation (MLIRGen.cpp) saturates at 1 - 2 ulp:
+      // |x| >= 9 is exactly +-1 in f32 (tanh(9) = 1 - 3e-8 rounds to 1), as libm gives.
+      Value x = A();
+      Value big = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGE, b_.create<math::AbsFOp>(loc_, x),
+                                           constOf(t, 9.0, 0));
+      Value pos = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OGT, x, constOf(t, 0.0, 0));
+      Value one = b_.create<arith::SelectOp>(loc_, pos, constOf(t, 1.0, 0), constOf(t, -1.0, 0));
+      r = b_.create<arith::SelectOp>(loc_, big, one, r);
+    }
+    break;
   case ScalarOp::Sqrt: r = b_.create<math::SqrtOp>(loc_, A()); break;
   case ScalarOp::Erf: r = b_.create<math::ErfOp>(loc_, A()); break;
   case ScalarOp::Sin: r = b_.create<math::SinOp>(loc_, A()); break;

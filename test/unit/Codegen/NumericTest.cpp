@@ -137,6 +137,51 @@ TEST_CASE("numeric: views, bmm, index_select, scatter_add, argmax, pow", "[numer
   checkProgram(p, in);
 }
 
+TEST_CASE("numeric: f32 tanh and erf (MLIR's rational approximations) over [-10, 10] and specials",
+          "[numeric]") {
+  // The CPU target expands f32 tanh and erf into vectorizable arithmetic (MLIRGen.cpp); the
+  // bound is against the f64 value rounded to f32: 5e-7 absolute (|y| <= 1), measured max
+  // 3.0e-7 (tanh, 5 ulp of 0.99) and 2.4e-7 (erf); +-inf, -0 and NaN as libm gives them
+  // (tanh is exactly +-1 from |x| >= 9, ScalarEmit.cpp).
+  const int n = 40001;
+  Program p;
+  p.name = "approx";
+  Graph &g = p.forward;
+  Node *x = ph(g, "x", T(DType::F32, {n + 7}), InputRole::UserInput);
+  Node *th = buildCall(g, "tanh", "aten.tanh.default", {x}, {});
+  Node *er = buildCall(g, "erf", "aten.erf.default", {x}, {});
+  g.setOutputs({th, er});
+  p.numForwardOutputs = 2;
+  auto L = compileAndLoad(p);
+  REQUIRE(L->prog);
+  RefTensor in(DType::F32, {n + 7});
+  for (int i = 0; i < n; ++i) in.data[i] = (float)(-10.0 + 20.0 * i / (n - 1));
+  const double specials[7] = {0.0, -0.0, INFINITY, -INFINITY, 1e-30, -3e-8, 0.5};
+  for (int i = 0; i < 7; ++i) in.data[n + i] = specials[i];
+  RunResult r = run(*L, {in}, nullptr);
+  REQUIRE(r.fwdRc == 0);
+  double worst[2] = {0, 0};
+  for (int i = 0; i < n + 7; ++i) {
+    double v = in.data[i];
+    double ref[2] = {(float)std::tanh(v), (float)std::erf(v)};
+    for (int k = 0; k < 2; ++k) worst[k] = std::max(worst[k], std::fabs(r.outputs[k].data[i] - ref[k]));
+  }
+  INFO("max |err| tanh " << worst[0] << " erf " << worst[1]);
+  CHECK(worst[0] <= 5e-7);
+  CHECK(worst[1] <= 5e-7);
+  CHECK(r.outputs[0].data[n + 2] == 1.0);
+  CHECK(r.outputs[0].data[n + 3] == -1.0);
+  CHECK(std::signbit(r.outputs[0].data[n + 1]));
+  CHECK(r.outputs[1].data[n + 2] == 1.0);
+  CHECK(r.outputs[1].data[n + 3] == -1.0);
+  RefTensor nan(DType::F32, {n + 7});
+  for (auto &v : nan.data) v = NAN;
+  RunResult rn = run(*L, {nan}, nullptr);
+  REQUIRE(rn.fwdRc == 0);
+  CHECK(std::isnan(rn.outputs[0].data[0]));
+  CHECK(std::isnan(rn.outputs[1].data[0]));
+}
+
 TEST_CASE("numeric: slice_scatter / select_scatter (steps, negative bounds, views, reductions)",
           "[numeric]") {
   Program p;
