@@ -134,7 +134,11 @@ DifferentiableFunction::forward(const std::vector<const Tensor *> &inputs) {
     outPtrs.push_back(r.outputs.back().data());
   }
   r.state.program_ = &p;
-  r.state.saved_ = AlignedBuffer(p.saved_bytes);
+  if (spareSaved_.data() && spareSaved_.size() == p.saved_bytes)
+    r.state.saved_ = std::move(spareSaved_);
+  else
+    r.state.saved_ = AlignedBuffer(p.saved_bytes);
+  spareSaved_ = AlignedBuffer();
   for (const Tensor *t : inputs)
     r.state.inputs_.push_back(t->data());
   int rc = p.forward(context_.get(), r.state.inputs_.data(), outPtrs.data(), r.state.saved_.data(),
@@ -198,6 +202,7 @@ std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
                       gradPtrs.data(), scratch_.data());
   if (rc != 0)
     entryPointFailed("backward", rc);
+  spareSaved_ = std::move(consumed.saved_); // the next forward's saved area
   return grads;
 }
 

@@ -152,7 +152,10 @@ private:
 /// Owns the program's ABI context (created once, in the constructor) and the scratch
 /// arena (reused by every call), so one instance is not thread-safe; use one instance
 /// per thread. Saved states are independent: any number of forwards may be outstanding
-/// and their backwards may run in any order.
+/// and their backwards may run in any order. The saved area of the last state backward()
+/// consumed is kept and handed to the next forward(), not zeroed (the forward writes every
+/// saved tensor before the backward reads it): a step-after-step loop allocates no saved
+/// area after the first (nanoGPT large: 105 MB, whose fresh pages were 12 % of the step).
 class DifferentiableFunction {
 public:
   /// Throws RuntimeError when the program's abi_version differs from AOTC_ABI_VERSION, or
@@ -202,6 +205,7 @@ private:
   const aotc_program *program_;
   std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
   AlignedBuffer scratch_;
+  AlignedBuffer spareSaved_; ///< The last consumed state's saved area (empty: none).
 };
 
 /// The RNG state input (AOTC_ROLE_RNG_STATE) of a program that draws random numbers: an

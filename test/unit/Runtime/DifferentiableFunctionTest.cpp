@@ -193,6 +193,23 @@ TEST_CASE("two forwards into two saved states, backwards in reverse order, NaN s
   CHECK_THROWS_WITH(f.backward(a.state), Catch::Contains("was not consumed yet"));
 }
 
+TEST_CASE("the next forward reuses the saved area of the state backward consumed") {
+  DifferentiableFunction f(kFake);
+  Tensor w1 = vec4(0.5f, -1.0f, 2.0f, 0.25f), x1 = vec4(1.0f, 0.3f, -0.2f, 4.0f);
+  Tensor w2 = vec4(-0.7f, 0.1f, 1.5f, -2.0f), x2 = vec4(0.9f, -3.0f, 0.4f, 0.05f);
+  Ref r2 = reference(w2, x2, 1.0);
+  auto a = f.forward({&w1, &x1});
+  const uint8_t *area = a.state.saved().data();
+  f.backward(a.state);
+  auto b = f.forward({&w2, &x2}); // over the first step's saved values, not zeros
+  CHECK(b.state.saved().data() == area);
+  auto c = f.forward({&w1, &x1}); // b's area is still in use: a fresh one
+  CHECK(c.state.saved().data() != area);
+  CHECK(b.outputs[0].at(0) == Approx(r2.loss).epsilon(1e-6));
+  checkGrads(f.backward(b.state), r2);
+  f.backward(c.state);
+}
+
 TEST_CASE("names, indices and caller checks name the tensor") {
   DifferentiableFunction f(kFake);
   CHECK(f.inputIndex("x") == 1);
