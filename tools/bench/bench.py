@@ -25,8 +25,10 @@ aotc's own compile time: `aotc MODEL -o X.o` wall time (one process, 1 core), pe
 
 Models: mlp (N=64, the committed example) and ln_gelu (N=32, D=64, H=128, committed), and a
 larger row of each exported on the fly into BUILD/bench/ (not committed): mlp_large
-(N=2048) and ln_gelu_large (N=2048, D=512, H=2048), and resnet_train (the zoo's SmallResNet,
-tools/export/gen_zoo.py, at widths 16-32-64-128 on a batch of 8 64x64 images, train mode).
+(N=2048) and ln_gelu_large (N=2048, D=512, H=2048), resnet_train (the zoo's SmallResNet,
+tools/export/gen_zoo.py, at widths 16-32-64-128 on a batch of 8 64x64 images, train mode),
+and three language models (LM_ROWS: nanogpt_large, gpt2_large, llama_large; 4 layers of
+width 256, 8 x 128 tokens, vocabulary 512).
 
 --zoo adds a row per committed zoo fixture (test/fixtures/zoo/<m>: its golden's batch, train
 or eval mode as generated; eager and torch.compile build the module with gen_zoo.models()).
@@ -73,6 +75,34 @@ def gemm_shapes(kind, n, d, h):
     return [(n, d, h), (n, h, h), (h, n, h), (h, n, d)]
 
 
+def lm_gemms(tokens, d, vocab, projections):
+    """(M, K, N) of an LM step's GEMMs: each forward projection d_in -> d_out over `tokens`
+    rows, its input gradient and its weight gradient, and the head (d -> vocab)."""
+    out = []
+    for k, n in projections + [(d, vocab)]:
+        for s in ((tokens, k, n), (tokens, n, k), (k, tokens, n)):
+            if s not in out:
+                out.append(s)
+    return out
+
+
+# The LM rows (tools/export/lm_models.py bench_lm): 4 layers of width 256 over 8 sequences
+# of 128 tokens (1,024 tokens a step), vocabulary 512: ~3 M parameters, ~25 GFLOP a step,
+# 0.2-1 s on this machine, where the per-step overhead (< 1 ms) is noise.
+LM_ROWS = [
+    ("nanogpt_large", "nanogpt,vocab=512,block=128,d=256,heads=8,layers=4,batch=8,seq=128",
+     "nanoGPT: 8 x 128 tokens, vocab 512, 4 layers, d=256, 8 heads, MLP 1024, tied head",
+     [(256, 768), (256, 256), (256, 1024), (1024, 256)]),
+    ("gpt2_large", "gpt2,vocab=512,block=128,d=256,heads=8,layers=4,batch=8,seq=128",
+     "HF GPT2LMHeadModel (eager attention): 8 x 128 tokens, vocab 512, 4 layers, d=256, 8 heads",
+     [(256, 768), (256, 256), (256, 1024), (1024, 256)]),
+    ("llama_large", "llama,vocab=512,block=128,d=256,hidden=688,heads=8,kv_heads=4,layers=4,batch=8,seq=128",
+     "HF LlamaForCausalLM (eager attention): 8 x 128 tokens, vocab 512, 4 layers, d=256, "
+     "8 heads / 4 KV heads, SiLU MLP 688",
+     [(256, 256), (256, 128), (256, 688), (688, 256)]),
+]
+
+
 def models(work, large, zoo=False):
     ms = [
         {"name": "mlp", "kind": "mlp", "ctor": "MLP", "rows": 64, "size": "N=64, 784-256-10",
@@ -100,6 +130,10 @@ def models(work, large, zoo=False):
              "export": ["--model", "resnet", "--rows", "8", "--widths", "16,32,64,128", "--image", "64"],
              "gemms": [(8, 128, 10), (8, 10, 128), (10, 8, 128)], "large": True},
         ]
+        ms += [{"name": name, "kind": "lm", "ctor": "lm:" + spec, "rows": 1024, "size": size,
+                "export": ["--model", "lm", "--spec", spec, "--rows", "1024"],
+                "gemms": lm_gemms(1024, 256, 512, proj), "large": True}
+               for name, spec, size, proj in LM_ROWS]
     if zoo:
         # Every committed zoo fixture (tools/export/gen_zoo.py), at its golden's batch and mode.
         root = os.path.join(REPO, "test", "fixtures", "zoo")

@@ -5,8 +5,9 @@
                 [--ctor MLP|LnGelu:D,H|SmallResNet:W1,..|zoo:NAME] [--library libNAME.so]
                 --out OUT.json
     run_case.py mm --threads T --shapes M,K,N [M,K,N ...] --out OUT.json
-    run_case.py export --model mlp|ln_gelu|resnet --rows N [--dim D --hidden H]
-                [--widths W1,W2,W3,W4 --image S] --out M.pt2 --inputs-out IN.safetensors
+    run_case.py export --model mlp|ln_gelu|resnet|lm --rows N [--dim D --hidden H]
+                [--widths W1,W2,W3,W4 --image S] [--spec SPEC] --out M.pt2
+                --inputs-out IN.safetensors
 
 step: one training step = forward, loss.backward(), SGD update (torch.optim.SGD, lr LR, no
 momentum), zero_grad (set_to_none). eager: the tools/export/models.py module with the
@@ -14,7 +15,7 @@ weights of WEIGHTS (aotc's NAME.weights.safetensors, the same values aotc trains
 compile: torch.compile(that module) (Inductor, default mode; the optimizer stays eager, as
 in a usual torch.compile training loop); aotc-py: aotc.load_module(LIBRARY, WEIGHTS)
 (python/aotc: the compiled object as an autograd.Function). User inputs: `input.<name>`
-of IN. W untimed warm-up steps (the first one compiles for `compile`), then I timed
+of IN, passed to torch's module by keyword (the names of its forward's parameters). W untimed warm-up steps (the first one compiles for `compile`), then I timed
 steps (time.perf_counter, ms). Peak RSS: VmHWM (KiB) after writing "5" to
 /proc/self/clear_refs once the warm-up is over. Saved activations: one more step under
 torch.autograd.graph.saved_tensors_hooks; bytes = distinct storages among the packed
@@ -28,7 +29,8 @@ export: MLP() with a batch of N, or LnGelu(D, H) at N rows (seed 2), exported as
 tools/export does it (torch.export + run_decompositions) to M.pt2, with IN.safetensors
 holding the user inputs as input.<name> (x f32[N, 784] + target i64[N] in [0, 10), or
 x f32[N, D] + y f32[N, H]); resnet: gen_zoo.py's SmallResNet (torchvision BasicBlocks, train
-mode) at WIDTHS on x f32[N, 3, S, S] + target i64[N].
+mode) at WIDTHS on x f32[N, 3, S, S] + target i64[N]; lm: tools/export/lm_models.py's
+bench_lm(SPEC) (nanoGPT, HF GPT-2 or HF Llama at SPEC's sizes, seed 2; --rows is unused).
 
 Threads: torch.set_num_threads(T), torch.set_num_interop_threads(1); the OMP/MKL/OPENBLAS
 variables are set by the caller and copied into OUT.json with the CPU affinity.
@@ -86,6 +88,10 @@ def build_module(torch, ctor):
         module = make()
         module.train(train)
         return module
+    if ctor.startswith("lm:"):  # tools/export/lm_models.py bench_lm (nanogpt, gpt2, llama)
+        from lm_models import bench_lm
+        module, _ = bench_lm(ctor[3:])
+        return module
     if ctor.startswith("SmallResNet:"):  # tools/export/gen_zoo.py (train mode: batch statistics)
         from gen_zoo import SmallResNet
         return SmallResNet(widths=tuple(int(v) for v in ctor.split(":", 1)[1].split(",")))
@@ -122,16 +128,31 @@ def step_case(a):
         names = model.input_names
     else:
         model = build_module(torch, a.ctor)
-        missing = model.load_state_dict(load_file(a.weights), strict=True)
-        del missing
-        names = [n for n in ("x", "target", "y")]
+        sd = load_file(a.weights)
+        missing, unexpected = model.load_state_dict(sd, strict=False)
+        # aotc's weights file holds a tied tensor once (nanoGPT's head.weight is tok.weight)
+        state = model.state_dict(keep_vars=True)
+        loaded = {id(state[k]) for k in sd if k in state}
+        untied = [k for k in missing if id(state[k]) not in loaded]
+        # and torch.export's lifted constants (HF's `...lifted_tensor_0`) and non-persistent
+        # buffers (Llama's rotary inv_freq, made by the constructor), which no state_dict has
+        buffers = dict(model.named_buffers())
+        unexpected = [k for k in unexpected
+                      if not k.rsplit(".", 1)[-1].startswith("lifted_tensor_") and k not in buffers]
+        if unexpected or untied:
+            raise SystemExit(f"run_case: weights do not fit the module: missing {untied}, "
+                             f"unexpected {unexpected}")
+        # forward's parameters by name (x/target, idx/target, input_ids/labels/attention_mask)
+        import inspect
+        names = list(inspect.signature(model.forward).parameters)
     # clone(): torch's allocator aligns to 64 bytes (safetensors buffers need not be)
-    inputs = [data["input." + n].clone() for n in names if "input." + n in data]
+    kw = {n: data["input." + n].clone() for n in names if "input." + n in data}
+    inputs = list(kw.values())
     fn = torch.compile(model) if a.system == "compile" else model
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
 
     def run_step():
-        loss = fn(*inputs)
+        loss = fn(*inputs) if a.system == "aotc-py" else fn(**kw)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -194,7 +215,10 @@ def export_case(a):
     import common
     from models import MLP, LnGelu
     torch.manual_seed(2)
-    if a.model == "mlp":
+    if a.model == "lm":
+        from lm_models import bench_lm
+        module, inputs = bench_lm(a.spec)
+    elif a.model == "mlp":
         module = MLP()
         inputs = {"x": torch.randn(a.rows, 784), "target": torch.randint(0, 10, (a.rows,))}
     elif a.model == "resnet":
@@ -230,7 +254,8 @@ def main():
     m.add_argument("--shapes", nargs="+", required=True)
     m.add_argument("--out", required=True)
     e = sub.add_parser("export")
-    e.add_argument("--model", required=True, choices=["mlp", "ln_gelu", "resnet"])
+    e.add_argument("--model", required=True, choices=["mlp", "ln_gelu", "resnet", "lm"])
+    e.add_argument("--spec", default="", help="lm: lm_models.bench_lm's SPEC")
     e.add_argument("--widths", default="16,32,64,128", help="resnet: the four stages' widths")
     e.add_argument("--image", type=int, default=64, help="resnet: image height and width")
     e.add_argument("--rows", type=int, required=True)

@@ -87,17 +87,18 @@ class HFLoss(nn.Module):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
 
 
-def gpt2(attn="eager", dropout=0.0):
+def gpt2(attn="eager", dropout=0.0, vocab=96, block=32, d=32, layers=2, heads=4):
     from transformers import GPT2Config, GPT2LMHeadModel
-    cfg = GPT2Config(vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=4, resid_pdrop=dropout,
+    cfg = GPT2Config(vocab_size=vocab, n_positions=block, n_embd=d, n_layer=layers, n_head=heads,
+                     resid_pdrop=dropout,
                      embd_pdrop=dropout, attn_pdrop=dropout, attn_implementation=attn)
     return HFLoss(GPT2LMHeadModel(cfg))
 
 
-def llama(attn="eager"):
+def llama(attn="eager", vocab=96, block=64, d=32, hidden=64, layers=2, heads=4, kv_heads=2):
     from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=d, intermediate_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=block,
                       rms_norm_eps=1e-6, tie_word_embeddings=False, attn_implementation=attn)
     return HFLoss(LlamaForCausalLM(cfg))
 
@@ -134,6 +135,20 @@ def lm_inputs(vocab, b=4, t=16):
 def hf_lm_inputs(vocab, b=2, t=16):
     ids = torch.randint(0, vocab, (b, t))
     return {"input_ids": ids, "labels": ids.clone()}
+
+
+def bench_lm(spec):
+    """(module, inputs) of a benchmark LM (tools/bench/run_case.py, ctor `lm:SPEC`): SPEC is
+    `family,key=value,...` with family nanogpt, gpt2 or llama and the keys of that factory
+    (vocab, block, d, heads, layers; llama also hidden, kv_heads) plus batch and seq."""
+    family, *kv = spec.split(",")
+    args = {k: int(v) for k, v in (p.split("=") for p in kv)}
+    batch, seq = args.pop("batch"), args.pop("seq")
+    make = {"nanogpt": NanoGPT, "gpt2": gpt2, "llama": llama}[family]
+    torch.manual_seed(2)
+    module = make(**args)
+    inputs = (lm_inputs if family == "nanogpt" else hf_lm_inputs)(args["vocab"], batch, seq)
+    return module, inputs
 
 
 def bert_inputs(vocab=96, b=3, t=12):
