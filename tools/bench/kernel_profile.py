@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
+# (Not named profile.py: tools/bench is first on sys.path of run_case.py, and a profile.py there
+# would shadow the standard library module cProfile imports.)
 """Where an aotc training step's time goes: a `perf report` of bench_step split by what the
 time was spent on, with the generated kernels attributed through `aotc --emit kernels`.
 
     perf record -o P.data bench_step step libM.so M W.safetensors IN.safetensors 2 10 0.01 o.json
     perf report -i P.data --no-children --sort dso,sym -q --percent-limit 0 > P.txt
     aotc M.pt2 --emit kernels -o M.kernels.txt
-    profile.py --report P.txt --kernels M.kernels.txt --name M [--top 8]
+    kernel_profile.py --report P.txt --kernels M.kernels.txt --name M [--top 8]
 
 Stdlib only. Categories (docs/benchmarks-lm.md):
   GEMM            OpenBLAS (sgemm kernels and packing) and the library-call kernels' own code
