@@ -153,10 +153,15 @@ Program Parser::run() {
     auto &m = headerInputs_[gname];
     for (Node *ph : g.placeholders()) {
       auto it = m.find(ph->name);
+      auto attr = getAttrs_.find(ph->name);
       if (it != m.end()) {
         ph->role = it->second.role;
         ph->fqn = it->second.fqn;
         ph->requiresGrad = it->second.requiresGrad;
+      } else if (attr != getAttrs_.end() && std::string(gname) == "forward") {
+        ph->role = InputRole::Constant;
+        ph->fqn = attr->second;
+        ph->requiresGrad = false;
       } else {
         ph->role = InputRole::UserInput;
         ph->requiresGrad = isFloating(ph->type().dtype);
@@ -208,9 +213,12 @@ void Parser::prescanTargets() {
     auto dotName = [&](size_t j) {
       return j + 1 < toks_.size() && isOp(toks_[j], ".") && toks_[j + 1].kind == TK::Name;
     };
-    if (isName(t, "self") && dotName(i + 1) && i > 0 && isOp(toks_[i - 1], "=")) { // `c = self.c`
+    // `c = self.c` without `: "f32[3]"` (a Str before the `=`): no type for the constant
+    if (isName(t, "self") && dotName(i + 1) && i > 0 && isOp(toks_[i - 1], "=") &&
+        !(i >= 2 && toks_[i - 2].kind == TK::Str)) {
       std::string where = "get_attr 'self." + toks_[i + 2].text + "'";
-      std::string msg = where + " (a tensor constant) is not supported: lift constants to inputs or export with torch.export";
+      std::string msg = where + " (a tensor constant) has no type annotation: FX text carries no values, so its "
+                                "dtype and shape must be written as print_readable() does (`c: \"f32[3]\" = self.c`)";
       diags.add(at(t).str() + ": error: " + msg + (trace.empty() ? "" : "\n  stack_trace: " + trace));
       continue;
     }
@@ -438,10 +446,21 @@ void Parser::parseAssignment(Graph &g) {
                    std::to_string(src->types.size()) + " results");
     if (!node) node = buildCall(g, lhs.text, "getitem", {Arg(src), Arg(k)}, {}, nodeLoc);
   } else if (isName(r, "self")) {
+    // get_attr: a tensor constant of the GraphModule, a constant input whose value the user
+    // gives with --constants (docs/formats.md "FX text").
     std::string attr = parseDotted(next());
-    prescanTargets(); // this and every other unsupported op and get_attr, at once
-    fail(r, "get_attr '" + attr + "' (a tensor constant) is not supported: lift constants to inputs "
-            "or export with torch.export");
+    if (!annot) {
+      prescanTargets(); // this and every other unsupported op and unannotated get_attr, at once
+      fail(r, "get_attr '" + attr + "' (a tensor constant) has no type annotation");
+    }
+    if (attr.rfind("self.", 0) != 0) fail(r, "expected 'self.<attribute>'");
+    Node *ph = g.addPlaceholder(lhs.text, *annot, InputRole::Constant);
+    ph->loc = nodeLoc;
+    ph->stackTrace = curTrace_;
+    getAttrs_[lhs.text] = attr.substr(5);
+    if (peek().kind != TK::Newline && peek().kind != TK::End && !isOp(peek(), ";"))
+      fail(peek(), "unexpected " + describe(peek()) + " after get_attr '" + attr + "'");
+    return;
   } else if (r.kind == TK::Name) {
     next();
     std::string callee = parseDotted(r);

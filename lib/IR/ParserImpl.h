@@ -118,8 +118,9 @@ private:
   void skipToNewline();
 
   /// Every `torch.ops.<ns>.<op>.<overload>(` call of an unknown op, grouped by target (count,
-  /// first location and its `# File:` trace), and every get_attr (`c = self.<name>`), over the
-  /// whole graph text: all reported at once. Called when the parser meets the first of them.
+  /// first location and its `# File:` trace), and every get_attr without a type annotation
+  /// (`c = self.<name>`), over the whole graph text: all reported at once. Called when the
+  /// parser meets the first of them.
   void prescanTargets();
 
   // Grammar.
@@ -144,6 +145,9 @@ private:
   Program prog_;
   bool hasHeader_ = false;
   std::map<std::string, std::map<std::string, HeaderInput>> headerInputs_; // graph -> name -> info
+  /// FX text's get_attr nodes (`c: "f32[3]" = self.sub.c`): placeholder name -> attribute path
+  /// ("sub.c"); they become constant inputs (InputRole::Constant, fqn = the path).
+  std::map<std::string, std::string> getAttrs_;
   std::vector<std::pair<std::string, SourceLoc>> gradOfLocs_, savedLocs_;
   std::vector<std::pair<std::pair<int, std::string>, SourceLoc>> mutatedLocs_;
   std::set<std::string> defsSeen_;

@@ -56,6 +56,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   fileField("input", o.input);
   fileField("builtin-derivatives", builtinDerivativesPath());
   for (const std::string &d : o.derivatives) fileField("derivatives", d);
+  if (!o.constants.empty()) fileField("constants", o.constants);
   field("start-from", o.startFrom);
   field("partitioner", o.partitioner == PartitionerKind::Default ? "default" : "min-cut");
   field("name", programName);

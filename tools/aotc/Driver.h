@@ -39,6 +39,7 @@ struct CompileOptions {
   std::vector<std::string> requiresGrad;  ///< --requires-grad
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
+  std::string constants;                  ///< --constants: safetensors with FX text's get_attr values.
   bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (Stages.h).
   std::string sanitize;                   ///< --sanitize: "", "address" or "thread" (CPU target).

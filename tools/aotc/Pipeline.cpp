@@ -17,6 +17,7 @@
 #include "aotc/Kernels.h"
 #include "aotc/Partition.h"
 #include "aotc/TextIR.h"
+#include "aotc/safetensors.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -65,6 +66,60 @@ void applyGradFlags(Program &p, const CompileOptions &o) {
   }
   for (const std::string &n : o.freeze)
     find(n)->requiresGrad = false;
+}
+
+} // namespace
+
+namespace {
+
+/// The values of constant inputs that the input did not carry (FX text's get_attr nodes;
+/// a .pt2's lifted constants are in r.weights already): from --constants, by FQN, checked
+/// against the placeholder's type. Without them the program still prints (--emit); an
+/// object or a run needs every value (each missing one is listed, at once).
+void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight> &weights) {
+  std::vector<const Node *> missing;
+  for (const Node *ph : p.forward.placeholders())
+    if (ph->role == InputRole::Constant &&
+        std::none_of(weights.begin(), weights.end(), [&](const Weight &w) { return w.fqn == ph->fqn; }))
+      missing.push_back(ph);
+  if (missing.empty()) {
+    if (!o.constants.empty())
+      userError("--constants " + o.constants + ": the program has no tensor constant without a value");
+    return;
+  }
+  if (o.constants.empty()) {
+    if (!o.emit.empty()) return;
+    DiagnosticList diags;
+    for (const Node *ph : missing)
+      diags.add(ph->loc.str() + ": error: tensor constant '" + ph->fqn + "' (" + ph->type().str() +
+                ", node '" + ph->name + "') has no value: FX text carries none; pass --constants FILE.safetensors "
+                "with a tensor named '" + ph->fqn + "'");
+    diags.throwIfAny(std::to_string(missing.size()) + " tensor constants without a value");
+  }
+  rt::SafetensorsFile file;
+  try {
+    file = rt::readSafetensors(o.constants);
+  } catch (const rt::RuntimeError &e) {
+    userError("--constants: " + std::string(e.what()));
+  }
+  DiagnosticList diags;
+  for (const Node *ph : missing) {
+    const rt::Tensor *t = file.find(ph->fqn);
+    const TensorType &ty = ph->type();
+    if (!t) {
+      diags.add(o.constants + ": error: no tensor '" + ph->fqn + "' for the tensor constant of node '" +
+                ph->name + "' (" + ty.str() + ")");
+      continue;
+    }
+    if ((int)t->dtype() != (int)ty.dtype || t->shape() != ty.shape) {
+      diags.add(o.constants + ": error: '" + ph->fqn + "' is " + t->typeString() + " but node '" + ph->name +
+                "' is " + ty.str());
+      continue;
+    }
+    const uint8_t *b = static_cast<const uint8_t *>(t->data());
+    weights.push_back(Weight{ph->fqn, ty, std::vector<uint8_t>(b, b + t->bytes())});
+  }
+  diags.throwIfAny("--constants: " + std::to_string(diags.size()) + " tensor constants unresolved");
 }
 
 } // namespace
@@ -118,6 +173,7 @@ CompileResult runPipeline(const CompileOptions &o) {
     checkTensorBytes(p, o.maxTensorBytes);
     applyGradFlags(p, o);
   }
+  bindConstants(p, o, r.weights);
   if (!o.name.empty())
     p.name = o.name;
   else if (!named)
@@ -235,6 +291,7 @@ void writeFile(const std::string &path, const void *data, size_t size,
 std::vector<std::string> inputFiles(const CompileOptions &o) {
   std::vector<std::string> files{o.input};
   files.insert(files.end(), o.derivatives.begin(), o.derivatives.end());
+  if (!o.constants.empty()) files.push_back(o.constants);
   return files;
 }
 

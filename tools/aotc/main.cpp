@@ -90,6 +90,10 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
       ->check(CLI::IsMember({"address", "thread"}));
   app.add_option("--derivatives", o.derivatives, "Extra derivative rules (YAML), repeatable")
       ->check(CLI::ExistingFile);
+  app.add_option("--constants", o.constants,
+                 "Values of FX text's tensor constants (get_attr `c: \"f32[3]\" = self.c`): a "
+                 "safetensors file, one tensor per attribute path; they go into the weights file")
+      ->check(CLI::ExistingFile);
 }
 
 /// OUT.o -> OUT.h; OUT.o -> OUT.weights.safetensors (OUT without a .o keeps its name).

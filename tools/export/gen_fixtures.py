@@ -4,10 +4,12 @@
                  "re-export" error), bare model.json, FX text of both dialects, ops.txt, golden
   softmax_silu/  SoftmaxSilu module: same set; golden with 20 SGD steps like the real models
   conv_mix/      ConvMix module (every convolution form): same set, 20 SGD steps
-Usage: gen_fixtures.py [FOLDER ...]   (only those; `conv_mix` is the one that can be named)
+Usage: gen_fixtures.py [FOLDER ...]   (only those; `conv_mix` and `get_attr` can be named)
   functionalize/ make_fx (no functionalization) FX text with in-place ops, the functionalized
                  reference FX text from torch, and numeric goldens (outputs, mutated inputs, grads)
   fxtext/        print_readable variants of the MLP (strides + device annotations)
+  get_attr/      make_fx FX text with tensor constants (get_attr nodes), their values
+                 (constants.safetensors, for `aotc --constants`) and a golden (loss, grads)
 Each folder has a SHA256SUMS.
 """
 import copy
@@ -96,10 +98,40 @@ def functionalize_case(folder, fn, inputs):
     return files
 
 
+def get_attr_case(folder):
+    """make_fx of a function that closes over tensors: its FX text reads them with get_attr
+    (`_tensor_constant0: "f32[3]" = self._tensor_constant0`), which aotc takes as constant
+    inputs whose values --constants gives (docs/formats.md)."""
+    scale = torch.tensor([0.5, -1.5, 2.0])
+    table = torch.randn(4, 3)
+
+    def f(x, w):
+        return (((x @ w) + scale) * table.sum(0)).tanh().sum()
+
+    x, w = torch.randn(2, 5), torch.randn(5, 3)
+    gm = make_fx(f)(x, w)
+    consts = {n.target: getattr(gm, n.target).clone() for n in gm.graph.nodes if n.op == "get_attr"}
+    assert len(consts) == 2, consts
+    common.write_text(os.path.join(folder, "get_attr.fx.txt"), common.fx_text(gm))
+    common.write_safetensors(os.path.join(folder, "constants.safetensors"), consts,
+                             {"torch_version": torch.__version__})
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    loss = f(xg, wg)
+    loss.backward()
+    nx, nw = placeholder_names(gm)  # make_fx names them x_1, w_1
+    common.save_golden(os.path.join(folder, "golden.safetensors"),
+                       {f"input.{nx}": x, f"input.{nw}": w, "loss": loss.detach().reshape(1),
+                        f"grad.{nx}": xg.grad, f"grad.{nw}": wg.grad}, {"source": "gen_fixtures.py get_attr_case"})
+    common.write_sha256sums(folder, ["get_attr.fx.txt", "constants.safetensors", "golden.safetensors"])
+
+
 def main():
     import sys
     only = set(sys.argv[1:])  # folder names to regenerate (default: all)
     common.setup()
+    if "get_attr" in only:
+        torch.manual_seed(0)
+        get_attr_case(os.path.join(FIX, "get_attr"))
     if not only or "conv_mix" in only:
         torch.manual_seed(0)
         m = models.ConvMix()
@@ -135,6 +167,9 @@ def main():
     common.write_text(os.path.join(folder, "mlp.strides.fx.txt"), common.fx_text(ep.graph_module, True))
     common.write_text(os.path.join(folder, "mlp.print.txt"), str(ep))
     common.write_sha256sums(folder, ["mlp.strides.fx.txt", "mlp.print.txt"])
+
+    torch.manual_seed(0)
+    get_attr_case(os.path.join(FIX, "get_attr"))
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ TEST_CASE("error inputs: each malformed file gives its user error", "[capture][e
       {"syntax_operator.fx.txt",
        R"(syntax_operator.fx.txt:6:65: error: unsupported Python operator '+')"},
       {"tensor_constant.fx.txt",
-       R"(tensor_constant.fx.txt:3:29: error: get_attr 'self._tensor_constant0' (a tensor constant) is not supported)"},
+       R"(tensor_constant.fx.txt:3:29: error: get_attr 'self._tensor_constant0' (a tensor constant) has no type annotation)"},
       {"training.json",
        R"(training.json: error: this ExportedProgram is in the TRAINING dialect)"},
       {"truncated.pt2",
