@@ -126,7 +126,8 @@ void DerivativeRules::loadString(const std::string &text, const std::string &fil
     std::string raw = nameNode.Scalar();
     std::string t = raw;
     if (t.rfind("torch.ops.", 0) == 0) t = t.substr(10);
-    if (t.rfind("aten.", 0) != 0 && t.rfind("aten::", 0) != 0) t = "aten." + t;
+    if (t.rfind("aten.", 0) != 0 && t.rfind("aten::", 0) != 0 && t.rfind("aotc.", 0) != 0 && t.rfind("aotc::", 0) != 0)
+      t = "aten." + t; // aotc's own ops (aotc.safe_softmax) keep their namespace
     t = canonicalTarget(t);
     const OpDef *op = OpRegistry::get().lookup(t);
     if (!op) userError(nloc, "derivative rule for unknown op '" + raw + "'");

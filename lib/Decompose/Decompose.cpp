@@ -342,6 +342,12 @@ static const std::vector<RuleEntry> &table() {
                                                      "_softmax (after _to_copy when dtype is given)"},
     {"aten.log_softmax.int",           [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._log_softmax.default"); },
                                                      "_log_softmax (after _to_copy when dtype is given)"},
+    {"aten._safe_softmax.default",     [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         if (auto dt = dtypeArgOf(n, 2)) x = e.toDtype(x, *dt);
+                                         return Vals{e.call("aotc.safe_softmax.default", {x, n.args[1]})};
+                                       },
+                                                     "aotc::safe_softmax (after _to_copy when dtype is given), kept through autodiff"},
     {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss; probability targets: -sum(logp * target)"},
     {"aten.nll_loss.default",          nllLoss,      "nll_loss_forward(...)[0]"},
     {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight"},
@@ -396,6 +402,7 @@ std::vector<std::pair<std::string, std::string>> decomposeTable() {
 
 void decompose(Program &p) {
   widenIndexInputs(p.forward);
+  rules::recomposeSafeSoftmax(p.forward); // before the table rewrites the pattern's ops
   rewrite::applyRules(p.forward, table(), "decompose");
   assignRandomStreams(p); // after the composites: SDPA with dropout_p > 0 emits a dropout
   p.stage = "decompose";

@@ -7,9 +7,8 @@
 //   attn = bmm(q * sqrt(scale), k^T * sqrt(scale));
 //   causal: where(tril(ones(L, S)), attn, -inf); bool mask: where(mask, attn, -inf);
 //   float mask: attn + mask;
-//   m = all(attn == -inf, -1) (fully masked rows);
-//   p = where(m, 0, _softmax(where(m, 0, attn), -1));  out = bmm(p, v).
-// Everything before autodiff, so the backward is that of bmm, _softmax and where.
+//   p = aotc::safe_softmax(attn, -1) (0 for a fully masked row);  out = bmm(p, v).
+// Everything before autodiff, so the backward is that of bmm, safe_softmax and where.
 // _scaled_dot_product_flash_attention_for_cpu is the same math path (its key/value heads
 // repeated over the query heads when fewer) plus logsumexp(attn, -1) in the accumulation
 // dtype, detached (torch gives it no gradient).
@@ -41,7 +40,7 @@ Node *repeatHeads(Emitter &e, Node *x, int64_t groups) {
 /// The math path shared by both ops: `out` [..., Hq, L, Ev] and the masked, scaled scores
 /// `attn` [..., Hq, L, S] (-inf where masked) that the flash op's logsumexp reads.
 struct Attention {
-  Node *out, *attn, *allMasked;
+  Node *out, *attn;
 };
 
 Attention attention(Emitter &e, Node *q, Node *k, Node *v, Node *mask, const Arg &dropoutArg, double dropoutP, bool causal,
@@ -73,18 +72,14 @@ Attention attention(Emitter &e, Node *q, Node *k, Node *v, Node *mask, const Arg
     if (mask->type().dtype == DType::Bool) attn = e.call("aten.where.self", {mask, attn, ninf});
     else attn = e.add(attn, mask);
   }
-  // A fully masked row's softmax is 0/0: its scores are replaced by 0 before _softmax (so the
-  // backward sees no NaN either: an additive -inf mask would carry it into q and k) and its
-  // probabilities by 0 after.
-  Node *allMasked = e.call("aten.all.dim", {e.call("aten.eq.Scalar", {attn, -INFINITY}), int64_t(-1), true});
-  Node *zero = e.scalarTensor(0.0, dt);
-  Node *safe = e.call("aten.where.self", {allMasked, zero, attn});
-  Node *p = e.call("aten._softmax.default", {safe, int64_t(-1), false});
-  p = e.call("aten.where.self", {allMasked, zero, p});
+  // A fully masked row gives probabilities 0 (torch's _safe_softmax), and a gradient 0: the
+  // rule of aotc::safe_softmax reads only its result, which is also the second bmm's input,
+  // so the partition saves one [.., L, S] tensor for both.
+  Node *p = e.call("aotc.safe_softmax.default", {attn, int64_t(-1)});
   if (dropoutP > 0.0) // torch's math path: torch.dropout(attn, dropout_p, train=True)
     p = e.call("aten.dropout.default", {p, dropoutArg, true});
   Node *o = e.call("aten.bmm.default", {e.view(p, {N, L, S}), e.view(v, {N, S, Ev})});
-  return {e.view(o, outShape), attn, allMasked};
+  return {e.view(o, outShape), attn};
 }
 
 std::optional<double> optScale(const Node &n, int i) {
@@ -110,7 +105,8 @@ Vals flashAttentionForCpu(Emitter &e, Node &n) {
                           optScale(n, 6), /*gqa=*/true, n.types[0].shape);
   Node *attn = e.toDtype(a.attn, n.types[1].dtype);
   Node *lse = e.call("aten.logsumexp.default", {attn, std::vector<int64_t>{-1}, true});
-  lse = e.call("aten.where.self", {a.allMasked, e.scalarTensor(0.0, n.types[1].dtype), lse});
+  Node *allMasked = e.call("aten.all.dim", {e.call("aten.eq.Scalar", {attn, -INFINITY}), int64_t(-1), true});
+  lse = e.call("aten.where.self", {allMasked, e.scalarTensor(0.0, n.types[1].dtype), lse});
   return {a.out, e.call("aten.detach.default", {e.view(lse, n.types[1].shape)})};
 }
 

@@ -178,6 +178,19 @@ Vals varCorrection(Emitter &e, Node &n) {
   return {e.div(sq, std::max(0.0, (double)count - c))};
 }
 
+/// aotc::safe_softmax(x, dim): m = amax(x, dim) == -inf (every value -inf; a NaN makes the
+/// amax NaN, so the row is not masked and gives NaN, as torch);
+/// where(m, 0, _softmax(where(m, 0, x))): no 0/0 in the forward.
+Vals safeSoftmax(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  int64_t dim = n.intArg(1);
+  DType dt = n.types[0].dtype;
+  Node *m = e.call("aten.eq.Scalar", {e.call("aten.amax.default", {x, std::vector<int64_t>{dim}, true}), -INFINITY});
+  Node *zero = e.scalarTensor(0.0, dt);
+  Node *y = e.call("aten._softmax.default", {e.call("aten.where.self", {m, zero, x}), dim, false});
+  return {e.call("aten.where.self", {m, zero, y})};
+}
+
 /// logsumexp(x, dim, keepdim) (torch/_refs logsumexp):
 ///   m = amax(x, dim, keepdim=True), with infinite maxima replaced by 0;
 ///   log(sum(exp(x - m), dim, keepdim)) + m (m squeezed unless keepdim).
@@ -255,6 +268,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form"},
     {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form"},
     {"aten._softmax.default",               softmax,            "exp(x - amax) / sum"},
+    {"aotc.safe_softmax.default",           safeSoftmax,        "where(m, 0, _softmax(where(m, 0, x))), m = (amax == -inf)"},
     {"aten._log_softmax.default",           logSoftmax,         "(x - amax) - log(sum(exp(x - amax)))"},
     {"aten._softmax_backward_data.default", softmaxBackward,    "g y - y sum(g y)"},
     {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},

@@ -52,6 +52,10 @@ Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);
 Vals flashAttentionForCpu(rewrite::Emitter &e, Node &n);
+/// lib/Decompose/SafeSoftmax.cpp: torch's decomposed _safe_softmax, where(all(x == -inf, d),
+/// 0, _softmax(x, d)) in either spelling of `all`, becomes aotc::safe_softmax(x, d). Returns
+/// how many it rewrote.
+int recomposeSafeSoftmax(Graph &g);
 
 // LowerNorm.cpp.
 Vals softmax(rewrite::Emitter &e, Node &n);

@@ -497,6 +497,20 @@ def _attention_make(make):
     return lambda shape, **kw: make(shape, low=-1.5, high=1.5, **kw)
 
 
+def _safe_softmax(dtype, make):
+    """torch's _safe_softmax: rows whose every value is -inf give 0 and no NaN gradient."""
+    op = aten._safe_softmax.default
+    x = make((3, 5))
+    with torch.no_grad():
+        x[1] = float("-inf")
+    y = make((2, 3, 4))
+    with torch.no_grad():
+        y[0, :, 2] = float("-inf")                               # a masked column along dim 1
+        y[1, 0, 0] = float("-inf")                               # one -inf in a live row
+    return [(op, (x, 1), {}), (op, (y, 1), {}), (op, (make((4, 6)), -1), {}),
+            (op, (make((2, 5)), 0), {"dtype": torch.float64})]
+
+
 def _flash(dtype, make):
     """_scaled_dot_product_flash_attention_for_cpu: 4-D, one head size, float masks (q's dtype,
     2-D or 4-D, with is_causal too); logsumexp has no gradient in torch."""
@@ -615,6 +629,7 @@ EXTRA = {
     "aten.index_put.default": _index_put,
     "aten.scaled_dot_product_attention.default": _sdpa,
     "aten._scaled_dot_product_flash_attention_for_cpu.default": _flash,
+    "aten._safe_softmax.default": _safe_softmax,
     "aten.arange.default": _arange,
     "aten.add.Scalar": _scalar_binary_alpha(aten.add.Scalar),
     "aten.sub.Scalar": _scalar_binary_alpha(aten.sub.Scalar),

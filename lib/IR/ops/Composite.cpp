@@ -37,12 +37,20 @@ int64_t reductionArg(const Node &n, size_t i) {
 //===-- softmax family ---------------------------------------------------===//
 
 /// softmax (log=false) or log_softmax of `x` along `dim` into dtype `dt`.
-RefTensor softmaxRef(const RefTensor &x, int64_t dim, DType dt, bool log) {
+/// softmax / log_softmax along `dim`; `safe`: a row whose every value is -inf gives 0 (torch's
+/// _safe_softmax) instead of NaN.
+RefTensor softmaxRef(const RefTensor &x, int64_t dim, DType dt, bool log, bool safe = false) {
   RefTensor out(dt, x.shape);
   int64_t d = x.shape.empty() ? 0 : dim;
   Along a(x.shape, d);
   for (int64_t o = 0; o < a.outer; ++o)
     for (int64_t i = 0; i < a.inner; ++i) {
+      bool allMasked = true;
+      for (int64_t j = 0; j < a.len; ++j) allMasked &= x.data[a.at(o, j, i)] == -INFINITY;
+      if (safe && allMasked) {
+        for (int64_t j = 0; j < a.len; ++j) out.data[a.at(o, j, i)] = 0.0;
+        continue;
+      }
       double m = -INFINITY;
       for (int64_t j = 0; j < a.len; ++j) m = std::max(m, x.data[a.at(o, j, i)]);
       double s = 0;
@@ -55,7 +63,7 @@ RefTensor softmaxRef(const RefTensor &x, int64_t dim, DType dt, bool log) {
   return out;
 }
 
-void softmaxOp(OpRegistry &r, const char *schema, bool log, bool hasDtype) {
+void softmaxOp(OpRegistry &r, const char *schema, bool log, bool hasDtype, bool safe = false) {
   OpDef &d = r.add(schema, OpCategory::Composite);
   d.infer = [hasDtype](const Node &n) -> Types {
     TensorType t = argType(n, 0);
@@ -64,9 +72,9 @@ void softmaxOp(OpRegistry &r, const char *schema, bool log, bool hasDtype) {
     requireFloating(n, t.dtype, "softmax");
     return {t};
   };
-  setEval(d, [log](const Node &n, const RefArgs &a) {
+  setEval(d, [log, safe](const Node &n, const RefArgs &a) {
     const RefTensor &x = *a.at(0);
-    return softmaxRef(x, *wrapDim(n.intArg(1), (int64_t)x.shape.size()), n.types[0].dtype, log);
+    return softmaxRef(x, *wrapDim(n.intArg(1), (int64_t)x.shape.size()), n.types[0].dtype, log, safe);
   });
 }
 
@@ -336,6 +344,12 @@ void registerCompositeOps(OpRegistry &r) {
   softmaxOp(r, "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", true, true);
   softmaxOp(r, "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", false, false);
   softmaxOp(r, "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", true, false);
+  // torch's _safe_softmax (what SDPA's math path uses): 0 for a row whose every score is -inf.
+  // Decompose turns it (and the where(all(x == -inf), 0, _softmax(x)) that torch's own
+  // decomposition leaves) into aotc::safe_softmax, which keeps its derivative through autodiff
+  // (one saved tensor, the output, for both its backward and the next bmm's).
+  softmaxOp(r, "_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", false, true, true);
+  softmaxOp(r, "aotc::safe_softmax(Tensor self, int dim) -> Tensor", false, false, true);
   softmaxBackwardOp(r, "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
                     false);
   softmaxBackwardOp(

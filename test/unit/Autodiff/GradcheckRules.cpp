@@ -424,6 +424,8 @@ std::vector<Case> allCases() {
   // Composites kept whole.
   v.push_back(withArgs("aten._softmax.default", f64({3, 5}), {int64_t(1), false}, {}, -2, 2));
   v.push_back(withArgs("aten._softmax.default", f64({2, 3, 4}), {int64_t(-3), false}, {}, -2, 2));
+  v.push_back(withArgs("aotc.safe_softmax.default", f64({3, 5}), {int64_t(1)}, {}, -2, 2));
+  v.push_back(withArgs("aotc.safe_softmax.default", f64({2, 3, 4}), {int64_t(-3)}, {}, -2, 2));
   v.push_back(withArgs("aten._log_softmax.default", f64({3, 5}), {int64_t(-1), false}, {}, -2, 2));
   v.push_back(withArgs("aten._log_softmax.default", f64({4, 2, 3}), {int64_t(1), false}, {}, -2, 2));
   for (auto [xs, ns, affine] : {std::tuple<Shape, Shape, bool>{{4, 6}, {6}, true},
