@@ -2,8 +2,9 @@
 # One benchmark command (docs/benchmarks.md): aotc (C++ runtime and Python module) vs
 # torch eager vs torch.compile, 1 and 2 threads, twice, with the machine's ceilings
 # (STREAM triad, OpenBLAS sgemm, torch.mm, aotc's pointwise probe). Writes
-# docs/benchmarks.json and renders docs/benchmarks.md from it. About 10-12 minutes on
-# 2 cores. Needs torch: tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else setup-venv.sh's venv).
+# docs/benchmarks.json and renders docs/benchmarks.md from it. About 25 minutes on
+# 2 cores (10-12 without the three LM rows, whose torch.compile cases take ~40 s each:
+# --models to pick rows; docs/benchmarks-lm.md and -cnn.md were runs of subsets). Needs torch: tools/export/torch-python.sh ($AOTC_TORCH_PYTHON, else setup-venv.sh's venv).
 # Arguments go to tools/bench/bench.py (--quick: smoke test with tiny iteration counts;
 # --reps N; --no-large; --out FILE --md FILE to write elsewhere).
 set -euo pipefail

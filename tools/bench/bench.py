@@ -34,8 +34,8 @@ width 256, 8 x 128 tokens, vocabulary 512).
 or eval mode as generated; eager and torch.compile build the module with gen_zoo.models()).
 
 Iterations: small models 10 warm-up + 100 timed steps; zoo rows 3 + 20; large rows 2 warm-up + 5 timed
-steps (a large step takes 0.1-3 s on this machine; 100 of them per case would not fit the
-12-minute budget). --quick: 2 + 5 and 1 + 2 (smoke test only, marked quick in the JSON).
+steps (a large step takes 0.1-3 s on this machine; 100 of them per case would not fit a
+run of under half an hour). --quick: 2 + 5 and 1 + 2 (smoke test only, marked quick in the JSON).
 Order: for each repetition, for each model, for each thread count, the four systems one
 after the other (reversed in even repetitions), so systems are interleaved in time.
 
