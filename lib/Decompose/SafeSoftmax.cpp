@@ -14,7 +14,9 @@
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace aotc::rules {
 
@@ -36,16 +38,18 @@ bool isAllMinusInf(const Node *c, const Node *x, int64_t dim) {
   auto isEqMinusInf = [&](const Node *e) {
     return isCall(e, "aten.eq.Scalar") && e->tensorArg(0) == x && e->scalarArg(1) == -INFINITY;
   };
+  // Checked after the operand is known to be x == -inf, so the dims wrap against x's rank.
   auto reducesDim = [&](const Node *r) {
     int64_t rank = x->type().rank();
-    return rank > 0 && r->boolArg(2) && rewrite::wrapDimAt(*r, r->intArg(1), rank) == rewrite::wrapDimAt(*r, dim, rank);
+    auto a = wrapDim(r->intArg(1), rank), b = wrapDim(dim, rank);
+    return rank > 0 && r->boolArg(2) && a && b && *a == *b;
   };
-  if (isCall(c, "aten.all.dim")) return reducesDim(c) && isEqMinusInf(c->tensorArg(0));
+  if (isCall(c, "aten.all.dim")) return isEqMinusInf(c->tensorArg(0)) && reducesDim(c);
   if (!isCall(c, "aten.logical_not.default")) return false;
   const Node *any = c->tensorArg(0);
-  if (!isCall(any, "aten.any.dim") || !reducesDim(any)) return false;
+  if (!isCall(any, "aten.any.dim")) return false;
   const Node *inner = any->tensorArg(0);
-  return isCall(inner, "aten.logical_not.default") && isEqMinusInf(inner->tensorArg(0));
+  return isCall(inner, "aten.logical_not.default") && isEqMinusInf(inner->tensorArg(0)) && reducesDim(any);
 }
 
 } // namespace
@@ -65,12 +69,25 @@ int recomposeSafeSoftmax(Graph &g) {
     Node *out = e.call("aotc.safe_softmax.default", {x, dim});
     out->stackTrace = w->stackTrace;
     std::string name = w->name;
+    std::vector<Node *> pattern = w->inputs(); // the mask chain, the zero and _softmax
     g.replaceAllUses(w, out);
     g.erase(w);
     g.rename(out, name); // the exported node's name, for --emit and diagnostics
+    // Only the pattern's own nodes that nothing else reads go (the rest of the graph is
+    // left as it is: dead random ops still get their streams).
+    std::set<const Node *> erased; // compared, never dereferenced
+    while (!pattern.empty()) {
+      Node *n = pattern.back();
+      pattern.pop_back();
+      if (erased.count(n) || !n->isCall() || n == x || !g.users()[n].empty()) continue;
+      std::vector<Node *> outs = g.outputs();
+      if (std::count(outs.begin(), outs.end(), n)) continue;
+      for (Node *in : n->inputs()) pattern.push_back(in);
+      erased.insert(n);
+      g.erase(n);
+    }
     ++rewritten;
   }
-  if (rewritten) g.eliminateDeadCode();
   return rewritten;
 }
 

@@ -454,6 +454,12 @@ void Parser::parseAssignment(Graph &g) {
       fail(r, "get_attr '" + attr + "' (a tensor constant) has no type annotation");
     }
     if (attr.rfind("self.", 0) != 0) fail(r, "expected 'self.<attribute>'");
+    if (&g != &prog_.forward)
+      fail(r, "get_attr '" + attr + "' in 'def backward': tensor constants are inputs of the forward only");
+    for (const auto &[other, path] : getAttrs_)
+      if (path == attr.substr(5))
+        fail(r, "get_attr '" + attr + "' is read twice ('" + other + "' and '" + lhs.text +
+                    "'): one constant input per attribute");
     Node *ph = g.addPlaceholder(lhs.text, *annot, InputRole::Constant);
     ph->loc = nodeLoc;
     ph->stackTrace = curTrace_;

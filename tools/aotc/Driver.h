@@ -40,6 +40,9 @@ struct CompileOptions {
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
   std::string constants;                  ///< --constants: safetensors with FX text's get_attr values.
+  /// An object is written (not --emit, not run/gradcheck, whose --inputs may hold them):
+  /// every constant input needs its value, from the archive or --constants.
+  bool constantsRequired = false;
   bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (Stages.h).
   std::string sanitize;                   ///< --sanitize: "", "address" or "thread" (CPU target).

@@ -72,11 +72,22 @@ void applyGradFlags(Program &p, const CompileOptions &o) {
 
 namespace {
 
-/// The values of constant inputs that the input did not carry (FX text's get_attr nodes;
-/// a .pt2's lifted constants are in r.weights already): from --constants, by FQN, checked
-/// against the placeholder's type. Without them the program still prints (--emit); an
-/// object or a run needs every value (each missing one is listed, at once).
-void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight> &weights) {
+/// The values of constant inputs that the input did not carry (FX text's get_attr nodes, an
+/// ExportedProgram JSON's or a stage text's constants; a .pt2's lifted constants are in
+/// r.weights already): from --constants, by FQN, checked against the placeholder's type.
+/// Without them the program still prints (--emit) and runs (`aotc run --inputs` may give
+/// them by name); an object from FX text needs every value (each missing one is listed, at
+/// once).
+/// IN is FX graph code (detectFormat on its first MiB: the `def forward(` line comes early).
+bool isFxText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 20, '\0');
+  in.read(head.data(), (std::streamsize)head.size());
+  head.resize((size_t)in.gcount());
+  return detectFormat(head) == InputFormat::FxText;
+}
+
+void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight> &weights, bool fxText) {
   std::vector<const Node *> missing;
   for (const Node *ph : p.forward.placeholders())
     if (ph->role == InputRole::Constant &&
@@ -88,12 +99,16 @@ void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight
     return;
   }
   if (o.constants.empty()) {
-    if (!o.emit.empty()) return;
+    // Like parameters, the constants of an ExportedProgram JSON or a stage text are the
+    // caller's to supply at run time (no weights file is written for them); FX text's
+    // get_attr constants need their values here (docs/formats.md "FX text").
+    if (!o.constantsRequired || !fxText) return;
     DiagnosticList diags;
     for (const Node *ph : missing)
-      diags.add(ph->loc.str() + ": error: tensor constant '" + ph->fqn + "' (" + ph->type().str() +
+      diags.add((ph->loc.file.empty() ? o.input : ph->loc.str()) + ": error: tensor constant '" + ph->fqn + "' (" + ph->type().str() +
                 ", node '" + ph->name + "') has no value: FX text carries none; pass --constants FILE.safetensors "
-                "with a tensor named '" + ph->fqn + "'");
+                "with a tensor "
+                "named '" + ph->fqn + "'");
     diags.throwIfAny(std::to_string(missing.size()) + " tensor constants without a value");
   }
   rt::SafetensorsFile file;
@@ -173,7 +188,7 @@ CompileResult runPipeline(const CompileOptions &o) {
     checkTensorBytes(p, o.maxTensorBytes);
     applyGradFlags(p, o);
   }
-  bindConstants(p, o, r.weights);
+  bindConstants(p, o, r.weights, from < 0 && isFxText(o.input));
   if (!o.name.empty())
     p.name = o.name;
   else if (!named)

@@ -223,6 +223,7 @@ int main(int argc, char **argv) {
     }
     if (compile.input.empty())
       userError("no input file (see aotc --help)");
+    compile.constantsRequired = compile.emit.empty();
     return compileCommand(compile, output);
   } catch (const Error &e) {
     std::cerr << e.what() << "\n";

@@ -80,7 +80,7 @@ void checkAttention(const Node &n, const Positions &at) {
     if (!b || *b != scores)
       nodeError(n, std::string(at.op) + ": attn_mask of shape " + shapeStr(m->type().shape) +
                        " does not broadcast to the scores' " + shapeStr(scores));
-    if (m->type().dtype != DType::Bool && m->type().dtype != q.dtype)
+    if (m->type().dtype != DType::Bool && m->type().dtype != DType::F32 && m->type().dtype != q.dtype)
       nodeError(n, std::string("Expected attn_mask dtype to be bool or float or to match query dtype, got ") +
                        dtypeTorchName(m->type().dtype));
   }
@@ -165,7 +165,7 @@ void registerAttentionOps(OpRegistry &r) {
   {
     // torch's CPU flash kernel (aten/src/ATen/native/transformers/attention.cpp
     // _scaled_dot_product_flash_attention_cpu): 4-D [B, H, L, E] inputs with one head size,
-    // fewer key/value heads repeated, no dropout, a float mask (q's dtype, 2-D or 4-D) that
+    // fewer key/value heads repeated, no dropout, a float mask (f32 or q's dtype, 2-D or 4-D) that
     // may come with is_causal (both apply); the output [B, Hq, L, E] and logsumexp [B, Hq, L]
     // in q's dtype (torch's accumulation dtype for f32 and f64); a fully masked row gives
     // output 0 and logsumexp 0 (measured with torch 2.15).
@@ -186,7 +186,7 @@ void registerAttentionOps(OpRegistry &r) {
         nodeError(n, "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size, got " +
                          shapeStr(q.shape) + ", " + shapeStr(k.shape) + ", " + shapeStr(v.shape));
       if (const Node *m = optTensor(n, 5)) {
-        if (m->type().dtype != q.dtype)
+        if (m->type().dtype != q.dtype && m->type().dtype != DType::F32) // torch: kFloat or q's dtype
           nodeError(n, std::string("scaled_dot_product_attention_flash_attention: Attention mask is the same data "
                                    "type as query (got ") + dtypeTorchName(m->type().dtype) + ")");
         if (m->type().rank() != 2 && m->type().rank() != 4)

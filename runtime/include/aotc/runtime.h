@@ -194,9 +194,13 @@ public:
   /// mutable), `outputs` its ForwardResult::outputs. Returns how many inputs were written.
   int writeBack(const std::vector<Tensor *> &inputs, const std::vector<Tensor> &outputs) const;
 
-  /// Fills the scratch arena with 0xFF bytes (NaN for f32/f64). Test hook: the
-  /// ABI promises scratch need not survive between calls.
-  void poisonScratch() { scratch_.fill(0xFF); }
+  /// Fills the scratch arena, and the kept saved area the next forward reuses, with 0xFF
+  /// bytes (NaN for f32/f64). Test hook: the ABI promises scratch need not survive between
+  /// calls, and that a forward writes every saved tensor before the backward reads it.
+  void poisonScratch() {
+    scratch_.fill(0xFF);
+    if (spareSaved_.data()) spareSaved_.fill(0xFF);
+  }
 
 private:
   void checkInputs(const std::vector<const Tensor *> &inputs) const;
