@@ -28,14 +28,16 @@ struct CaptureOptions {
 /// Stage 1 (lib/Capture). Reads a .pt2 archive, a bare ExportedProgram JSON, or
 /// FX graph-code text (format detected from content), checks every node's
 /// shape/dtype against the exported meta, and applies requires_grad flags.
-/// Weights of a .pt2 are returned in `weights` (FQN -> raw bytes + type) when non-null.
+/// Weights of a .pt2 are returned in `weights` (FQN -> raw bytes + type) when non-null;
+/// the detected format in `format` when non-null (Capture.h).
+enum class InputFormat;
 struct Weight {
   std::string fqn;
   TensorType type;
   std::vector<uint8_t> bytes; ///< Raw little-endian storage, numel*itemsize bytes.
 };
 Program capture(const std::string &path, const CaptureOptions &opts,
-                std::vector<Weight> *weights = nullptr);
+                std::vector<Weight> *weights = nullptr, InputFormat *format = nullptr);
 
 /// Stage 2 (lib/Functionalize): removes in-place ops, aliasing and input mutation.
 void functionalize(Program &p);

@@ -83,7 +83,8 @@ void checkTensorBytes(const Program &p, int64_t maxTensorBytes) {
       }
 }
 
-Program capture(const std::string &path, const CaptureOptions &opts, std::vector<Weight> *weights) {
+Program capture(const std::string &path, const CaptureOptions &opts, std::vector<Weight> *weights,
+                InputFormat *format) {
   std::ifstream in(path, std::ios::binary);
   if (!in) userError("cannot open input file '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -91,7 +92,9 @@ Program capture(const std::string &path, const CaptureOptions &opts, std::vector
   if (weights) weights->clear();
 
   Program p;
-  switch (detectFormat(bytes)) {
+  InputFormat detected = detectFormat(bytes);
+  if (format) *format = detected;
+  switch (detected) {
   case InputFormat::Pt2Zip:
     p = readPt2(path, weights, opts.maxTensorBytes);
     p.name = programNameFromPath(path);

@@ -74,15 +74,21 @@ int recomposeSafeSoftmax(Graph &g) {
     g.erase(w);
     g.rename(out, name); // the exported node's name, for --emit and diagnostics
     // Only the pattern's own nodes that nothing else reads go (the rest of the graph is
-    // left as it is: dead random ops still get their streams).
+    // left as it is: dead random ops still get their streams). The users map is built once
+    // per match and kept current as nodes go.
+    auto users = g.users();
+    const std::vector<Node *> outs = g.outputs();
     std::set<const Node *> erased; // compared, never dereferenced
     while (!pattern.empty()) {
       Node *n = pattern.back();
       pattern.pop_back();
-      if (erased.count(n) || !n->isCall() || n == x || !g.users()[n].empty()) continue;
-      std::vector<Node *> outs = g.outputs();
-      if (std::count(outs.begin(), outs.end(), n)) continue;
-      for (Node *in : n->inputs()) pattern.push_back(in);
+      if (erased.count(n) || !n->isCall() || n == x || !users[n].empty() ||
+          std::count(outs.begin(), outs.end(), n))
+        continue;
+      for (Node *in : n->inputs()) {
+        std::erase(users[in], n); // users are unique per node; an input read twice is listed once
+        pattern.push_back(in);
+      }
       erased.insert(n);
       g.erase(n);
     }

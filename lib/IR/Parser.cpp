@@ -464,9 +464,7 @@ void Parser::parseAssignment(Graph &g) {
     ph->loc = nodeLoc;
     ph->stackTrace = curTrace_;
     getAttrs_[lhs.text] = attr.substr(5);
-    if (peek().kind != TK::Newline && peek().kind != TK::End && !isOp(peek(), ";"))
-      fail(peek(), "unexpected " + describe(peek()) + " after get_attr '" + attr + "'");
-    return;
+    return; // parseStatement checks what follows, as after any statement
   } else if (r.kind == TK::Name) {
     next();
     std::string callee = parseDotted(r);

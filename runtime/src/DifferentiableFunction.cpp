@@ -134,11 +134,8 @@ DifferentiableFunction::forward(const std::vector<const Tensor *> &inputs) {
     outPtrs.push_back(r.outputs.back().data());
   }
   r.state.program_ = &p;
-  if (spareSaved_.data() && spareSaved_.size() == p.saved_bytes)
-    r.state.saved_ = std::move(spareSaved_);
-  else
-    r.state.saved_ = AlignedBuffer(p.saved_bytes);
-  spareSaved_ = AlignedBuffer();
+  // One program, one saved_bytes: the spare (empty once moved out) always fits.
+  r.state.saved_ = spareSaved_.data() ? std::move(spareSaved_) : AlignedBuffer(p.saved_bytes);
   for (const Tensor *t : inputs)
     r.state.inputs_.push_back(t->data());
   int rc = p.forward(context_.get(), r.state.inputs_.data(), outPtrs.data(), r.state.saved_.data(),

@@ -68,25 +68,12 @@ void applyGradFlags(Program &p, const CompileOptions &o) {
     find(n)->requiresGrad = false;
 }
 
-} // namespace
-
-namespace {
-
 /// The values of constant inputs that the input did not carry (FX text's get_attr nodes, an
 /// ExportedProgram JSON's or a stage text's constants; a .pt2's lifted constants are in
-/// r.weights already): from --constants, by FQN, checked against the placeholder's type.
+/// `weights` already): from --constants, by FQN, checked against the placeholder's type.
 /// Without them the program still prints (--emit) and runs (`aotc run --inputs` may give
-/// them by name); an object from FX text needs every value (each missing one is listed, at
-/// once).
-/// IN is FX graph code (detectFormat on its first MiB: the `def forward(` line comes early).
-bool isFxText(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string head(1 << 20, '\0');
-  in.read(head.data(), (std::streamsize)head.size());
-  head.resize((size_t)in.gcount());
-  return detectFormat(head) == InputFormat::FxText;
-}
-
+/// them by name); an object from FX text (`fxText`) needs every value (each missing one is
+/// listed, at once).
 void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight> &weights, bool fxText) {
   std::vector<const Node *> missing;
   for (const Node *ph : p.forward.placeholders())
@@ -105,10 +92,10 @@ void bindConstants(const Program &p, const CompileOptions &o, std::vector<Weight
     if (!o.constantsRequired || !fxText) return;
     DiagnosticList diags;
     for (const Node *ph : missing)
-      diags.add((ph->loc.file.empty() ? o.input : ph->loc.str()) + ": error: tensor constant '" + ph->fqn + "' (" + ph->type().str() +
+      diags.add((ph->loc.file.empty() ? o.input : ph->loc.str()) + ": error: tensor constant '" + ph->fqn + "' (" +
+                ph->type().str() +
                 ", node '" + ph->name + "') has no value: FX text carries none; pass --constants FILE.safetensors "
-                "with a tensor "
-                "named '" + ph->fqn + "'");
+                "with a tensor named '" + ph->fqn + "'");
     diags.throwIfAny(std::to_string(missing.size()) + " tensor constants without a value");
   }
   rt::SafetensorsFile file;
@@ -176,8 +163,9 @@ CompileResult runPipeline(const CompileOptions &o) {
   //    is the text of that stage instead.
   Program p;
   bool named = false; // the text carried a `# aotc: name` header
+  InputFormat format = InputFormat::Unknown; // --start-from reads aotc's IR, not FX text
   if (from < 0) {
-    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes}, &r.weights);
+    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes}, &r.weights, &format);
   } else {
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
@@ -188,7 +176,7 @@ CompileResult runPipeline(const CompileOptions &o) {
     checkTensorBytes(p, o.maxTensorBytes);
     applyGradFlags(p, o);
   }
-  bindConstants(p, o, r.weights, from < 0 && isFxText(o.input));
+  bindConstants(p, o, r.weights, format == InputFormat::FxText);
   if (!o.name.empty())
     p.name = o.name;
   else if (!named)

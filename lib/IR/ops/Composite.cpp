@@ -45,9 +45,9 @@ RefTensor softmaxRef(const RefTensor &x, int64_t dim, DType dt, bool log, bool s
   Along a(x.shape, d);
   for (int64_t o = 0; o < a.outer; ++o)
     for (int64_t i = 0; i < a.inner; ++i) {
-      bool allMasked = true;
-      for (int64_t j = 0; j < a.len; ++j) allMasked &= x.data[a.at(o, j, i)] == -INFINITY;
-      if (safe && allMasked) {
+      bool allMasked = safe;
+      for (int64_t j = 0; allMasked && j < a.len; ++j) allMasked = x.data[a.at(o, j, i)] == -INFINITY;
+      if (allMasked) {
         for (int64_t j = 0; j < a.len; ++j) out.data[a.at(o, j, i)] = 0.0;
         continue;
       }
