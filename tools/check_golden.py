@@ -230,16 +230,23 @@ def zoo_check(result, golden, meta, verbose, final=True):
                   Tensor0("ref.loss", ref_loss.dtype, [steps], ref_loss.values[:steps]), G, 1e-3, "loss")
     else:
         problems.append("result has no tensor 'loss'")
-    kinds = [("grad", 1e-4, "grad.")]
+    optim = meta.get("format") == "aotc-optim-1"
+    kinds = [] if optim else [("grad", 1e-4, "grad.")]
     if final:
         kinds += [("param_final", 1e-3, "param_final."), ("buffer_final", 1e-3, "buffer_final.")]
+    if optim:
+        kinds.append(("optim", 1e-3, "optim."))
     for kind, floor, prefix in kinds:
         refs = {k[len("ref." + kind) + 1:]: t for k, t in golden.items() if k.startswith(f"ref.{kind}.")}
-        floats = [t for t in refs.values() if t.dtype in ("F32", "F64")]
-        Gk = max((max(abs(x) for x in t.values) for t in floats if t.values), default=0.0)
+        # G per kind; optimizer state per state key (exp_avg_sq is ~ exp_avg squared).
+        group = (lambda n: n.rsplit(".", 1)[-1]) if kind == "optim" else (lambda n: "")
+        Gk = {}
+        for name, t in refs.items():
+            if t.dtype in ("F32", "F64") and t.values:
+                Gk[group(name)] = max(Gk.get(group(name), 0.0), max(abs(x) for x in t.values))
         for name, r in sorted(refs.items()):
-            check(f"{kind}.{name}", result.get(prefix + name), r, Gk, floor, kind)
-    for kind in ("loss", "grad", "param_final", "buffer_final"):
+            check(f"{kind}.{name}", result.get(prefix + name), r, Gk.get(group(name), 0.0), floor, kind)
+    for kind in ("loss", "grad", "param_final", "buffer_final", "optim"):
         if rows.get(kind):
             worst = max(rows[kind])
             print(f"{kind}: {len(rows[kind])} tensors, worst err {worst[2]:.3g} ({worst[1]}, bound "
@@ -285,7 +292,7 @@ def main(argv):
     except Malformed as e:
         print(f"check_golden: error: {e}", file=sys.stderr)
         return 2
-    if gmeta.get("format") == "aotc-zoo-1":
+    if gmeta.get("format") in ("aotc-zoo-1", "aotc-optim-1"):
         if "ref.loss" not in golden:
             print(f"check_golden: error: {args.golden}: zoo golden without ref.loss", file=sys.stderr)
             return 2

@@ -29,6 +29,7 @@
 
 #include "aotc/Conv.h"
 #include "aotc/Graph.h"
+#include "aotc/Optimizer.h"
 #include "aotc/Types.h"
 
 #include <cstdint>
@@ -45,6 +46,8 @@ enum class BufferKind {
   Tangent, ///< tangents[index] (backward).
   Grad,    ///< grads[index] (backward).
   Scratch, ///< scratch + offset (planned by Arena.cpp).
+  State,   ///< state + offset (train step: the persistent optimizer state area, Optimizer.h).
+  Hyper,   ///< hyper + offset (train step: a run-time hyperparameter, one f64).
 };
 const char *bufferKindName(BufferKind k);
 
@@ -251,6 +254,23 @@ struct AbiTensor {
   int updatesInput = -1; ///< Outputs: index into inputs of the input this is the new value of.
 };
 
+/// The train step of a program compiled with --optimizer (PlanTrain.cpp, abi.h aotc_train):
+/// the update and accumulate graphs, which run after the backward inside <name>_train_step.
+/// Its scratch arena holds the forward's/backward's arena, then the gradients the backward
+/// writes (grads[j] at gradOffsets[j]), then the arena of the update/accumulate graphs.
+struct TrainPlan {
+  OptimizerSpec spec;
+  KernelGraph update, accumulateGraph; ///< accumulateGraph: only when `accumulate`.
+  bool accumulate = false;             ///< --grad-accumulation.
+  std::vector<StateTensor> states;
+  std::vector<HyperParam> hypers;
+  std::vector<int> params;          ///< Input indices of the updated parameters.
+  int64_t stateBytes = 0;
+  std::vector<int64_t> gradOffsets; ///< Byte offset of grads[j] in the train step's scratch.
+  int64_t graphScratchOffset = 0;   ///< Where the update/accumulate arena starts in it.
+  int64_t scratchBytes = 0;         ///< The train step's scratch arena, bytes.
+};
+
 /// The whole planned program: forward and backward kernel graphs plus the ABI.
 struct KernelProgram {
   std::string name;
@@ -269,6 +289,8 @@ struct KernelProgram {
   /// Byte offset in scratch of the error value ({code, value} pair at 0): 8 when an entry
   /// point can fail, else -1 (aotc_program::error_value_offset).
   int64_t errorValueOffset() const { return errors.empty() ? -1 : 8; }
+  bool hasTrain = false; ///< Compiled with --optimizer: `train` is planned.
+  TrainPlan train;
 };
 
 struct FusionOptions {
@@ -299,6 +321,10 @@ void fuseGraph(const Graph &g, KernelGraph &kg, const std::vector<int> &inputBuf
 /// area; backward tangents/grads as abi.h. A Program without backward nodes gets
 /// an empty backward. Program stage must be "partition" (or a forward-only graph).
 KernelProgram planProgram(const Program &p, const FusionOptions &opts = {});
+/// Plans the train step `t` (Optimizer.h) of an already planned program (PlanTrain.cpp):
+/// binds its graphs' placeholders and outputs (parameters and state in place), fuses them
+/// and lays out the train step's scratch. Sets kp.hasTrain.
+void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &opts = {});
 
 /// Arena planning (greedy best fit by size, 64-byte aligned). `live[i]` is the
 /// inclusive [first, last] step range of buffer i, sizes in bytes. Returns each

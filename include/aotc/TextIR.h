@@ -16,6 +16,9 @@ namespace aotc {
 
 /// Prints a Program (one graph, or forward+backward after partition).
 std::string printProgram(const Program &p);
+/// One graph as a `    def <fn>(self, ...):` method of FX code (no `# aotc:` header): the
+/// optimizer stage's graphs (Optimizer.h).
+std::string printGraphCode(const Graph &g, const std::string &fn);
 
 /// Parses FX graph-code text or aotc's textual IR. `filename` is used in
 /// diagnostics ("file:line:col: error: ..."). Plain FX text (no `# aotc:`

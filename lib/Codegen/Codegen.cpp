@@ -115,6 +115,27 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
       os << " *   a failed convolution's reason: " << n << "_program.context_error(ctx) (the library's text)\n";
     os << " *   " << n << "_context_destroy(ctx);\n";
   }
+  if (kp.hasTrain) {
+    const TrainPlan &tp = kp.train;
+    os << " *\n * Train step (--optimizer " << tp.spec.str();
+    if (tp.spec.clipGradNorm > 0) os << " --clip-grad-norm " << tp.spec.clipGradNorm;
+    if (tp.spec.skipNonfinite) os << " --skip-nonfinite";
+    if (tp.accumulate) os << " --grad-accumulation";
+    os << "):\n"
+       << " *   rc = " << n << "_train_step(ctx, in, out, saved, state, hyper, train_scratch, flags);\n"
+       << " * forward + backward (d loss/d loss = 1) + the update of every parameter in in[], in place;\n"
+       << " * flags AOTC_STEP_ACCUMULATE: add the gradients to the accumulators instead (a micro-batch).\n"
+       << " * Parameters updated: " << tp.params.size() << ". Train scratch: " << tp.scratchBytes << " bytes.\n"
+       << " * State area: " << tp.stateBytes << " bytes, zeroed once before the first step, then the object's:\n";
+    for (const StateTensor &s : tp.states)
+      os << " *   state+" << s.offset << "  " << s.name << ": " << s.type.str() << ", " << s.type.bytes() << " bytes\n";
+    os << " * Hyperparameters (hyper[], double; run-time):\n";
+    for (size_t h = 0; h < tp.hypers.size(); ++h) {
+      char v[64];
+      std::snprintf(v, sizeof v, "%.17g", tp.hypers[h].value);
+      os << " *   hyper[" << h << "]  " << tp.hypers[h].name << " (default " << v << ")\n";
+    }
+  }
   const std::string id = kp.buildId.empty() ? std::string(32, '0') : kp.buildId;
   os << " *\n"
      << " * Build " << id << ": the object's " << n << "_program" << (cuda ? ".base" : "")
@@ -148,8 +169,14 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
     os << "int " << n << "_forward(aotc_context *ctx, const void *const *in, void *const *out, void *saved,\n"
        << "    void *scratch);\n"
        << "int " << n << "_backward(aotc_context *ctx, const void *const *in, const void *saved,\n"
-       << "    const void *const *tangents, void *const *grads, void *scratch);\n"
-       << "extern const aotc_program " << n << "_program;\n\n";
+       << "    const void *const *tangents, void *const *grads, void *scratch);\n";
+    if (kp.hasTrain)
+      os << "int " << n << "_train_step(aotc_context *ctx, void *const *in, void *const *out, void *saved,\n"
+         << "    void *state, const double *hyper, void *scratch, uint32_t flags);\n"
+         << "#define " << n << "_STATE_BYTES " << kp.train.stateBytes << "\n"
+         << "#define " << n << "_TRAIN_SCRATCH_BYTES " << kp.train.scratchBytes << "\n"
+         << "#define " << n << "_NUM_HYPER " << kp.train.hypers.size() << "\n";
+    os << "extern const aotc_program " << n << "_program;\n\n";
   }
   const std::string prog = n + "_program" + (cuda ? ".base" : "");
   os << "/* 1 when the linked object comes from the same aotc run as this header. */\n"

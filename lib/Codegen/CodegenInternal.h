@@ -24,12 +24,15 @@ namespace aotc::cg {
 
 /// Symbol of a kernel function: "<name>_fwd_k3" / "<name>_bwd_k0".
 std::string kernelSymbol(const std::string &prog, bool backward, const std::string &kernel);
+/// The same for any graph tag: "fwd", "bwd", "upd" (update), "acc" (accumulate).
+std::string kernelSymbol(const std::string &prog, const std::string &tag, const std::string &kernel);
 
 /// Symbol of a GEMM extern kernel's GEMM function "<name>_fwd_k3_gemm": takes the base
 /// pointers of buffers gemm.a, gemm.b, gemm.c (offsets are applied inside) and
 /// runs the blocks of gemmBlocks() (Kernels.h), one cblas call each. Absent
 /// when m, n or batch is 0.
 std::string gemmSymbol(const std::string &prog, bool backward, const std::string &kernel);
+std::string gemmSymbol(const std::string &prog, const std::string &tag, const std::string &kernel);
 
 /// Builds and lowers the Loop kernels of both graphs. Kernel function k takes
 /// one pointer per buffer of (k.reads ∪ k.writes), ascending buffer id, then a
@@ -69,6 +72,7 @@ CudaBinary buildFatbin(const std::string &ptx, const CudaOptions &o);
 struct EntryArgs {
   llvm::Value *in = nullptr, *out = nullptr, *saved = nullptr, *tangents = nullptr,
               *grads = nullptr, *scratch = nullptr, *ctx = nullptr;
+  llvm::Value *state = nullptr, *hyper = nullptr; ///< The train step's (update/accumulate graphs).
 };
 /// Address of buffer `bf` inside an entry point (HostCommon.cpp): a load from the
 /// in/out/tangents/grads array, or saved/scratch + the buffer's byte offset.
@@ -111,7 +115,7 @@ llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
-                                  const ContextFns &ctx);
+                                  const ContextFns &ctx, llvm::Function *trainStep = nullptr);
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

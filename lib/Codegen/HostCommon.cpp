@@ -49,6 +49,12 @@ llvm::Value *bufferPointer(llvm::IRBuilder<> &b, const Buffer &bf, const EntryAr
   case BufferKind::Scratch:
     AOTC_ASSERT(bf.offset >= 0, "codegen: unplanned scratch buffer " + bf.name);
     return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), a.scratch, bf.offset, bf.name);
+  case BufferKind::State:
+    AOTC_ASSERT(a.state, "codegen: no state area");
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), a.state, bf.offset, bf.name);
+  case BufferKind::Hyper:
+    AOTC_ASSERT(a.hyper, "codegen: no hyperparameter array");
+    return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), a.hyper, bf.offset, bf.name);
   }
   return nullptr;
 }
@@ -216,12 +222,57 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
                                   llvm::ConstantArray::get(at, elems), prog + "." + what);
 }
 
+/// The `aotc_train` constant of a program with a train step (abi.h, ABI 8).
+llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::Function *trainStep) {
+  llvm::LLVMContext &C = M.getContext();
+  llvm::IRBuilder<> b(C);
+  const TrainPlan &tp = kp.train;
+  llvm::Type *p = llvm::PointerType::get(C, 0);
+  llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty(), *f64t = b.getDoubleTy();
+  llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
+  auto *stTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i64t, p}, "aotc_state_desc");
+  std::vector<llvm::Constant *> st;
+  for (size_t i = 0; i < tp.states.size(); ++i) {
+    const StateTensor &s = tp.states[i];
+    llvm::Constant *shape = null;
+    if (!s.type.shape.empty()) {
+      std::vector<uint64_t> dims(s.type.shape.begin(), s.type.shape.end());
+      shape = privateConstant(M, llvm::ConstantDataArray::get(C, dims), kp.name + ".state" + std::to_string(i) + ".shape");
+    }
+    st.push_back(llvm::ConstantStruct::get(
+        stTy, {stringConstant(M, s.name), b.getInt32((int)s.type.dtype), b.getInt32((int)s.kind),
+               b.getInt32((int)s.type.rank()), b.getInt32(s.paramInput), shape, b.getInt64(s.type.numel()),
+               b.getInt64(s.type.bytes()), b.getInt64(s.offset), stringConstant(M, s.stateKey)}));
+  }
+  auto *hyTy = llvm::StructType::create(C, {p, f64t, f64t, f64t, i32t, i32t}, "aotc_hyper_desc");
+  std::vector<llvm::Constant *> hy;
+  for (const HyperParam &h : tp.hypers)
+    hy.push_back(llvm::ConstantStruct::get(
+        hyTy, {stringConstant(M, h.name), llvm::ConstantFP::get(f64t, h.value), llvm::ConstantFP::get(f64t, h.min),
+               llvm::ConstantFP::get(f64t, h.max), b.getInt32(h.maxOpen ? 1 : 0), b.getInt32(0)}));
+  auto array = [&](llvm::StructType *ty, const std::vector<llvm::Constant *> &v, const std::string &n) -> llvm::Constant * {
+    if (v.empty()) return null;
+    auto *at = llvm::ArrayType::get(ty, v.size());
+    return privateConstant(M, llvm::ConstantArray::get(at, v), kp.name + n);
+  };
+  std::vector<uint32_t> params(tp.params.begin(), tp.params.end());
+  auto *trTy = llvm::StructType::create(C, {p, p, f64t, i32t, i32t, i32t, i32t, p, i32t, i32t, p, p, i64t, i64t, p},
+                                        "aotc_train");
+  llvm::Constant *init = llvm::ConstantStruct::get(
+      trTy, {stringConstant(M, optimizerName(tp.spec.kind)), stringConstant(M, tp.spec.str()),
+             llvm::ConstantFP::get(f64t, tp.spec.clipGradNorm), b.getInt32(tp.spec.skipNonfinite ? 1 : 0),
+             b.getInt32(tp.accumulate ? 1 : 0), b.getInt32(0), b.getInt32((int)params.size()), privateConstant(M, llvm::ConstantDataArray::get(C, params), kp.name + ".train.params"),
+             b.getInt32((int)st.size()), b.getInt32((int)hy.size()), array(stTy, st, ".train.state"),
+             array(hyTy, hy, ".train.hyper"), b.getInt64(tp.stateBytes), b.getInt64(tp.scratchBytes), trainStep});
+  return privateConstant(M, init, kp.name + ".train");
+}
+
 } // namespace
 
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
-                                  const ContextFns &ctx) {
+                                  const ContextFns &ctx, llvm::Function *trainStep) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -229,7 +280,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
   if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i32t, i32t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p},
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p, p},
       "aotc_program");
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
@@ -252,7 +303,8 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt64(kp.scratchBytes), fwd ? fwd : null, bwd ? bwd : null,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
-               b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error});
+               b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error,
+               trainStep ? trainDescriptor(M, kp, trainStep) : null});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {

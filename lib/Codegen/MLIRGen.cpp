@@ -45,6 +45,7 @@
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -68,12 +69,20 @@ using namespace mlir;
 
 namespace aotc::cg {
 
+std::string kernelSymbol(const std::string &prog, const std::string &tag, const std::string &kernel) {
+  return prog + "_" + tag + "_" + kernel;
+}
+
 std::string kernelSymbol(const std::string &prog, bool backward, const std::string &kernel) {
-  return prog + (backward ? "_bwd_" : "_fwd_") + kernel;
+  return kernelSymbol(prog, std::string(backward ? "bwd" : "fwd"), kernel);
+}
+
+std::string gemmSymbol(const std::string &prog, const std::string &tag, const std::string &kernel) {
+  return kernelSymbol(prog, tag, kernel) + "_gemm";
 }
 
 std::string gemmSymbol(const std::string &prog, bool backward, const std::string &kernel) {
-  return kernelSymbol(prog, backward, kernel) + "_gemm";
+  return gemmSymbol(prog, std::string(backward ? "bwd" : "fwd"), kernel);
 }
 
 std::vector<int> kernelArgs(const Kernel &k) {
@@ -254,6 +263,75 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
   b.create<func::ReturnOp>(loc);
 }
 
+/// Every outermost scf.parallel becomes an omp.parallel in which thread t of n runs the t-th
+/// contiguous block of ceil(N / n) of the N (row-major linearized) iterations, exactly the
+/// iterations a static schedule gives it, in an scf.for. Not scf-to-openmp's omp.wsloop:
+/// its __kmpc_for_static_init_8u in Debian's libomp 19 (built with KMP_DEBUG) formats a
+/// trace string with malloc on every call, a heap allocation per parallel loop and step
+/// (docs/training.md "No allocation per step"). Iterations are independent (reductions never
+/// cross outer iterations, Kernels.h), so the results do not depend on the split.
+void distributeParallelLoops(ModuleOp mod) {
+  SmallVector<scf::ParallelOp> loops;
+  mod.walk([&](scf::ParallelOp p) {
+    if (!p->getParentOfType<scf::ParallelOp>()) loops.push_back(p);
+  });
+  if (loops.empty()) return;
+  OpBuilder mb(mod.getContext());
+  auto declare = [&](StringRef name) {
+    if (auto f = mod.lookupSymbol<func::FuncOp>(name)) return f;
+    mb.setInsertionPointToStart(mod.getBody());
+    auto f = mb.create<func::FuncOp>(mod.getLoc(), name, mb.getFunctionType({}, {mb.getI32Type()}));
+    f.setPrivate();
+    return f;
+  };
+  func::FuncOp tidFn = declare("omp_get_thread_num"), nthFn = declare("omp_get_num_threads");
+  for (scf::ParallelOp par : loops) {
+    OpBuilder b(par);
+    Location loc = par.getLoc();
+    auto idx = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
+    auto ceilDiv = [&](Value a, Value d) -> Value { // (a + d - 1) / d, a >= 0, d > 0
+      return b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, a, d), idx(1)), d);
+    };
+    const size_t n = par.getNumLoops();
+    SmallVector<Value> trips;
+    Value total = idx(1);
+    for (size_t d = 0; d < n; ++d) {
+      Value span = b.create<arith::SubIOp>(loc, par.getUpperBound()[d], par.getLowerBound()[d]);
+      trips.push_back(ceilDiv(span, par.getStep()[d]));
+      total = b.create<arith::MulIOp>(loc, total, trips.back());
+    }
+    auto omp = b.create<omp::ParallelOp>(loc);
+    Block *blk = b.createBlock(&omp.getRegion());
+    b.setInsertionPointToStart(blk);
+    auto call = [&](func::FuncOp f) -> Value {
+      return b.create<arith::IndexCastOp>(loc, b.getIndexType(), b.create<func::CallOp>(loc, f).getResult(0));
+    };
+    Value tid = call(tidFn), nth = call(nthFn);
+    Value chunk = ceilDiv(total, nth);
+    Value begin = b.create<arith::MinUIOp>(loc, total, b.create<arith::MulIOp>(loc, tid, chunk));
+    Value end = b.create<arith::MinUIOp>(loc, total, b.create<arith::AddIOp>(loc, begin, chunk));
+    auto loop = b.create<scf::ForOp>(loc, begin, end, idx(1));
+    b.setInsertionPointToStart(loop.getBody());
+    IRMapping map;
+    Value rem = loop.getInductionVar();
+    for (size_t d = n; d-- > 0;) {
+      Value r = d > 0 ? b.create<arith::RemUIOp>(loc, rem, trips[d]).getResult() : rem;
+      if (d > 0) rem = b.create<arith::DivUIOp>(loc, rem, trips[d]);
+      Value iv = b.create<arith::AddIOp>(loc, par.getLowerBound()[d],
+                                         b.create<arith::MulIOp>(loc, r, par.getStep()[d]));
+      map.map(par.getInductionVars()[d], iv);
+    }
+    // A stack scope per iteration, as scf-to-openmp does, so allocas in the body do not pile up.
+    auto scope = b.create<memref::AllocaScopeOp>(loc, TypeRange{});
+    b.createBlock(&scope.getBodyRegion());
+    for (Operation &op : par.getBody()->without_terminator()) b.clone(op, map);
+    b.create<memref::AllocaScopeReturnOp>(loc);
+    b.setInsertionPointToEnd(blk);
+    b.create<omp::TerminatorOp>(loc);
+    par.erase();
+  }
+}
+
 /// Lowers scf/arith/math/memref/func/omp to the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   MLIRContext *ctx = mod.getContext();
@@ -275,8 +353,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
     });
   }
   {
+    distributeParallelLoops(mod);
     PassManager pm(ctx);
-    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createConvertSCFToOpenMPPass()); // none left; kept for nested loops, were there any
     pm.addPass(createConvertMathToLibmPass());
     if (failed(pm.run(mod))) return failure();
   }
@@ -317,7 +396,7 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
   ctx.loadAllAvailableDialects();
   OpBuilder b(&ctx);
   ModuleOp mod = ModuleOp::create(UnknownLoc::get(&ctx), StringRef(kp.name));
-  auto addGraph = [&](const KernelGraph &kg, bool bwd) {
+  auto addGraph = [&](const KernelGraph &kg, const std::string &bwd) {
     for (auto &k : kg.kernels) {
       if (!k.phases.empty()) {
         KernelBuilder kb(b, kg, k);
@@ -331,8 +410,12 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
       }
     }
   };
-  addGraph(kp.forward, false);
-  if (kp.hasBackward) addGraph(kp.backward, true);
+  addGraph(kp.forward, "fwd");
+  if (kp.hasBackward) addGraph(kp.backward, "bwd");
+  if (kp.hasTrain) {
+    addGraph(kp.train.update, "upd");
+    if (kp.train.accumulate) addGraph(kp.train.accumulateGraph, "acc");
+  }
   verifyAndTidy(mod, "codegen", mlirText);
   if (failed(lowerToLLVMDialect(mod))) {
     mod.erase();

@@ -64,10 +64,18 @@ struct EntryBuilder {
   /// Before every return: the caller owns the whole arena again.
   void unpoisonArena(const cg::EntryArgs &ea) {
     if (ea.saved) poison(false, ea.saved, 0, kp.savedBytes);
-    poison(false, ea.scratch, 0, kp.scratchBytes);
+    poison(false, ea.scratch, 0, scratchBytes_);
   }
+  int64_t scratchBytes_ = 0; ///< The arena emitGraph poisons (ea.scratch onwards).
 
   void emitGraph(const KernelGraph &kg, bool bwd, const cg::EntryArgs &ea) {
+    emitGraph(kg, bwd ? "bwd" : "fwd", ea, kp.scratchBytes, true);
+  }
+  /// The kernels of kg in order, then `return 0` (when `ret`; else execution continues).
+  /// `scratchBytes`: the size of the arena at ea.scratch.
+  void emitGraph(const KernelGraph &kg, const std::string &bwd, const cg::EntryArgs &ea, int64_t scratchBytes,
+                 bool ret) {
+    scratchBytes_ = scratchBytes;
     // Checked arena: everything but the status pair and the saved tensors is poisoned;
     // scratch buffers are unpoisoned while live (first to last kernel touching them).
     std::vector<int> firstUse(kg.buffers.size(), -1), lastUse(kg.buffers.size(), -1);
@@ -80,7 +88,7 @@ struct EntryBuilder {
           }
       // The {code, value} pair at scratch+0 stays addressable; the rest of its slot does not.
       int64_t base = kg.statusOffset >= 0 ? 16 : 0;
-      poison(true, ea.scratch, base, kp.scratchBytes - base);
+      poison(true, ea.scratch, base, scratchBytes - base);
       if (ea.saved) {
         poison(true, ea.saved, 0, kp.savedBytes);
         for (const Buffer &bf : kg.buffers)
@@ -167,7 +175,7 @@ struct EntryBuilder {
           poison(true, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
     }
     unpoisonArena(ea);
-    b.CreateRet(b.getInt32(0));
+    if (ret) b.CreateRet(b.getInt32(0));
   }
 
   /// `int aotc_conv(aotc_kernels_state *, const aotc_conv_desc *, const void *a, const void *b,
@@ -212,12 +220,91 @@ struct EntryBuilder {
                                     bwd->getArg(5), bwd->getArg(0)});
     else
       b.CreateRet(b.getInt32(0));
-    buildDescriptor(fwd, bwd, ctx);
+    llvm::Function *train = kp.hasTrain ? buildTrainStep(fwd, bwd, ctx) : nullptr;
+    buildDescriptor(fwd, bwd, ctx, train);
   }
 
-  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx) {
+  /// int <name>_train_step(ctx, in, out, saved, state, hyper, scratch, uint32_t flags) (abi.h):
+  /// forward, backward (the loss's cotangent 1, other outputs' the state's zeros, gradients
+  /// into the train scratch), mutated inputs written back, then the accumulate graph
+  /// (AOTC_STEP_ACCUMULATE) or the update graph.
+  llvm::Function *buildTrainStep(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx) {
+    const TrainPlan &tp = kp.train;
+    llvm::Type *ptr = b.getPtrTy();
+    std::vector<llvm::Type *> params(7, ptr);
+    params.push_back(b.getInt32Ty());
+    auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), params, false),
+                                     llvm::GlobalValue::ExternalLinkage, kp.name + "_train_step", M);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f));
+    Value *cx = f->getArg(0), *in = f->getArg(1), *out = f->getArg(2), *saved = f->getArg(3), *state = f->getArg(4),
+          *hyper = f->getArg(5), *scratch = f->getArg(6), *fl = f->getArg(7);
+    cg::checkContext(b, cx, ctx);
+    auto returnIfFailed = [&](Value *rc, const char *what) {
+      auto *err = llvm::BasicBlock::Create(C, std::string(what) + ".failed", f);
+      auto *cont = llvm::BasicBlock::Create(C, std::string(what) + ".ok", f);
+      b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
+      b.SetInsertPoint(err);
+      b.CreateRet(rc);
+      b.SetInsertPoint(cont);
+    };
+    returnIfFailed(b.CreateCall(fwd, {cx, in, out, saved, scratch}), "forward");
+    // Cotangents: 1 for the loss (output 0), the state area's zeros for the other differentiable
+    // outputs, NULL for the rest.
+    const int nOut = (int)kp.outputs.size(), nGrad = (int)kp.grads.size();
+    auto *tangents = b.CreateAlloca(llvm::ArrayType::get(ptr, std::max(nOut, 1)), nullptr, "tangents");
+    const DType ldt = kp.outputs[0].type.dtype;
+    llvm::Constant *one = ldt == DType::F64 ? (llvm::Constant *)llvm::ConstantFP::get(b.getDoubleTy(), 1.0)
+                                            : llvm::ConstantFP::get(b.getFloatTy(), 1.0);
+    auto *oneGv = new llvm::GlobalVariable(M, one->getType(), true, llvm::GlobalValue::PrivateLinkage, one,
+                                           kp.name + ".train.one");
+    oneGv->setAlignment(llvm::Align(64));
+    for (int k = 0; k < nOut; ++k) {
+      Value *t = llvm::ConstantPointerNull::get(b.getPtrTy());
+      if (k == 0) t = oneGv;
+      for (const StateTensor &s : tp.states)
+        if (s.kind == StateKind::Zeros && s.output == k)
+          t = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, s.offset);
+      b.CreateStore(t, b.CreateConstInBoundsGEP2_64(tangents->getAllocatedType(), tangents, 0, k));
+    }
+    auto *grads = b.CreateAlloca(llvm::ArrayType::get(ptr, std::max(nGrad, 1)), nullptr, "grads");
+    for (int j = 0; j < nGrad; ++j)
+      b.CreateStore(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.gradOffsets[j]),
+                    b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, j));
+    Value *tangentsPtr = b.CreateConstInBoundsGEP2_64(tangents->getAllocatedType(), tangents, 0, 0);
+    Value *gradsPtr = b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, 0);
+    returnIfFailed(b.CreateCall(bwd, {cx, in, saved, tangentsPtr, gradsPtr, scratch}), "backward");
+    // Mutated inputs (batch-norm statistics, the RNG state) take their new values.
+    for (int k = 0; k < nOut; ++k) {
+      int i = kp.outputs[k].updatesInput;
+      if (i < 0) continue;
+      auto load = [&](Value *arr, int idx) {
+        return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, arr, idx), llvm::Align(8));
+      };
+      b.CreateMemCpy(load(in, i), llvm::Align(AOTC_ALIGNMENT), load(out, k), llvm::Align(AOTC_ALIGNMENT),
+                     b.getInt64(kp.outputs[k].type.bytes()));
+    }
+    cg::EntryArgs ea{in, out, nullptr, nullptr, gradsPtr, nullptr, cx};
+    ea.state = state;
+    ea.hyper = hyper;
+    ea.scratch = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.graphScratchOffset, "train.scratch");
+    auto *accBB = llvm::BasicBlock::Create(C, "accumulate", f);
+    auto *updBB = llvm::BasicBlock::Create(C, "update", f);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateAnd(fl, b.getInt32(AOTC_STEP_ACCUMULATE)), b.getInt32(0)), accBB, updBB);
+    const int64_t graphScratch = tp.scratchBytes - tp.graphScratchOffset;
+    b.SetInsertPoint(accBB);
+    if (tp.accumulate)
+      emitGraph(tp.accumulateGraph, "acc", ea, graphScratch, true);
+    else
+      b.CreateRet(b.getInt32(AOTC_ERROR_NO_ACCUMULATION));
+    b.SetInsertPoint(updBB);
+    emitGraph(tp.update, "upd", ea, graphScratch, true);
+    return f;
+  }
+
+  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx, llvm::Function *train) {
     llvm::Constant *init =
-        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx);
+        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx, train);
     new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }

@@ -24,6 +24,8 @@ const char *bufferKindName(BufferKind k) {
   case BufferKind::Tangent: return "tangent";
   case BufferKind::Grad: return "grad";
   case BufferKind::Scratch: return "scratch";
+  case BufferKind::State: return "state";
+  case BufferKind::Hyper: return "hyper";
   }
   return "?";
 }
@@ -341,6 +343,8 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
     case BufferKind::Tangent: os << "tangents[" << b.index << "]"; break;
     case BufferKind::Grad: os << "grads[" << b.index << "]"; break;
     case BufferKind::Saved: os << "saved+" << b.offset; break;
+    case BufferKind::State: os << "state+" << b.offset; break;
+    case BufferKind::Hyper: os << "hyper[" << b.offset / 8 << "]"; break;
     case BufferKind::Scratch:
       if (b.offset >= 0) os << "scratch+" << b.offset;
       else os << "none";
@@ -373,6 +377,14 @@ std::string printKernels(const KernelProgram &kp, const std::string &target) {
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
   s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
   if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
+  if (kp.hasTrain) {
+    // The train step's graphs; their scratch lives at train scratch + graphScratchOffset.
+    s += "# train step: state " + std::to_string(kp.train.stateBytes) + " bytes, train scratch " +
+         std::to_string(kp.train.scratchBytes) + " bytes (update/accumulate arena at +" +
+         std::to_string(kp.train.graphScratchOffset) + ")\n";
+    s += printKernelGraph(kp.train.update, "update", target);
+    if (kp.train.accumulate) s += printKernelGraph(kp.train.accumulateGraph, "accumulate", target);
+  }
   return s;
 }
 

@@ -169,6 +169,12 @@ void printInputs(std::ostringstream &out, const char *gname, const Graph &g) {
 
 } // namespace
 
+std::string printGraphCode(const Graph &g, const std::string &fn) {
+  std::ostringstream out;
+  printGraph(out, fn.c_str(), g);
+  return out.str();
+}
+
 std::string printProgram(const Program &p) {
   std::ostringstream out;
   bool hasBackward = !p.backward.nodes().empty();

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 7
+ABI_VERSION = 8
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -78,6 +78,68 @@ aotc_context_destroy_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 aotc_context_error_fn = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
 
 
+class aotc_state_desc(ctypes.Structure):
+    """Mirror of `aotc_state_desc` (abi.h, ABI 8): one tensor of the train step's state area."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int32),
+        ("kind", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("param_input", ctypes.c_int32),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("numel", ctypes.c_int64),
+        ("bytes", ctypes.c_int64),
+        ("offset", ctypes.c_int64),
+        ("key", ctypes.c_char_p),
+    ]
+
+
+class aotc_hyper_desc(ctypes.Structure):
+    """Mirror of `aotc_hyper_desc` (abi.h, ABI 8): one run-time hyperparameter."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("value", ctypes.c_double),
+        ("min", ctypes.c_double),
+        ("max", ctypes.c_double),
+        ("max_open", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+#: int (*)(ctx, void *const *in, void *const *out, void *saved, void *state, const double *hyper,
+#:         void *scratch, uint32_t flags) (abi.h aotc_train_step_fn, ABI 8)
+aotc_train_step_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                      ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_uint32)
+
+#: AOTC_STEP_ACCUMULATE and AOTC_ERROR_NO_ACCUMULATION of abi.h.
+STEP_ACCUMULATE = 1
+ERROR_NO_ACCUMULATION = -101
+#: aotc_state_kind of abi.h.
+STATE_OPTIMIZER, STATE_STEP, STATE_ACCUM, STATE_ACCUM_COUNT, STATE_STATUS, STATE_ZEROS = range(6)
+
+
+class aotc_train(ctypes.Structure):
+    """Mirror of `aotc_train` (abi.h, ABI 8): the train step of an object compiled with --optimizer."""
+    _fields_ = [
+        ("optimizer", ctypes.c_char_p),
+        ("config", ctypes.c_char_p),
+        ("clip_grad_norm", ctypes.c_double),
+        ("skip_nonfinite", ctypes.c_int32),
+        ("grad_accumulation", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("num_params", ctypes.c_int32),
+        ("param_inputs", ctypes.POINTER(ctypes.c_int32)),
+        ("num_state", ctypes.c_int32),
+        ("num_hyper", ctypes.c_int32),
+        ("state", ctypes.POINTER(aotc_state_desc)),
+        ("hyper", ctypes.POINTER(aotc_hyper_desc)),
+        ("state_bytes", ctypes.c_int64),
+        ("scratch_bytes", ctypes.c_int64),
+        ("train_step", aotc_train_step_fn),
+    ]
+
+
 class aotc_program(ctypes.Structure):
     """Mirror of `aotc_program` (abi.h)."""
     _fields_ = [
@@ -103,6 +165,7 @@ class aotc_program(ctypes.Structure):
         ("context_create", aotc_context_create_fn),
         ("context_destroy", aotc_context_destroy_fn),
         ("context_error", aotc_context_error_fn),
+        ("train", ctypes.POINTER(aotc_train)),
     ]
 
 

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/runtime.h"
 
+#include "Internal.h"
+
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -22,7 +24,7 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace aotc::rt {
 
-namespace {
+namespace detail {
 
 const char *roleWord(int32_t role) {
   switch (role) {
@@ -36,6 +38,43 @@ const char *roleWord(int32_t role) {
   }
   return "tensor";
 }
+
+void pinBlasToOneThread() {
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(1);
+}
+
+std::string entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
+                            int64_t scratchBytes, const aotc_context *ctx) {
+  std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);
+  if (rc == AOTC_ERROR_CONTEXT) {
+    msg += " (AOTC_ERROR_CONTEXT: the context is not one of this program's)";
+  } else if (rc == AOTC_ERROR_NO_ACCUMULATION) {
+    msg += " (AOTC_ERROR_NO_ACCUMULATION: the object was compiled without --grad-accumulation)";
+  } else if (rc > 0 && rc <= p.num_errors && p.errors) {
+    msg += ": ";
+    msg += p.errors[rc - 1];
+    // The value of this call: in the caller's scratch arena (abi.h).
+    if (p.error_value_offset >= 0 && p.error_value_offset + 8 <= scratchBytes) {
+      int64_t v;
+      std::memcpy(&v, static_cast<const uint8_t *>(scratch) + p.error_value_offset, sizeof v);
+      msg += " (value " + std::to_string(v) + ")";
+    }
+    // A library call's failure (ABI 5): the library's own message, kept in the context.
+    if (p.context_error)
+      if (const char *why = p.context_error(ctx))
+        msg += std::string(": ") + why;
+  } else {
+    msg += " (not a documented error code of this program)";
+  }
+  return msg;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::roleWord;
 
 bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
 
@@ -59,11 +98,7 @@ DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : pr
   if (!context_)
     throw RuntimeError(std::string("aotc runtime: ") + program.name + "_context_create failed (out of memory)");
   scratch_ = AlignedBuffer(program.scratch_bytes);
-  // The generated object parallelizes its GEMMs itself (fixed blocks, one BLAS
-  // call each, docs/abi.md): a multi-threaded BLAS would change the bits with
-  // the thread count, so OpenBLAS is pinned to one thread.
-  if (openblas_set_num_threads)
-    openblas_set_num_threads(1);
+  detail::pinBlasToOneThread();
 }
 
 int DifferentiableFunction::inputIndex(const std::string &name) const {
@@ -99,27 +134,7 @@ void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inpu
 }
 
 void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
-  const aotc_program &p = *program_;
-  std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);
-  if (rc == AOTC_ERROR_CONTEXT) {
-    msg += " (AOTC_ERROR_CONTEXT: the context is not one of this program's)";
-  } else if (rc > 0 && rc <= p.num_errors && p.errors) {
-    msg += ": ";
-    msg += p.errors[rc - 1];
-    // The value of this call: in this instance's scratch arena (abi.h).
-    if (p.error_value_offset >= 0 && p.error_value_offset + 8 <= scratch_.size()) {
-      int64_t v;
-      std::memcpy(&v, scratch_.data() + p.error_value_offset, sizeof v);
-      msg += " (value " + std::to_string(v) + ")";
-    }
-    // A library call's failure (ABI 5): the library's own message, kept in the context.
-    if (p.context_error)
-      if (const char *why = p.context_error(context_.get()))
-        msg += std::string(": ") + why;
-  } else {
-    msg += " (not a documented error code of this program)";
-  }
-  throw RuntimeError(msg);
+  throw RuntimeError(detail::entryPointError(*program_, entry, rc, scratch_.data(), scratch_.size(), context_.get()));
 }
 
 DifferentiableFunction::ForwardResult

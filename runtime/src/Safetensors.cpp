@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -236,12 +237,25 @@ std::vector<uint8_t> serializeSafetensors(const std::vector<NamedTensorRef> &ten
 void writeSafetensors(const std::string &path, const std::vector<NamedTensorRef> &tensors,
                       const std::map<std::string, std::string> &metadata) {
   std::vector<uint8_t> bytes = serializeSafetensors(tensors, metadata);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw RuntimeError(path + ": cannot open for writing");
-  out.write(reinterpret_cast<const char *>(bytes.data()), (std::streamsize)bytes.size());
-  if (!out)
-    throw RuntimeError(path + ": write error");
+  // Atomically: a temporary file beside `path`, renamed over it once complete, so a reader
+  // never sees half a file and a failed write leaves the old one.
+  const std::string tmp = path + ".aotc-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw RuntimeError(path + ": cannot open " + tmp + " for writing");
+    out.write(reinterpret_cast<const char *>(bytes.data()), (std::streamsize)bytes.size());
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(tmp.c_str());
+      throw RuntimeError(path + ": write error");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw RuntimeError(path + ": cannot rename " + tmp + " into place");
+  }
 }
 
 } // namespace aotc::rt

@@ -11,6 +11,7 @@
 #include "Driver.h"
 
 #include "aotc/Autodiff.h"
+#include "aotc/Optimizer.h"
 #include "aotc/Diagnostics.h"
 #include "aotc_source_hash.h"
 
@@ -18,6 +19,7 @@
 #include "llvm/Support/SHA256.h"
 
 #include <array>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -71,6 +73,15 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   field("f64", o.f64 ? "1" : "0");
   field("max-tensor-bytes", std::to_string(o.maxTensorBytes));
   field("sanitize", o.sanitize);
+  if (!o.optimizer.empty()) {
+    // The canonical spelling, so equivalent texts give one id.
+    field("optimizer", parseOptimizerSpec(o.optimizer).str());
+    char clip[64];
+    std::snprintf(clip, sizeof clip, "%.17g", o.clipGradNorm);
+    field("clip-grad-norm", clip);
+    field("skip-nonfinite", o.skipNonfinite ? "1" : "0");
+    field("grad-accumulation", o.gradAccumulation ? "1" : "0");
+  }
   std::array<uint8_t, 32> d = h.final();
   static const char *hex = "0123456789abcdef";
   std::string id;

@@ -46,6 +46,10 @@ struct CompileOptions {
   bool f64 = false;                       ///< gradcheck: every f32 becomes f64 before codegen.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (Stages.h).
   std::string sanitize;                   ///< --sanitize: "", "address" or "thread" (CPU target).
+  std::string optimizer;                  ///< --optimizer text (Optimizer.h); empty: no train step.
+  double clipGradNorm = 0;                ///< --clip-grad-norm; 0: off.
+  bool skipNonfinite = false;             ///< --skip-nonfinite.
+  bool gradAccumulation = false;          ///< --grad-accumulation.
 };
 
 /// What runPipeline produces.

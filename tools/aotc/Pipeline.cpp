@@ -15,6 +15,7 @@
 #include "aotc/Codegen.h"
 #include "aotc/Diagnostics.h"
 #include "aotc/Kernels.h"
+#include "aotc/Optimizer.h"
 #include "aotc/Partition.h"
 #include "aotc/TextIR.h"
 #include "aotc/safetensors.h"
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -29,7 +31,7 @@ namespace aotc::driver {
 
 const std::vector<std::string> kStages = {"capture", "functionalize", "decompose",
                                           "joint",   "lower",         "partition",
-                                          "kernels", "mlir",          "llvm",
+                                          "optimizer", "kernels",     "mlir",          "llvm",
                                           "ptx",     "fatbin"};
 const std::vector<std::string> kTextStages = {"capture", "functionalize", "decompose",
                                               "joint",   "lower",         "partition"};
@@ -139,6 +141,21 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (!o.sanitize.empty() && o.target != "cpu")
     userError("--sanitize=" + o.sanitize + " instruments the CPU target's code; it cannot be "
               "combined with --target=" + o.target);
+  if (o.optimizer.empty() && (o.clipGradNorm > 0 || o.skipNonfinite || o.gradAccumulation))
+    userError(std::string(o.clipGradNorm > 0 ? "--clip-grad-norm" : o.skipNonfinite ? "--skip-nonfinite" : "--grad-accumulation") +
+              " needs --optimizer");
+  if (o.emit == "optimizer" && o.optimizer.empty())
+    userError("--emit=optimizer needs --optimizer");
+  std::optional<OptimizerSpec> optim;
+  if (!o.optimizer.empty()) {
+    optim = parseOptimizerSpec(o.optimizer);
+    optim->clipGradNorm = o.clipGradNorm;
+    optim->skipNonfinite = o.skipNonfinite;
+    optim->accumulate = o.gradAccumulation;
+    if (o.target != "cpu")
+      userError("--optimizer: the train step is compiled for the CPU target only so far (docs/training.md); "
+                "use --target=cpu, or the forward/backward entry points of --target=" + o.target);
+  }
   if (o.emit == "llvm" && o.target == "cuda")
     userError("--emit=llvm is the CPU target's; with --target=cuda use --emit=mlir or --emit=ptx");
   const int from = o.startFrom.empty() ? -1 : stageIndex(o.startFrom);
@@ -223,6 +240,14 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))
     return r;
 
+  // 5c. optimizer: with --optimizer, the update and accumulate graphs of the train step.
+  std::optional<TrainStep> train;
+  if (optim && !o.f64) { // gradcheck checks the forward and backward only
+    train = buildTrainStep(p, *optim);
+    if (stopsAfter("optimizer", printTrainStep(*train)))
+      return r;
+  }
+
   // aotc gradcheck compiles the same program in float64.
   if (o.f64)
     convertF32ToF64(p);
@@ -234,6 +259,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.fusion.checkedArena = o.sanitize == "address";
   checkTargetSupport(p, o.target);
   KernelProgram kp = planProgram(p, cg.fusion);
+  if (train) planTrainStep(kp, *train, cg.fusion);
   r.buildId = buildId(o, p.name);
   kp.buildId = r.buildId;
   cg.target = o.target;

@@ -90,6 +90,18 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
       ->check(CLI::IsMember({"address", "thread"}));
   app.add_option("--derivatives", o.derivatives, "Extra derivative rules (YAML), repeatable")
       ->check(CLI::ExistingFile);
+  app.add_option("--optimizer", o.optimizer,
+                 "Compile a train step with this optimizer: sgd|adam|adamw[:key=value,...] "
+                 "(torch.optim's keys and defaults; docs/training.md)");
+  app.add_option("--clip-grad-norm", o.clipGradNorm,
+                 "--optimizer: clip the gradients' total 2-norm to this value before the update "
+                 "(torch.nn.utils.clip_grad_norm_)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--skip-nonfinite", o.skipNonfinite,
+               "--optimizer: a step whose loss or gradient norm is not finite updates nothing (as GradScaler)");
+  app.add_flag("--grad-accumulation", o.gradAccumulation,
+               "--optimizer: keep gradient accumulators, so a step may be split into micro-batches "
+               "(AOTC_STEP_ACCUMULATE; one parameter-sized buffer per parameter)");
   app.add_option("--constants", o.constants,
                  "Values of FX text's tensor constants (get_attr `c: \"f32[3]\" = self.c`): a "
                  "safetensors file, one tensor per attribute path; they go into the weights file")

@@ -48,6 +48,21 @@
  * such an object into a program built with -fsanitize=address (likewise
  * `--sanitize=thread` and -fsanitize=thread). The flags field says which.
  *
+ * An object compiled with `--optimizer` (ABI 8) also exports
+ *
+ *   int <name>_train_step(aotc_context *ctx, void *const *in, void *const *out, void *saved,
+ *                         void *state, const double *hyper, void *scratch, uint32_t flags);
+ *
+ * and program.train describes it (aotc_train, below): one training step, i.e. forward,
+ * backward with d loss / d loss = 1 (the loss is output 0), the mutated inputs' new values
+ * copied into in[] (batch-norm statistics, the RNG state), then the optimizer's update of every
+ * parameter in place in in[] (or, with AOTC_STEP_ACCUMULATE in flags, the gradients added to
+ * the state's accumulators instead: a micro-batch; the next call without the flag updates
+ * with the sum). `saved` is saved_bytes as for forward; `scratch` is train->scratch_bytes;
+ * `state` is train->state_bytes, persistent, zeroed by its creator before the first step and
+ * then owned by the object (optimizer state, step count, accumulators, the step's status);
+ * `hyper` holds train->num_hyper run-time hyperparameters (the learning rate first).
+ *
  * build_id ties one compile's object, header (<NAME>_BUILD_ID) and weights file
  * (metadata "aotc.build_id") together; the runtime refuses a mixed set.
  *
@@ -70,7 +85,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 7
+#define AOTC_ABI_VERSION 8
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -125,6 +140,9 @@ typedef struct aotc_tensor_desc {
 
 /** Return value of an entry point given a NULL context or another program's. */
 #define AOTC_ERROR_CONTEXT (-100)
+/** Return value of train_step given AOTC_STEP_ACCUMULATE by an object compiled without
+ *  --grad-accumulation (nothing was updated; the forward and backward ran). */
+#define AOTC_ERROR_NO_ACCUMULATION (-101)
 
 /** The ABI context of one object (opaque; see the top of this file). */
 typedef struct aotc_context aotc_context;
@@ -144,6 +162,70 @@ typedef int (*aotc_backward_fn)(aotc_context *ctx, const void *const *in, const 
 #define AOTC_PROGRAM_ASAN 1u          /**< Instrumented by AddressSanitizer (--sanitize=address). */
 #define AOTC_PROGRAM_TSAN 2u          /**< Instrumented by ThreadSanitizer (--sanitize=thread). */
 #define AOTC_PROGRAM_CHECKED_ARENA 4u /**< Redzones between planned buffers (--sanitize=address). */
+
+/** aotc_state_desc::kind: what a tensor of the train step's state area is (ABI 8). */
+typedef enum aotc_state_kind {
+  AOTC_STATE_OPTIMIZER = 0,   /**< torch.optim state of one parameter: key exp_avg, exp_avg_sq,
+                                   max_exp_avg_sq or momentum_buffer. */
+  AOTC_STATE_STEP = 1,        /**< "optimizer.step": updates done, f32 0-d (torch's per-parameter
+                                   `step`; it is the same for every parameter). */
+  AOTC_STATE_ACCUM = 2,       /**< "accum.<fqn>": the gradient summed over earlier micro-batches. */
+  AOTC_STATE_ACCUM_COUNT = 3, /**< "accum.count": micro-batches in the accumulators, f32 0-d. */
+  AOTC_STATE_STATUS = 4,      /**< Written by every update: "status.grad_norm" (the total 2-norm of
+                                   the gradients, before clipping) and "status.nonfinite" (bool: the
+                                   loss or that norm is NaN or infinite). */
+  AOTC_STATE_ZEROS = 5        /**< "zeros.<output>": never written; the zero cotangent of a
+                                   differentiable output other than the loss. */
+} aotc_state_kind;
+
+typedef struct aotc_state_desc {
+  const char *name;     /**< "optimizer.state.<fqn>.<key>", "optimizer.step", "accum.<fqn>", ... */
+  int32_t dtype;        /**< aotc_dtype */
+  int32_t kind;         /**< aotc_state_kind */
+  int32_t rank;
+  int32_t param_input;  /**< Index into inputs of the parameter (OPTIMIZER, ACCUM), else -1. */
+  const int64_t *shape; /**< rank entries (NULL when rank == 0). */
+  int64_t numel;
+  int64_t bytes;
+  int64_t offset;       /**< Byte offset in the state area (64-byte aligned). */
+  const char *key;      /**< OPTIMIZER: torch.optim's state key; else "". */
+} aotc_state_desc;
+
+/** One run-time hyperparameter (hyper[i]); value is the compiled default. A value must lie in
+ *  [min, max] (max excluded when max_open; no upper bound when max < min). */
+typedef struct aotc_hyper_desc {
+  const char *name;     /**< "lr", "momentum", "dampening", "weight_decay", "beta1", "beta2", "eps", "max_norm" */
+  double value;
+  double min;
+  double max;
+  int32_t max_open;
+  int32_t reserved;     /**< 0 */
+} aotc_hyper_desc;
+
+/** train_step flags. */
+#define AOTC_STEP_ACCUMULATE 1u /**< A micro-batch: accumulate the gradients, do not update. */
+
+typedef int (*aotc_train_step_fn)(aotc_context *ctx, void *const *in, void *const *out, void *saved,
+                                  void *state, const double *hyper, void *scratch, uint32_t flags);
+
+/** The train step of an object compiled with --optimizer (ABI 8). */
+typedef struct aotc_train {
+  const char *optimizer;        /**< "sgd", "adam" or "adamw" */
+  const char *config;           /**< The canonical --optimizer text ("adamw:lr=0.001,...,maximize=0"). */
+  double clip_grad_norm;        /**< --clip-grad-norm max norm; 0: no clipping. */
+  int32_t skip_nonfinite;       /**< 1: a non-finite step leaves parameters and state unchanged. */
+  int32_t grad_accumulation;    /**< 1: AOTC_STEP_ACCUMULATE is supported (--grad-accumulation). */
+  int32_t reserved;             /**< 0 */
+  int32_t num_params;
+  const int32_t *param_inputs;  /**< Input indices of the updated parameters. */
+  int32_t num_state;
+  int32_t num_hyper;
+  const aotc_state_desc *state;
+  const aotc_hyper_desc *hyper;
+  int64_t state_bytes;          /**< Size of the state area, bytes. */
+  int64_t scratch_bytes;        /**< Size of train_step's scratch arena, bytes (>= scratch_bytes). */
+  aotc_train_step_fn train_step;
+} aotc_train;
 
 typedef struct aotc_program {
   uint32_t abi_version;          /**< AOTC_ABI_VERSION */
@@ -170,6 +252,7 @@ typedef struct aotc_program {
   aotc_context_create_fn context_create;   /**< <name>_context_create */
   aotc_context_destroy_fn context_destroy; /**< <name>_context_destroy */
   aotc_context_error_fn context_error;     /**< The library's error text (ABI 5; internal to the object). */
+  const aotc_train *train;                 /**< The train step (ABI 8), NULL without --optimizer. */
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*

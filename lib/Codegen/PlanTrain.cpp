@@ -1,0 +1,122 @@
+//===- PlanTrain.cpp - Binding and fusing the train step's graphs -----------===//
+//
+// This file implements planTrainStep (Kernels.h). The update and accumulate graphs of a
+// TrainStep (Optimizer.h) are bound to the train step's buffers: a parameter to in[i], a
+// gradient to grads[j] (which the train step points into its own scratch), a state tensor to
+// state + offset, a hyperparameter to hyper + 8 h, the loss to out[0]. An output that is a new
+// parameter or state value is bound to the *same* buffer as its input, so it is written in
+// place; that is sound because the graph builder reads every such input only in nodes that
+// come before its new value's node (checked here), fusion emits kernels in node order and
+// merging never moves a write before a read of the same buffer (KernelMerge.cpp), and the
+// kernels that read and write it do so element by element at the same index.
+//===----------------------------------------------------------------------===//
+#include "aotc/Kernels.h"
+
+#include "aotc/Diagnostics.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aotc {
+
+namespace {
+
+int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// Internal error unless every node that reads an in-place input (transitively, up to its new
+/// value) comes no later than the node of that new value.
+void checkInPlaceOrder(const Graph &g, const std::vector<TrainBinding> &ins, const std::vector<TrainBinding> &outs) {
+  auto users = g.users();
+  std::unordered_map<const Node *, size_t> pos;
+  for (size_t i = 0; i < g.nodes().size(); ++i) pos[g.nodes()[i].get()] = i;
+  auto phs = g.placeholders();
+  auto os = g.outputs();
+  for (size_t k = 0; k < os.size(); ++k) {
+    if (outs[k].kind != TrainBinding::Kind::Param && outs[k].kind != TrainBinding::Kind::State) continue;
+    for (size_t i = 0; i < phs.size(); ++i) {
+      if (ins[i].kind != outs[k].kind || ins[i].index != outs[k].index) continue;
+      std::vector<const Node *> work{phs[i]};
+      std::unordered_set<const Node *> seen;
+      while (!work.empty()) {
+        const Node *n = work.back();
+        work.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (n->isCall() && pos[n] > pos[os[k]])
+          internalError("codegen: train step node '" + n->name + "' reads '" + phs[i]->name +
+                        "' after its new value '" + os[k]->name + "' is written in place");
+        // Past the new value, readers get the new value (it is stored in its buffer when
+        // defined, an output being realized at once).
+        if (n == os[k]) continue;
+        for (Node *u : users[n])
+          if (u->isCall()) work.push_back(u);
+      }
+    }
+  }
+}
+
+void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std::vector<TrainBinding> &ins,
+               const std::vector<TrainBinding> &outs, KernelGraph &kg, const FusionOptions &opts) {
+  checkInPlaceOrder(g, ins, outs);
+  std::map<std::pair<int, int>, int> bufOf; // (kind, index) -> buffer id
+  auto bind = [&](const TrainBinding &t, const std::string &name, const TensorType &ty) {
+    auto key = std::make_pair((int)t.kind, t.index);
+    auto it = bufOf.find(key);
+    if (it != bufOf.end()) return it->second;
+    Buffer b;
+    b.name = name;
+    b.type = ty;
+    switch (t.kind) {
+    case TrainBinding::Kind::Param: b.kind = BufferKind::Input; b.index = t.index; break;
+    case TrainBinding::Kind::Grad: b.kind = BufferKind::Grad; b.index = t.index; break;
+    case TrainBinding::Kind::Loss: b.kind = BufferKind::Output; b.index = t.index; break;
+    case TrainBinding::Kind::State: b.kind = BufferKind::State; b.offset = tp.states[t.index].offset; break;
+    case TrainBinding::Kind::Hyper: b.kind = BufferKind::Hyper; b.offset = 8 * (int64_t)t.index; break;
+    }
+    kg.buffers.push_back(b);
+    return bufOf[key] = (int)kg.buffers.size() - 1;
+  };
+  std::vector<int> in, out;
+  auto phs = g.placeholders();
+  for (size_t i = 0; i < phs.size(); ++i) in.push_back(bind(ins[i], phs[i]->name, phs[i]->type()));
+  auto os = g.outputs();
+  for (size_t k = 0; k < os.size(); ++k) {
+    if (outs[k].kind != TrainBinding::Kind::State && outs[k].kind != TrainBinding::Kind::Param)
+      internalError("codegen: a train step output must be a parameter or a state tensor");
+    const TensorType &ty = outs[k].kind == TrainBinding::Kind::Param ? kp.inputs[outs[k].index].type
+                                                                      : tp.states[outs[k].index].type;
+    if (ty != os[k]->type())
+      internalError("codegen: train step output '" + os[k]->name + "' is " + os[k]->type().str() + ", its buffer " +
+                    ty.str());
+    out.push_back(bind(outs[k], os[k]->name, ty));
+  }
+  fuseGraph(g, kg, in, out, opts);
+  if (!kg.errors.empty()) internalError("codegen: the train step's graphs cannot fail");
+}
+
+} // namespace
+
+void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &opts) {
+  TrainPlan &tp = kp.train;
+  tp.spec = t.spec;
+  tp.states = t.states;
+  tp.hypers = t.hypers;
+  tp.params = t.params;
+  tp.stateBytes = t.stateBytes;
+  planGraph(kp, tp, t.update, t.updateInputs, t.updateOutputs, tp.update, opts);
+  tp.accumulate = t.spec.accumulate;
+  if (t.spec.accumulate) planGraph(kp, tp, t.accumulate, t.accumInputs, t.accumOutputs, tp.accumulateGraph, opts);
+  // Scratch: [forward/backward arena][grads][update/accumulate arena].
+  const int64_t red = opts.checkedArena ? kArenaRedzone : 0;
+  int64_t off = alignUp(kp.scratchBytes, 64);
+  for (const AbiTensor &g : kp.grads) {
+    tp.gradOffsets.push_back(off);
+    off += alignUp(std::max<int64_t>(g.type.bytes(), 1), 64) + red;
+  }
+  tp.graphScratchOffset = off;
+  tp.scratchBytes = off + std::max(tp.update.scratchBytes, tp.accumulateGraph.scratchBytes);
+  kp.hasTrain = true;
+}
+
+} // namespace aotc

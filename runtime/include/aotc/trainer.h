@@ -1,0 +1,126 @@
+//===- trainer.h - A compiled training step with its state -------*- C++ -*-===//
+//
+// aotc::rt::Trainer runs <name>_train_step (abi.h, ABI 8: an object compiled with
+// `aotc --optimizer=...`) in a loop. It owns everything that lives from step to step:
+//  * the model's parameters, buffers, lifted constants and RNG state (the program's inputs
+//    other than user inputs), initialised from the weights file of the same aotc run;
+//  * the optimizer's state area (abi.h aotc_state_desc: exp_avg, ..., the step count);
+//  * the run-time hyperparameters (learning rate first), the saved area, the train scratch
+//    (which holds the gradients) and the outputs.
+// All are allocated in the constructor: step() performs no heap allocation and no memset
+// (checked in the test suite with an allocation-counting LD_PRELOAD interposer, docs/training.md).
+//
+//   #include "model.h"                 // compiled with --optimizer=adamw:lr=1e-3
+//   #include "aotc/trainer.h"
+//   aotc::rt::Trainer t(model_program, aotc::rt::readWeights(model_program, "model.weights.safetensors"));
+//   for (...) {
+//     t.setLr(schedule(step));          // run-time hyperparameters: no recompile
+//     double loss = t.step({&x, &target});   // user inputs in program order
+//     if (t.status().nonfinite) ...     // the loss or the gradient norm was NaN/inf
+//   }
+//   t.save("ckpt.safetensors");         // torch-compatible names (docs/training.md)
+//
+// Errors throw aotc::rt::RuntimeError (runtime.h) with a complete message.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "aotc/runtime.h"
+#include "aotc/safetensors.h"
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace aotc::rt {
+
+class Trainer {
+public:
+  /// Throws RuntimeError when the program has no train step (compiled without --optimizer),
+  /// another ABI version, or `weights` lacks a weight the program reads (names, dtypes and
+  /// shapes as readWeights checks them). `seed`: the RNG state {seed, 0} of a program that draws
+  /// random numbers (dropout).
+  Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed = 0);
+  Trainer(const Trainer &) = delete;
+  Trainer &operator=(const Trainer &) = delete;
+
+  const aotc_program &program() const { return *program_; }
+  const aotc_train &train() const { return *program_->train; }
+
+  /// The user inputs step() takes, in program order (abi.h role AOTC_ROLE_USER_INPUT).
+  const std::vector<int> &userInputs() const { return userInputs_; }
+
+  /// One training step on one batch: forward, backward, update. `inputs` are the user inputs
+  /// in program order (dtype and shape as the descriptors; RuntimeError naming a mismatch).
+  /// Returns the loss (output 0), as double. Allocates nothing.
+  double step(std::span<const Tensor *const> inputs);
+  double step(std::initializer_list<const Tensor *> inputs) { return step(std::span(inputs.begin(), inputs.size())); }
+  /// One micro-batch: forward and backward, the gradients added to the accumulators; the next
+  /// step() updates with the sum of its own and the accumulated gradients (as torch's
+  /// p.grad accumulation before optimizer.step()). Needs an object compiled with
+  /// --grad-accumulation. Returns the micro-batch's loss.
+  double accumulate(std::span<const Tensor *const> inputs);
+  double accumulate(std::initializer_list<const Tensor *> inputs) {
+    return accumulate(std::span(inputs.begin(), inputs.size()));
+  }
+
+  /// What the last update reported (abi.h AOTC_STATE_STATUS).
+  struct Status {
+    double gradNorm = 0;    ///< Total 2-norm of the gradients before clipping.
+    bool nonfinite = false; ///< The loss or gradNorm was NaN or infinite.
+    bool skipped = false;   ///< nonfinite with --skip-nonfinite: nothing was updated.
+  };
+  Status status() const;
+  /// Updates done so far (the optimizer's step count; skipped steps do not count).
+  int64_t steps() const;
+
+  /// Run-time hyperparameters (names as abi.h aotc_hyper_desc). RuntimeError for a name the
+  /// object does not have or a value outside its range.
+  void setLr(double lr) { setHyper("lr", lr); }
+  double lr() const { return hyper("lr"); }
+  void setHyper(const std::string &name, double value);
+  double hyper(const std::string &name) const;
+
+  /// Output k of the last step (out[k]; 0 is the loss).
+  const Tensor &output(int k) const { return outputs_.at(k); }
+  /// The current value of a parameter, buffer or constant by FQN (RuntimeError when absent).
+  const Tensor &weight(const std::string &fqn) const;
+  Tensor &weight(const std::string &fqn);
+  /// A state tensor by its aotc_state_desc name ("optimizer.state.fc1.weight.exp_avg").
+  Tensor stateTensor(const std::string &name) const;
+
+  /// Checkpoint (docs/training.md "Checkpoints"): parameters and buffers under their FQNs,
+  /// `optimizer.state.<fqn>.<key>` and `.step` (f32 0-d), and as __metadata__ JSON the
+  /// param_groups (torch.optim's state_dict() spelling), the RNG seed/offset and the build id.
+  /// Written atomically (a temporary file beside `path`, then rename). RuntimeError in the
+  /// middle of a gradient accumulation.
+  void save(const std::string &path) const;
+  /// Restores a checkpoint written by save() (or tools/aotc_checkpoint.py from torch). Every
+  /// tensor must be present with this program's dtype and shape: RuntimeError naming the
+  /// first that is not (another model's checkpoint), before anything is changed.
+  void load(const std::string &path);
+  /// The tensors save() writes, with the metadata (for tools that convert checkpoints).
+  SafetensorsFile checkpoint() const;
+  void restore(const SafetensorsFile &ckpt, const std::string &what);
+
+  /// Test hook: fills the saved area, the train scratch (which holds the gradients) with 0xFF
+  /// bytes (NaN): a step must give the same bits after it (docs/training.md).
+  void poisonScratch();
+
+private:
+  double run(std::span<const Tensor *const> inputs, uint32_t flags);
+  int hyperIndex(const std::string &name) const;
+  const aotc_state_desc *findState(const std::string &name) const;
+
+  const aotc_program *program_;
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
+  std::vector<Tensor> owned_;        ///< Per input: the owned tensor (empty for user inputs).
+  std::vector<int> userInputs_;
+  std::vector<void *> in_, out_;
+  std::vector<Tensor> outputs_;
+  std::vector<double> hyper_;
+  AlignedBuffer saved_, scratch_, state_;
+  uint64_t seed_ = 0;
+};
+
+} // namespace aotc::rt

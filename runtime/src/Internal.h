@@ -1,0 +1,23 @@
+//===- Internal.h - Shared by the runtime's sources (not installed) -*- C++ -*-===//
+#pragma once
+
+#include "aotc/runtime.h"
+
+#include <string>
+
+namespace aotc::rt::detail {
+
+/// The generated object parallelizes its GEMMs itself (fixed blocks, one BLAS call each,
+/// docs/abi.md): a multi-threaded BLAS would change the bits with the thread count, so
+/// OpenBLAS (when the process links it) is pinned to one thread.
+void pinBlasToOneThread();
+
+/// The message of a failed entry point call: `<name>_<entry> failed with code rc`, then the
+/// program's error text, the offending value (from `scratch`) and the library's message.
+std::string entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
+                            int64_t scratchBytes, const aotc_context *ctx);
+
+/// "parameter", "buffer", "input", ... (abi.h roles, for messages).
+const char *roleWord(int32_t role);
+
+} // namespace aotc::rt::detail

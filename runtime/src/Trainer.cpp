@@ -1,0 +1,162 @@
+//===- Trainer.cpp - The train step's state, step loop and checkpoints -----===//
+//
+// This file implements Trainer (trainer.h). The constructor allocates everything a step
+// touches; run() only fills the user inputs' slots of in[] and calls <name>_train_step.
+// Checkpoints follow torch's names (docs/training.md "Checkpoints"): a parameter or buffer
+// under its FQN, optimizer.state.<fqn>.<key> and, for Adam/AdamW, optimizer.state.<fqn>.step;
+// __metadata__ holds JSON: param_groups (torch.optim's state_dict() spelling), hyper (every
+// run-time hyperparameter, exactly), rng ({seed, offset}), step, build_id, optimizer.
+//===----------------------------------------------------------------------===//
+#include "aotc/trainer.h"
+
+#include "Internal.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+
+namespace aotc::rt {
+
+namespace {
+
+std::string progName(const aotc_program &p) { return p.name ? p.name : "?"; }
+
+std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int64_t>(d.shape, d.shape + d.rank); }
+
+} // namespace
+
+Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed)
+    : program_(&program), seed_(seed) {
+  const std::string name = progName(program);
+  if (program.abi_version != AOTC_ABI_VERSION)
+    throw RuntimeError("aotc runtime: program '" + name + "' has ABI version " + std::to_string(program.abi_version) +
+                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
+                       " (recompile it with the matching aotc)");
+  if (!program.train || !program.train->train_step)
+    throw RuntimeError("aotc runtime: program '" + name +
+                       "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)");
+  context_ = {program.context_create(), program.context_destroy};
+  if (!context_) throw RuntimeError("aotc runtime: " + name + "_context_create failed (out of memory)");
+  owned_.resize(program.num_inputs);
+  for (int i = 0; i < program.num_inputs; ++i) {
+    const aotc_tensor_desc &d = program.inputs[i];
+    if (d.role == AOTC_ROLE_USER_INPUT) {
+      userInputs_.push_back(i);
+    } else if (d.role == AOTC_ROLE_RNG_STATE) {
+      owned_[i] = rngState(seed);
+    } else {
+      const Tensor *t = weights.find(d.name);
+      if (!t) throw RuntimeError(name + ": the weights have no tensor '" + d.name + "' (" + descTypeString(d) + ")");
+      if (!t->matches(d))
+        throw RuntimeError(name + ": weight '" + d.name + "' is " + t->typeString() + ", the program expects " +
+                           descTypeString(d));
+      owned_[i] = t->clone();
+    }
+    in_.push_back(owned_[i].data());
+  }
+  for (int k = 0; k < program.num_outputs; ++k) {
+    outputs_.push_back(Tensor::like(program.outputs[k]));
+    out_.push_back(outputs_.back().data());
+  }
+  const aotc_train &t = *program.train;
+  for (int h = 0; h < t.num_hyper; ++h) hyper_.push_back(t.hyper[h].value);
+  saved_ = AlignedBuffer(program.saved_bytes);
+  scratch_ = AlignedBuffer(t.scratch_bytes);
+  state_ = AlignedBuffer(t.state_bytes); // zeroed: torch's zero exp_avg, step 0
+  detail::pinBlasToOneThread();
+}
+
+double Trainer::run(std::span<const Tensor *const> inputs, uint32_t flags) {
+  const aotc_program &p = *program_;
+  if (inputs.size() != userInputs_.size())
+    throw RuntimeError(progName(p) + ": a step takes " + std::to_string(userInputs_.size()) + " user inputs, got " +
+                       std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const aotc_tensor_desc &d = p.inputs[userInputs_[k]];
+    if (!inputs[k] || !inputs[k]->matches(d))
+      throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
+                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
+    in_[userInputs_[k]] = const_cast<void *>(inputs[k]->data()); // read only: user inputs are never written
+  }
+  int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),
+                               scratch_.data(), flags);
+  if (rc != 0)
+    throw RuntimeError(detail::entryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get()));
+  return outputs_[0].at(0);
+}
+
+double Trainer::step(std::span<const Tensor *const> inputs) { return run(inputs, 0); }
+
+double Trainer::accumulate(std::span<const Tensor *const> inputs) {
+  if (!program_->train->grad_accumulation)
+    throw RuntimeError(progName(*program_) + ": accumulate() needs an object compiled with --grad-accumulation");
+  return run(inputs, AOTC_STEP_ACCUMULATE);
+}
+
+const aotc_state_desc *Trainer::findState(const std::string &name) const {
+  const aotc_train &t = *program_->train;
+  for (int s = 0; s < t.num_state; ++s)
+    if (name == t.state[s].name) return &t.state[s];
+  return nullptr;
+}
+
+Tensor Trainer::stateTensor(const std::string &name) const {
+  const aotc_state_desc *d = findState(name);
+  if (!d) throw RuntimeError(progName(*program_) + ": no state tensor '" + name + "'");
+  return Tensor::fromBytes(dtypeFromAbi(d->dtype), shapeOf(*d), state_.data() + d->offset, d->bytes);
+}
+
+Trainer::Status Trainer::status() const {
+  Status s;
+  if (const aotc_state_desc *d = findState("status.grad_norm"))
+    s.gradNorm = d->dtype == AOTC_F64 ? *reinterpret_cast<const double *>(state_.data() + d->offset)
+                                      : *reinterpret_cast<const float *>(state_.data() + d->offset);
+  if (const aotc_state_desc *d = findState("status.nonfinite")) s.nonfinite = state_.data()[d->offset] != 0;
+  s.skipped = s.nonfinite && program_->train->skip_nonfinite;
+  return s;
+}
+
+int64_t Trainer::steps() const {
+  const aotc_state_desc *d = findState("optimizer.step");
+  return d ? (int64_t)*reinterpret_cast<const float *>(state_.data() + d->offset) : 0;
+}
+
+int Trainer::hyperIndex(const std::string &name) const {
+  const aotc_train &t = *program_->train;
+  for (int h = 0; h < t.num_hyper; ++h)
+    if (name == t.hyper[h].name) return h;
+  std::string known;
+  for (int h = 0; h < t.num_hyper; ++h) known += std::string(known.empty() ? "" : ", ") + t.hyper[h].name;
+  throw RuntimeError(progName(*program_) + ": no run-time hyperparameter '" + name + "' (this object has: " + known +
+                     "; " + t.config + ")");
+}
+
+void Trainer::setHyper(const std::string &name, double value) {
+  int h = hyperIndex(name);
+  const aotc_hyper_desc &d = program_->train->hyper[h];
+  bool bounded = d.max >= d.min;
+  bool ok = std::isfinite(value) && value >= d.min && (!bounded || (d.max_open ? value < d.max : value <= d.max));
+  if (!ok)
+    throw RuntimeError(progName(*program_) + ": " + name + " = " + std::to_string(value) + " is outside [" +
+                       std::to_string(d.min) + ", " + (bounded ? std::to_string(d.max) : std::string("inf")) +
+                       (d.max_open ? ")" : "]"));
+  hyper_[h] = value;
+}
+
+double Trainer::hyper(const std::string &name) const { return hyper_[hyperIndex(name)]; }
+
+const Tensor &Trainer::weight(const std::string &fqn) const {
+  for (int i = 0; i < program_->num_inputs; ++i)
+    if (aotc_role_is_weight(program_->inputs[i].role) && fqn == program_->inputs[i].name) return owned_[i];
+  throw RuntimeError(progName(*program_) + ": no parameter, buffer or constant '" + fqn + "'");
+}
+
+Tensor &Trainer::weight(const std::string &fqn) { return const_cast<Tensor &>(std::as_const(*this).weight(fqn)); }
+
+void Trainer::poisonScratch() {
+  saved_.fill(0xFF);
+  scratch_.fill(0xFF);
+}
+
+} // namespace aotc::rt

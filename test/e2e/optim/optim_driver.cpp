@@ -1,0 +1,311 @@
+//===- optim_driver.cpp - End-to-end driver for the compiled train step -----===//
+//
+// Built once per model compiled with --optimizer (-DAOTC_E2E_HEADER="<name>.h",
+// -DAOTC_E2E_PROGRAM=<name>_program) and linked with aotc_runtime. WEIGHTS is the weights file
+// aotc wrote; FIXTURE the model fixture's golden (input.<name> is the batch).
+//
+//   optim_driver golden WEIGHTS FIXTURE OPTIM_GOLDEN OUT
+//     The optimizer golden's steps (metadata "steps") of aotc::rt::Trainer, each one
+//     accumulate() per extra micro-batch (input2.<name>) then step(); writes loss f32[S*M],
+//     param_final.<FQN>, buffer_final.<FQN>, optim.<state name> (tools/check_golden.py then
+//     compares OUT with OPTIM_GOLDEN, format aotc-optim-1).
+//   optim_driver noalloc WEIGHTS FIXTURE [STEPS]
+//     Under the LD_PRELOAD interposer (alloc_counter.c): 3 warm-up steps, then STEPS (default
+//     10) steps must make no malloc/calloc/realloc/posix_memalign/aligned_alloc/mmap call.
+//   optim_driver poison WEIGHTS FIXTURE [STEPS]
+//     Two trainers, one with its saved area and scratch (gradients included) filled with NaN
+//     before every step: losses, parameters, buffers and state must be bit-identical.
+//   optim_driver resume WEIGHTS FIXTURE CKPT [STEPS]
+//     STEPS (default 10) uninterrupted steps vs STEPS/2 steps, save(CKPT), a new Trainer,
+//     load(CKPT), the other steps: bit-identical losses, parameters, buffers and state.
+//   optim_driver save WEIGHTS FIXTURE CKPT [STEPS]   writes a checkpoint after STEPS steps.
+//   optim_driver load-fails WEIGHTS FIXTURE CKPT TEXT
+//     load(CKPT) must throw a RuntimeError whose message contains TEXT.
+//   optim_driver nonfinite WEIGHTS FIXTURE
+//     A batch whose floating inputs are NaN: the step must report status().nonfinite and,
+//     with --skip-nonfinite, leave parameters, state and steps() unchanged.
+//   optim_driver bench WEIGHTS FIXTURE [ITERS]
+//     Median ms of train_step and of forward + backward + runtime sgdStep (the loop before the
+//     train step existed) on the same program, ITERS (default 20) each after 3 warm-ups.
+// Exit 0 on success, 1 on a failed check (message on stderr).
+//===----------------------------------------------------------------------===//
+#include AOTC_E2E_HEADER
+
+#include "aotc/runtime.h"
+#include "aotc/safetensors.h"
+#include "aotc/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" void aotc_alloc_count_start(void) __attribute__((weak));
+extern "C" long aotc_alloc_count_stop(void) __attribute__((weak));
+
+using aotc::rt::SafetensorsFile;
+using aotc::rt::Tensor;
+using aotc::rt::Trainer;
+
+namespace {
+
+const aotc_program &kProg = AOTC_E2E_PROGRAM;
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "FAIL: %s\n", msg.c_str());
+  return 1;
+}
+
+/// The user inputs of one batch, in program order, from `prefix`<name> of `f`.
+std::vector<Tensor> batch(const SafetensorsFile &f, const std::string &prefix) {
+  std::vector<Tensor> b;
+  for (int i = 0; i < kProg.num_inputs; ++i)
+    if (kProg.inputs[i].role == AOTC_ROLE_USER_INPUT) b.push_back(f.get(prefix + kProg.inputs[i].name).clone());
+  return b;
+}
+
+std::vector<const Tensor *> ptrs(const std::vector<Tensor> &b) {
+  std::vector<const Tensor *> p;
+  for (const Tensor &t : b) p.push_back(&t);
+  return p;
+}
+
+/// Everything a step changes: parameters, buffers, optimizer state (by name).
+std::vector<std::pair<std::string, Tensor>> snapshot(const Trainer &t) {
+  std::vector<std::pair<std::string, Tensor>> s;
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    if (d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER) s.emplace_back(d.name, t.weight(d.name).clone());
+  }
+  const aotc_train &tr = *kProg.train;
+  for (int k = 0; k < tr.num_state; ++k)
+    if (tr.state[k].kind == AOTC_STATE_OPTIMIZER || tr.state[k].kind == AOTC_STATE_STEP)
+      s.emplace_back(tr.state[k].name, t.stateTensor(tr.state[k].name));
+  return s;
+}
+
+/// "" when a and b hold the same bits, else the first differing tensor's name.
+std::string firstDifference(const std::vector<std::pair<std::string, Tensor>> &a,
+                            const std::vector<std::pair<std::string, Tensor>> &b) {
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k].second.bytes() != b[k].second.bytes() ||
+        std::memcmp(a[k].second.data(), b[k].second.data(), (size_t)a[k].second.bytes()) != 0)
+      return a[k].first;
+  return "";
+}
+
+int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &goldenPath, const std::string &out) {
+  SafetensorsFile g = aotc::rt::readSafetensors(goldenPath);
+  const int steps = std::stoi(g.metadata.at("steps"));
+  const int micro = std::stoi(g.metadata.at("micro_batches"));
+  std::vector<std::vector<Tensor>> batches;
+  batches.push_back(batch(fx, "input."));
+  if (micro == 2) batches.push_back(batch(g, "input2."));
+  Trainer t(kProg, w);
+  Tensor loss(aotc::rt::DType::F32, {steps * micro});
+  int n = 0;
+  for (int s = 0; s < steps; ++s)
+    for (int m = 0; m < micro; ++m) {
+      auto p = ptrs(batches[m]);
+      loss.data<float>()[n++] = (float)(m + 1 < micro ? t.accumulate(p) : t.step(p));
+    }
+  if (t.steps() != steps) return fail("steps() = " + std::to_string(t.steps()) + ", expected " + std::to_string(steps));
+  std::vector<std::pair<std::string, Tensor>> keep;
+  std::vector<aotc::rt::NamedTensorRef> res{{"loss", &loss}};
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    if (d.role == AOTC_ROLE_PARAMETER) keep.emplace_back(std::string("param_final.") + d.name, t.weight(d.name).clone());
+    if (d.role == AOTC_ROLE_BUFFER) keep.emplace_back(std::string("buffer_final.") + d.name, t.weight(d.name).clone());
+  }
+  const aotc_train &tr = *kProg.train;
+  for (int k = 0; k < tr.num_state; ++k)
+    if (tr.state[k].kind == AOTC_STATE_OPTIMIZER)
+      keep.emplace_back(std::string("optim.") + tr.state[k].name, t.stateTensor(tr.state[k].name));
+  for (auto &[name, x] : keep) res.push_back({name, &x});
+  aotc::rt::writeSafetensors(out, res);
+  std::printf("%s: %d steps x %d micro-batches, loss %.6g -> %.6g, grad norm %.6g\n", kProg.name, steps, micro,
+              loss.at(0), loss.at(steps * micro - 1), t.status().gradNorm);
+  return 0;
+}
+
+int noalloc(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
+  if (!aotc_alloc_count_start || !aotc_alloc_count_stop)
+    return fail("run under the interposer: LD_PRELOAD=libaotc_alloc_counter.so");
+  std::vector<Tensor> b = batch(fx, "input.");
+  std::vector<const Tensor *> p = ptrs(b);
+  Trainer t(kProg, w);
+  for (int k = 0; k < 3; ++k) t.step(p);
+  aotc_alloc_count_start();
+  double sum = 0;
+  for (int k = 0; k < steps; ++k) sum += t.step(p);
+  long n = aotc_alloc_count_stop();
+  std::printf("%s: %ld heap/mmap allocations in %d steps after 3 warm-up steps (loss sum %.6g)\n", kProg.name, n,
+              steps, sum);
+  return n == 0 ? 0 : fail(std::to_string(n) + " allocations during the steps");
+}
+
+int poison(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
+  std::vector<Tensor> b = batch(fx, "input.");
+  std::vector<const Tensor *> p = ptrs(b);
+  Trainer a(kProg, w), c(kProg, w);
+  for (int k = 0; k < steps; ++k) {
+    c.poisonScratch();
+    double la = a.step(p), lc = c.step(p);
+    if (std::memcmp(&la, &lc, sizeof la) != 0)
+      return fail("step " + std::to_string(k) + ": loss " + std::to_string(la) + " vs " + std::to_string(lc) +
+                  " with NaN-filled saved area and scratch");
+  }
+  std::string d = firstDifference(snapshot(a), snapshot(c));
+  if (!d.empty()) return fail("'" + d + "' differs after NaN-filled saved area and scratch");
+  std::printf("%s: %d steps with NaN-filled saved area, scratch and gradients: bit-identical\n", kProg.name, steps);
+  return 0;
+}
+
+int resume(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &ckpt, int steps) {
+  std::vector<Tensor> b = batch(fx, "input.");
+  std::vector<const Tensor *> p = ptrs(b);
+  Trainer a(kProg, w, 7);
+  std::vector<double> la, lb;
+  for (int k = 0; k < steps; ++k) la.push_back(a.step(p));
+  {
+    Trainer first(kProg, w, 7);
+    for (int k = 0; k < steps / 2; ++k) lb.push_back(first.step(p));
+    first.save(ckpt);
+  }
+  // A fresh trainer whose weights and RNG seed differ from the checkpoint's: load restores all.
+  Trainer c(kProg, w, 12345);
+  c.setLr(c.lr() * 3);
+  c.load(ckpt);
+  for (int k = steps / 2; k < steps; ++k) lb.push_back(c.step(p));
+  if (std::memcmp(la.data(), lb.data(), la.size() * sizeof(double)) != 0) return fail("losses differ after resume");
+  std::string d = firstDifference(snapshot(a), snapshot(c));
+  if (!d.empty()) return fail("'" + d + "' differs after resume");
+  std::printf("%s: %d steps, saved and resumed at %d: bit-identical (loss %.9g)\n", kProg.name, steps, steps / 2,
+              la.back());
+  return 0;
+}
+
+int save(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &ckpt, int steps) {
+  std::vector<Tensor> b = batch(fx, "input.");
+  Trainer t(kProg, w);
+  for (int k = 0; k < steps; ++k) t.step(ptrs(b));
+  t.save(ckpt);
+  return 0;
+}
+
+int loadFails(const SafetensorsFile &w, const std::string &ckpt, const std::string &text) {
+  Trainer t(kProg, w);
+  auto before = snapshot(t);
+  try {
+    t.load(ckpt);
+  } catch (const aotc::rt::RuntimeError &e) {
+    std::printf("%s: load refused: %s\n", kProg.name, e.what());
+    if (std::string(e.what()).find(text) == std::string::npos) return fail("the message lacks '" + text + "'");
+    if (!firstDifference(before, snapshot(t)).empty()) return fail("a refused load changed the state");
+    return 0;
+  }
+  return fail("load(" + ckpt + ") succeeded");
+}
+
+int nonfinite(const SafetensorsFile &w, const SafetensorsFile &fx) {
+  std::vector<Tensor> good = batch(fx, "input.");
+  std::vector<Tensor> bad = batch(fx, "input.");
+  for (Tensor &x : bad)
+    if (x.dtype() == aotc::rt::DType::F32)
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = NAN;
+  Trainer t(kProg, w);
+  t.step(ptrs(good));
+  auto before = snapshot(t);
+  double l = t.step(ptrs(bad));
+  Trainer::Status s = t.status();
+  std::printf("%s: NaN batch: loss %g, grad norm %g, nonfinite %d, skipped %d, steps %lld\n", kProg.name, l, s.gradNorm,
+              (int)s.nonfinite, (int)s.skipped, (long long)t.steps());
+  if (!s.nonfinite) return fail("status().nonfinite is false after a NaN loss");
+  if (kProg.train->skip_nonfinite) {
+    if (!s.skipped) return fail("status().skipped is false with --skip-nonfinite");
+    std::string d = firstDifference(before, snapshot(t));
+    if (!d.empty()) return fail("'" + d + "' changed in a skipped step");
+    if (t.steps() != 1) return fail("steps() advanced in a skipped step");
+    double l2 = t.step(ptrs(good));
+    if (!std::isfinite(l2) || t.status().nonfinite) return fail("the step after a skipped one is not finite");
+  }
+  return 0;
+}
+
+double medianMs(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench(const SafetensorsFile &w, const SafetensorsFile &fx, int iters) {
+  using clock = std::chrono::steady_clock;
+  std::vector<Tensor> b = batch(fx, "input.");
+  std::vector<const Tensor *> p = ptrs(b);
+  Trainer t(kProg, w);
+  std::vector<double> ts, tf;
+  for (int k = 0; k < iters + 3; ++k) {
+    auto t0 = clock::now();
+    t.step(p);
+    if (k >= 3) ts.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  // The loop before the train step: DifferentiableFunction forward + backward, then sgdStep.
+  aotc::rt::DifferentiableFunction f(kProg);
+  std::vector<Tensor> in;
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    in.push_back(d.role == AOTC_ROLE_USER_INPUT ? fx.get(std::string("input.") + d.name).clone()
+                 : d.role == AOTC_ROLE_RNG_STATE ? aotc::rt::rngState(0)
+                                                 : w.get(d.name).clone());
+  }
+  std::vector<const Tensor *> ip;
+  std::vector<Tensor *> params;
+  for (Tensor &x : in) ip.push_back(&x);
+  for (int k = 0; k < iters + 3; ++k) {
+    auto t0 = clock::now();
+    auto fwd = f.forward(ip);
+    std::vector<Tensor> g = f.backward(fwd.state);
+    std::vector<Tensor *> ps;
+    std::vector<const Tensor *> gs;
+    for (int j = 0; j < kProg.num_grads; ++j)
+      if (kProg.inputs[kProg.grad_input_index[j]].role == AOTC_ROLE_PARAMETER) {
+        ps.push_back(&in[kProg.grad_input_index[j]]);
+        gs.push_back(&g[j]);
+      }
+    aotc::rt::sgdStep(ps, gs, 1e-6);
+    if (k >= 3) tf.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  std::printf("%s: train_step %.3f ms, forward+backward+sgdStep %.3f ms (median of %d, %s)\n", kProg.name,
+              medianMs(ts), medianMs(tf), iters, kProg.train->config);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s golden|noalloc|poison|resume|save|load-fails|nonfinite|bench WEIGHTS FIXTURE ...\n",
+                 argv[0]);
+    return 2;
+  }
+  try {
+    std::string mode = argv[1];
+    SafetensorsFile w = aotc::rt::readWeights(kProg, argv[2]);
+    SafetensorsFile fx = aotc::rt::readSafetensors(argv[3]);
+    auto intArg = [&](int i, int dflt) { return argc > i ? std::stoi(argv[i]) : dflt; };
+    if (mode == "golden" && argc == 6) return golden(w, fx, argv[4], argv[5]);
+    if (mode == "noalloc") return noalloc(w, fx, intArg(4, 10));
+    if (mode == "poison") return poison(w, fx, intArg(4, 5));
+    if (mode == "resume" && argc >= 5) return resume(w, fx, argv[4], intArg(5, 10));
+    if (mode == "save" && argc >= 5) return save(w, fx, argv[4], intArg(5, 3));
+    if (mode == "load-fails" && argc == 6) return loadFails(w, argv[4], argv[5]);
+    if (mode == "nonfinite") return nonfinite(w, fx);
+    if (mode == "bench") return bench(w, fx, intArg(4, 20));
+    std::fprintf(stderr, "optim_driver: bad arguments for mode '%s'\n", mode.c_str());
+    return 2;
+  } catch (const std::exception &e) {
+    return fail(e.what());
+  }
+}
