@@ -340,13 +340,13 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   auto keep = [&](Node *fresh, Node *old) { return spec.skipNonfinite ? b.where(bad, old, fresh) : fresh; };
   // SGD's momentum buffer starts as the gradient (torch: buf is None on the first step).
   Node *first = mom ? b.call("eq", "aten.eq.Scalar", {step, 0.0}) : nullptr;
-  Node *step1 = b.call("add", "aten.add.Scalar", {step, 1.0});
-  Node *step64 = b.cast(step1, DType::F64);
   Node *lr = H[hLr];
   // Scalars in f64 (torch's Python floats), then as torch hands them to f32 ops.
   Node *bc1 = nullptr, *stepSizeNeg = nullptr, *bc2Sqrt = nullptr, *lerpW = nullptr, *oneMinusB2 = nullptr,
        *decay = nullptr;
   if (!sgd) {
+    // torch's step_t += 1, then step = step_t.item() (a Python float).
+    Node *step64 = b.cast(b.call("add", "aten.add.Scalar", {step, 1.0}), DType::F64);
     bc1 = b.oneMinus(b.call("pow", "aten.pow.Tensor_Tensor", {H[hB1], step64}));
     Node *bc2 = b.oneMinus(b.call("pow", "aten.pow.Tensor_Tensor", {H[hB2], step64}));
     stepSizeNeg = b.neg(b.div(lr, bc1));
