@@ -291,6 +291,12 @@ struct KernelProgram {
   int64_t errorValueOffset() const { return errors.empty() ? -1 : 8; }
   bool hasTrain = false; ///< Compiled with --optimizer: `train` is planned.
   TrainPlan train;
+  /// <name>_eval (abi.h aotc_eval_fn): the forward without its saved outputs (dead code
+  /// removed), in the same scratch arena. Planned when the forward saves anything (hasEval);
+  /// otherwise <name>_eval runs the forward graph itself.
+  KernelGraph eval;
+  bool hasEval = false;
+  int evalErrorBase = 0; ///< eval's DynIndex::error + this = program error index.
 };
 
 struct FusionOptions {

@@ -115,7 +115,8 @@ llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
-                                  const ContextFns &ctx, llvm::Function *trainStep = nullptr);
+                                  const ContextFns &ctx, llvm::Function *trainStep = nullptr,
+                                  llvm::Function *eval = nullptr);
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

@@ -272,7 +272,7 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
-                                  const ContextFns &ctx, llvm::Function *trainStep) {
+                                  const ContextFns &ctx, llvm::Function *trainStep, llvm::Function *eval) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -280,7 +280,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
   if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i32t, i32t}, "aotc_tensor_desc");
   auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p, p},
+      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p, p, p},
       "aotc_program");
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
@@ -304,7 +304,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
                b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error,
-               trainStep ? trainDescriptor(M, kp, trainStep) : null});
+               trainStep ? trainDescriptor(M, kp, trainStep) : null, eval ? eval : null});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {

@@ -206,7 +206,7 @@ struct EntryBuilder {
     // tangents, grads, scratch).
     // Convolutions keep library state (oneDNN primitives, scratchpad) in the ABI context.
     bool convs = false;
-    for (const KernelGraph *kg : {&kp.forward, &kp.backward})
+    for (const KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval})
       for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
     cg::ContextFns ctx = cg::emitContextFunctions(b, M, kp.name, convs);
     llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 5);
@@ -221,7 +221,22 @@ struct EntryBuilder {
     else
       b.CreateRet(b.getInt32(0));
     llvm::Function *train = kp.hasTrain ? buildTrainStep(fwd, bwd, ctx) : nullptr;
-    buildDescriptor(fwd, bwd, ctx, train);
+    buildDescriptor(fwd, bwd, ctx, train, buildEval(fwd, ctx));
+  }
+
+  /// int <name>_eval(ctx, in, out, scratch) (abi.h): the eval graph, or, for a program that
+  /// saves nothing, the forward itself (saved = NULL).
+  llvm::Function *buildEval(llvm::Function *fwd, const cg::ContextFns &ctx) {
+    llvm::Function *f = cg::beginEntryPoint(b, M, kp.name + "_eval", 4);
+    cg::checkContext(b, f->getArg(0), ctx);
+    if (!kp.hasEval) {
+      b.CreateRet(b.CreateCall(fwd, {f->getArg(0), f->getArg(1), f->getArg(2),
+                                     llvm::ConstantPointerNull::get(b.getPtrTy()), f->getArg(3)}));
+      return f;
+    }
+    emitGraph(kp.eval, "evl", {f->getArg(1), f->getArg(2), nullptr, nullptr, nullptr, f->getArg(3), f->getArg(0)},
+              kp.scratchBytes, true);
+    return f;
   }
 
   /// int <name>_train_step(ctx, in, out, saved, state, hyper, scratch, uint32_t flags) (abi.h):
@@ -302,9 +317,10 @@ struct EntryBuilder {
     return f;
   }
 
-  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx, llvm::Function *train) {
+  void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx, llvm::Function *train,
+                       llvm::Function *eval) {
     llvm::Constant *init =
-        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx, train);
+        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx, train, eval);
     new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }

@@ -130,6 +130,19 @@ static int addBuf(KernelGraph &kg, const std::string &name, const TensorType &t,
   return (int)kg.buffers.size() - 1;
 }
 
+/// Renumbers kg's error indices (DynIndex::error, a library call's) from `base` on and
+/// appends its error table to the program's.
+static void appendErrors(KernelProgram &kp, KernelGraph &kg, int base) {
+  for (auto &k : kg.kernels)
+    for (auto &ph : k.phases)
+      for (auto &a : ph.accesses)
+        for (auto &d : a.dyn)
+          if (d.error >= 0) d.error += base;
+  for (auto &k : kg.kernels)
+    if (k.callMayFail()) k.call.conv.error += base;
+  for (auto &e : kg.errors) kp.errors.push_back(e);
+}
+
 KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   KernelProgram kp;
   kp.name = p.name;
@@ -245,16 +258,27 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
     for (size_t j = 0; j < bouts.size(); ++j)
       out.push_back(addBuf(kg, "grad_" + kp.grads[j].name, kp.grads[j].type, BufferKind::Grad, (int)j));
     fuseGraph(p.backward, kg, in, out, opts);
-    for (auto &k : kg.kernels)
-      for (auto &ph : k.phases)
-        for (auto &a : ph.accesses)
-          for (auto &d : a.dyn)
-            if (d.error >= 0) d.error += kp.backwardErrorBase;
-    for (auto &k : kg.kernels)
-      if (k.callMayFail()) k.call.conv.error += kp.backwardErrorBase;
-    for (auto &e : kg.errors) kp.errors.push_back(e);
+    appendErrors(kp, kg, kp.backwardErrorBase);
   }
-  kp.scratchBytes = std::max(kp.forward.scratchBytes, kp.backward.scratchBytes);
+
+  // Eval: the forward's user outputs only; what only fed saved tensors is dead.
+  if (!p.saved.empty()) {
+    Graph g = p.forward.clone();
+    auto gouts = g.outputs();
+    g.setOutputs(std::vector<Node *>(gouts.begin(), gouts.begin() + nUser));
+    g.eliminateDeadCode();
+    KernelGraph &kg = kp.eval;
+    std::vector<int> in, out;
+    for (size_t i = 0; i < fph.size(); ++i)
+      in.push_back(addBuf(kg, fph[i]->name, fph[i]->type(), BufferKind::Input, (int)i));
+    for (int k = 0; k < nUser; ++k)
+      out.push_back(addBuf(kg, fouts[k]->name, fouts[k]->type(), BufferKind::Output, k));
+    fuseGraph(g, kg, in, out, opts);
+    kp.hasEval = true;
+    kp.evalErrorBase = (int)kp.errors.size();
+    appendErrors(kp, kg, kp.evalErrorBase);
+  }
+  kp.scratchBytes = std::max({kp.forward.scratchBytes, kp.backward.scratchBytes, kp.eval.scratchBytes});
   return kp;
 }
 
@@ -377,6 +401,7 @@ std::string printKernels(const KernelProgram &kp, const std::string &target) {
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
   s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
   if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
+  if (kp.hasEval && target != "cuda") s += printKernelGraph(kp.eval, "eval", target);
   if (kp.hasTrain) {
     // The train step's graphs; their scratch lives at train scratch + graphScratchOffset.
     s += "# train step: state " + std::to_string(kp.train.stateBytes) + " bytes, train scratch " +

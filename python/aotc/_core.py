@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 
 #: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 8
+ABI_VERSION = 9
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -70,6 +70,9 @@ aotc_forward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER
 aotc_backward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                     ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                     ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+#: int (*)(aotc_context *ctx, const void *const *in, void *const *out, void *scratch) (ABI 9)
+aotc_eval_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
 #: aotc_context *(*)(void)
 aotc_context_create_fn = ctypes.CFUNCTYPE(ctypes.c_void_p)
 #: void (*)(aotc_context *)
@@ -166,6 +169,7 @@ class aotc_program(ctypes.Structure):
         ("context_destroy", aotc_context_destroy_fn),
         ("context_error", aotc_context_error_fn),
         ("train", ctypes.POINTER(aotc_train)),
+        ("eval", aotc_eval_fn),
     ]
 
 
@@ -370,12 +374,12 @@ _RUNTIME_LIBS = {}  # 'omp' / 'openblas' -> CDLL or None
 
 
 def _runtime_lib(kind):
-    """libomp (AOTC_OMP_LIB, else LLVM 19's, else the system's) or OpenBLAS, or None."""
+    """libomp (AOTC_OMP_LIB, else the loader's libomp.so.5, else find_library's) or OpenBLAS, or None."""
     with _LIBS_LOCK:
         if kind in _RUNTIME_LIBS:
             return _RUNTIME_LIBS[kind]
         if kind == "omp":
-            cands = [os.environ.get("AOTC_OMP_LIB"), "/usr/lib/llvm-19/lib/libomp.so",
+            cands = [os.environ.get("AOTC_OMP_LIB"), "libomp.so.5",
                      ctypes.util.find_library("omp")]
         else:
             cands = [os.environ.get("AOTC_OPENBLAS_LIB"), ctypes.util.find_library("openblas")]

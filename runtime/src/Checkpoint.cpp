@@ -18,6 +18,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/trainer.h"
 
+#include "Internal.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -25,9 +27,9 @@
 
 namespace aotc::rt {
 
-namespace {
+using detail::progName;
 
-std::string progName(const aotc_program &p) { return p.name ? p.name : "?"; }
+namespace {
 
 bool isAdam(const aotc_train &t) { return std::string(t.optimizer) != "sgd"; }
 

@@ -39,6 +39,19 @@ const char *roleWord(int32_t role) {
   return "tensor";
 }
 
+std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p) {
+  const std::string name = progName(p);
+  if (p.abi_version != AOTC_ABI_VERSION)
+    throw RuntimeError("aotc runtime: program '" + name + "' has ABI version " + std::to_string(p.abi_version) +
+                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
+                       " (recompile it with the matching aotc)");
+  if (!p.context_create || !p.context_destroy)
+    throw RuntimeError("aotc runtime: program '" + name + "' has no context functions");
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx{p.context_create(), p.context_destroy};
+  if (!ctx) throw RuntimeError("aotc runtime: " + name + "_context_create failed (out of memory)");
+  return ctx;
+}
+
 void pinBlasToOneThread() {
   if (openblas_set_num_threads)
     openblas_set_num_threads(1);
@@ -84,19 +97,9 @@ bool isDifferentiableOutput(const aotc_tensor_desc &d) { return isFloatingAbi(d.
 } // namespace
 
 DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : program_(&program) {
-  if (program.abi_version != AOTC_ABI_VERSION)
-    throw RuntimeError(std::string("aotc runtime: program '") + (program.name ? program.name : "?") +
-                       "' has ABI version " + std::to_string(program.abi_version) +
-                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
-                       " (recompile it with the matching aotc)");
   if (!program.forward || !program.backward)
-    throw RuntimeError(std::string("aotc runtime: program '") + program.name +
-                       "' has no forward/backward entry point");
-  if (!program.context_create || !program.context_destroy)
-    throw RuntimeError(std::string("aotc runtime: program '") + program.name + "' has no context functions");
-  context_ = {program.context_create(), program.context_destroy};
-  if (!context_)
-    throw RuntimeError(std::string("aotc runtime: ") + program.name + "_context_create failed (out of memory)");
+    throw RuntimeError("aotc runtime: program '" + detail::progName(program) + "' has no forward/backward entry point");
+  context_ = detail::openProgram(program);
   scratch_ = AlignedBuffer(program.scratch_bytes);
   detail::pinBlasToOneThread();
 }

@@ -3,6 +3,7 @@
 
 #include "aotc/runtime.h"
 
+#include <memory>
 #include <string>
 
 namespace aotc::rt::detail {
@@ -19,5 +20,12 @@ std::string entryPointError(const aotc_program &p, const char *entry, int rc, co
 
 /// "parameter", "buffer", "input", ... (abi.h roles, for messages).
 const char *roleWord(int32_t role);
+
+/// The program's name for messages ("?" when the descriptor has none).
+inline std::string progName(const aotc_program &p) { return p.name ? p.name : "?"; }
+
+/// RuntimeError unless the program was compiled for this runtime's ABI and has context
+/// functions; returns a new context of it.
+std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p);
 
 } // namespace aotc::rt::detail

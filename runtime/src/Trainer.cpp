@@ -18,9 +18,9 @@
 
 namespace aotc::rt {
 
-namespace {
+using detail::progName;
 
-std::string progName(const aotc_program &p) { return p.name ? p.name : "?"; }
+namespace {
 
 std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int64_t>(d.shape, d.shape + d.rank); }
 
@@ -29,15 +29,10 @@ std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int6
 Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed)
     : program_(&program), seed_(seed) {
   const std::string name = progName(program);
-  if (program.abi_version != AOTC_ABI_VERSION)
-    throw RuntimeError("aotc runtime: program '" + name + "' has ABI version " + std::to_string(program.abi_version) +
-                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
-                       " (recompile it with the matching aotc)");
   if (!program.train || !program.train->train_step)
     throw RuntimeError("aotc runtime: program '" + name +
                        "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)");
-  context_ = {program.context_create(), program.context_destroy};
-  if (!context_) throw RuntimeError("aotc runtime: " + name + "_context_create failed (out of memory)");
+  context_ = detail::openProgram(program);
   owned_.resize(program.num_inputs);
   for (int i = 0; i < program.num_inputs; ++i) {
     const aotc_tensor_desc &d = program.inputs[i];

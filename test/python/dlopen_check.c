@@ -84,7 +84,8 @@ static int layout(void) {
   FIELD(aotc_program, context_create); printf(", ");
   FIELD(aotc_program, context_destroy); printf(", ");
   FIELD(aotc_program, context_error); printf(", ");
-  FIELD(aotc_program, train);
+  FIELD(aotc_program, train); printf(", ");
+  FIELD(aotc_program, eval);
   printf("}},\n \"AOTC_ABI_VERSION\": %d, \"AOTC_ALIGNMENT\": %d}\n", AOTC_ABI_VERSION,
          AOTC_ALIGNMENT);
   return 0;

@@ -63,6 +63,16 @@
  * then owned by the object (optimizer state, step count, accumulators, the step's status);
  * `hyper` holds train->num_hyper run-time hyperparameters (the learning rate first).
  *
+ * Every CPU object (ABI 9) also exports
+ *
+ *   int <name>_eval(aotc_context *ctx, const void *const *in, void *const *out, void *scratch);
+ *
+ * (program.eval): the forward's outputs from the same in[] into the same out[], saving nothing
+ * (no `saved` area; the kernels that only fed saved tensors are not run); scratch is
+ * scratch_bytes. It computes what the exported graph computes: a graph exported in train mode
+ * still uses batch statistics and dropout. For model.eval() behaviour compile the eval-mode
+ * export too and run it with the same parameters (docs/training.md "Eval").
+ *
  * build_id ties one compile's object, header (<NAME>_BUILD_ID) and weights file
  * (metadata "aotc.build_id") together; the runtime refuses a mixed set.
  *
@@ -85,7 +95,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 8
+#define AOTC_ABI_VERSION 9
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -157,6 +167,8 @@ typedef int (*aotc_forward_fn)(aotc_context *ctx, const void *const *in, void *c
                                void *scratch);
 typedef int (*aotc_backward_fn)(aotc_context *ctx, const void *const *in, const void *saved,
                                 const void *const *tangents, void *const *grads, void *scratch);
+/** <name>_eval (ABI 9): the forward without saving anything. */
+typedef int (*aotc_eval_fn)(aotc_context *ctx, const void *const *in, void *const *out, void *scratch);
 
 /** aotc_program::flags bits. */
 #define AOTC_PROGRAM_ASAN 1u          /**< Instrumented by AddressSanitizer (--sanitize=address). */
@@ -253,6 +265,7 @@ typedef struct aotc_program {
   aotc_context_destroy_fn context_destroy; /**< <name>_context_destroy */
   aotc_context_error_fn context_error;     /**< The library's error text (ABI 5; internal to the object). */
   const aotc_train *train;                 /**< The train step (ABI 8), NULL without --optimizer. */
+  aotc_eval_fn eval;                       /**< <name>_eval (ABI 9); NULL in a CUDA object's base. */
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*

@@ -1,6 +1,6 @@
 //===- trainer.h - A compiled training step with its state -------*- C++ -*-===//
 //
-// aotc::rt::Trainer runs <name>_train_step (abi.h, ABI 8: an object compiled with
+// aotc::rt::Trainer runs <name>_train_step (abi.h, ABI 8 and later: an object compiled with
 // `aotc --optimizer=...`) in a loop. It owns everything that lives from step to step:
 //  * the model's parameters, buffers, lifted constants and RNG state (the program's inputs
 //    other than user inputs), initialised from the weights file of the same aotc run;
@@ -108,6 +108,7 @@ public:
   void poisonScratch();
 
 private:
+  friend class Evaluator;
   double run(std::span<const Tensor *const> inputs, uint32_t flags);
   int hyperIndex(const std::string &name) const;
   const aotc_state_desc *findState(const std::string &name) const;
@@ -121,6 +122,43 @@ private:
   std::vector<double> hyper_;
   AlignedBuffer saved_, scratch_, state_;
   uint64_t seed_ = 0;
+};
+
+/// The forward of a program without saving anything (abi.h <name>_eval), on a Trainer's
+/// current parameters, buffers and constants, which it reads in place (no copy): the
+/// trainer's own program, or the same model exported in eval mode (batch norm's running
+/// statistics, no dropout) and compiled without --optimizer; its weights are bound by FQN
+/// (docs/training.md "Eval"). Mutated inputs' new values (running statistics of a train-mode
+/// export) are outputs only: evaluation never changes the trainer. Everything is allocated in
+/// the constructor: run() allocates nothing.
+///
+///   aotc::rt::Evaluator ev(trainer, model_eval_program);
+///   const aotc::rt::Tensor &logits = ev.run({&x})[0];
+class Evaluator {
+public:
+  /// RuntimeError when `program` has no eval entry point or another ABI version, or one of
+  /// its parameters, buffers or constants is not the trainer's (name, dtype and shape; the
+  /// first mismatch is named). The trainer must outlive the evaluator.
+  Evaluator(const Trainer &trainer, const aotc_program &program);
+  explicit Evaluator(const Trainer &trainer) : Evaluator(trainer, trainer.program()) {}
+  Evaluator(const Evaluator &) = delete;
+  Evaluator &operator=(const Evaluator &) = delete;
+
+  const aotc_program &program() const { return *program_; }
+  /// User inputs of `program` in its order (dtype and shape as its descriptors).
+  const std::vector<Tensor> &run(std::span<const Tensor *const> inputs);
+  const std::vector<Tensor> &run(std::initializer_list<const Tensor *> inputs) {
+    return run(std::span(inputs.begin(), inputs.size()));
+  }
+  const Tensor &output(int k) const { return outputs_.at(k); }
+
+private:
+  const aotc_program *program_;
+  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
+  std::vector<int> userInputs_;
+  std::vector<void *> in_, out_;
+  std::vector<Tensor> outputs_;
+  AlignedBuffer scratch_;
 };
 
 } // namespace aotc::rt

@@ -105,13 +105,22 @@ int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
   batches.push_back(batch(fx, "input."));
   if (micro == 2) batches.push_back(batch(g, "input2."));
   Trainer t(kProg, w);
+  // <name>_eval on the trainer's current weights gives the loss the next step computes (the
+  // same batch every step), to f32 rounding: the eval graph is fused without the saved tensors.
+  aotc::rt::Evaluator ev(t);
+  double worstEval = 0;
   Tensor loss(aotc::rt::DType::F32, {steps * micro});
   int n = 0;
   for (int s = 0; s < steps; ++s)
     for (int m = 0; m < micro; ++m) {
       auto p = ptrs(batches[m]);
-      loss.data<float>()[n++] = (float)(m + 1 < micro ? t.accumulate(p) : t.step(p));
+      const double e = ev.run(p)[0].at(0);
+      const double l = m + 1 < micro ? t.accumulate(p) : t.step(p);
+      worstEval = std::max(worstEval, std::abs(e - l) / std::max(std::abs(l), 1e-3));
+      loss.data<float>()[n++] = (float)l;
     }
+  if (!(worstEval <= 1e-5))
+    return fail("eval's loss differs from the step's by " + std::to_string(worstEval) + " (relative; bound 1e-5)");
   if (t.steps() != steps) return fail("steps() = " + std::to_string(t.steps()) + ", expected " + std::to_string(steps));
   std::vector<std::pair<std::string, Tensor>> keep;
   std::vector<aotc::rt::NamedTensorRef> res{{"loss", &loss}};
@@ -126,8 +135,8 @@ int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
       keep.emplace_back(std::string("optim.") + tr.state[k].name, t.stateTensor(tr.state[k].name));
   for (auto &[name, x] : keep) res.push_back({name, &x});
   aotc::rt::writeSafetensors(out, res);
-  std::printf("%s: %d steps x %d micro-batches, loss %.6g -> %.6g, grad norm %.6g\n", kProg.name, steps, micro,
-              loss.at(0), loss.at(steps * micro - 1), t.status().gradNorm);
+  std::printf("%s: %d steps x %d micro-batches, loss %.6g -> %.6g, grad norm %.6g, eval vs step loss %.2g\n",
+              kProg.name, steps, micro, loss.at(0), loss.at(steps * micro - 1), t.status().gradNorm, worstEval);
   return 0;
 }
 
@@ -137,13 +146,14 @@ int noalloc(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
   std::vector<Tensor> b = batch(fx, "input.");
   std::vector<const Tensor *> p = ptrs(b);
   Trainer t(kProg, w);
-  for (int k = 0; k < 3; ++k) t.step(p);
+  aotc::rt::Evaluator ev(t);
+  for (int k = 0; k < 3; ++k) t.step(p), ev.run(p);
   aotc_alloc_count_start();
   double sum = 0;
-  for (int k = 0; k < steps; ++k) sum += t.step(p);
+  for (int k = 0; k < steps; ++k) sum += t.step(p) + ev.run(p)[0].at(0);
   long n = aotc_alloc_count_stop();
-  std::printf("%s: %ld heap/mmap allocations in %d steps after 3 warm-up steps (loss sum %.6g)\n", kProg.name, n,
-              steps, sum);
+  std::printf("%s: %ld heap/mmap allocations in %d steps + evals after 3 warm-up ones (loss sum %.6g)\n", kProg.name,
+              n, steps, sum);
   return n == 0 ? 0 : fail(std::to_string(n) + " allocations during the steps");
 }
 

@@ -1,0 +1,72 @@
+//===- Evaluator.cpp - <name>_eval on a Trainer's weights ------------------===//
+//
+// This file implements Evaluator (trainer.h): the eval program's parameters, buffers and
+// constants point at the trainer's tensors (bound by FQN once, in the constructor); its RNG
+// state, if any, at the trainer's (read only: eval does not write mutated inputs back).
+//===----------------------------------------------------------------------===//
+#include "aotc/trainer.h"
+
+#include "Internal.h"
+
+namespace aotc::rt {
+
+using detail::progName;
+
+Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program) : program_(&program) {
+  const std::string name = progName(program);
+  context_ = detail::openProgram(program);
+  if (!program.eval)
+    throw RuntimeError("aotc runtime: program '" + name +
+                       "' has no eval entry point (a CUDA object's; docs/training.md \"Eval\")");
+  const aotc_program &tp = trainer.program();
+  for (int i = 0; i < program.num_inputs; ++i) {
+    const aotc_tensor_desc &d = program.inputs[i];
+    void *ptr = nullptr;
+    if (d.role == AOTC_ROLE_USER_INPUT) {
+      userInputs_.push_back(i);
+    } else if (d.role == AOTC_ROLE_RNG_STATE) {
+      for (int j = 0; j < tp.num_inputs && !ptr; ++j)
+        if (tp.inputs[j].role == AOTC_ROLE_RNG_STATE) ptr = const_cast<void *>(trainer.owned_[j].data());
+      if (!ptr)
+        throw RuntimeError(name + ": input '" + d.name + "' is an RNG state input but '" + progName(tp) +
+                           "' has none");
+    } else {
+      const Tensor *t = nullptr;
+      for (int j = 0; j < tp.num_inputs && !t; ++j)
+        if (aotc_role_is_weight(tp.inputs[j].role) && std::string(tp.inputs[j].name) == d.name) t = &trainer.owned_[j];
+      if (!t)
+        throw RuntimeError(name + ": " + detail::roleWord(d.role) + " '" + d.name + "' (" + descTypeString(d) +
+                           ") is not one of '" + progName(tp) + "''s weights: pair exports of the same model");
+      if (!t->matches(d))
+        throw RuntimeError(name + ": " + detail::roleWord(d.role) + " '" + d.name + "' is " + descTypeString(d) +
+                           " but '" + progName(tp) + "' has " + t->typeString());
+      ptr = const_cast<void *>(t->data());
+    }
+    in_.push_back(ptr);
+  }
+  for (int k = 0; k < program.num_outputs; ++k) {
+    outputs_.push_back(Tensor::like(program.outputs[k]));
+    out_.push_back(outputs_.back().data());
+  }
+  scratch_ = AlignedBuffer(program.scratch_bytes);
+  detail::pinBlasToOneThread();
+}
+
+const std::vector<Tensor> &Evaluator::run(std::span<const Tensor *const> inputs) {
+  const aotc_program &p = *program_;
+  if (inputs.size() != userInputs_.size())
+    throw RuntimeError(progName(p) + ": eval takes " + std::to_string(userInputs_.size()) + " user inputs, got " +
+                       std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const aotc_tensor_desc &d = p.inputs[userInputs_[k]];
+    if (!inputs[k] || !inputs[k]->matches(d))
+      throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
+                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
+    in_[userInputs_[k]] = const_cast<void *>(inputs[k]->data()); // read only
+  }
+  int rc = p.eval(context_.get(), in_.data(), out_.data(), scratch_.data());
+  if (rc != 0) throw RuntimeError(detail::entryPointError(p, "eval", rc, scratch_.data(), scratch_.size(), context_.get()));
+  return outputs_;
+}
+
+} // namespace aotc::rt
