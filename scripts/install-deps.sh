@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages aotc builds with (see docs/building.md and
+# Installs the Debian packages aotc builds with (and, with --example, the example's) (see docs/building.md and
 # ../shared/reference/deps.md). Skips apt entirely when everything is present.
 set -euo pipefail
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19 libomp-19-dev
       nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev libdnnl-dev
-      libclang-rt-19-dev cmake ninja-build python3 pkg-config)
+      libclang-rt-19-dev cmake ninja-build python3 pkg-config
+      python3-venv python3-setuptools python3-wheel)
+# --example: also what README command 1's digits example plots with (Debian's matplotlib).
+[ "${1:-}" = "--example" ] && pkgs+=(python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

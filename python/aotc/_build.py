@@ -16,7 +16,8 @@ Environment:
   AOTC_CACHE_DIR  the cache directory (else $XDG_CACHE_HOME/aotc or ~/.cache/aotc)
   AOTC_CC         the C compiler driver used to link (else $CC, then cc, clang-19)
   AOTC_BLAS_LIBS  link flags for the CBLAS (default -lopenblas)
-  AOTC_OMP_LIB    LLVM's libomp.so (default /usr/lib/llvm-19/lib/libomp.so)
+  AOTC_OMP_LIB    LLVM's libomp.so (default: libomp.so.5 in the linker's and the loader's
+                  paths, -l:libomp.so.5; Debian's libomp5-19 puts it there)
   AOTC_KERNELS_LIB libaotc_kernels.so (default: beside the aotc binary, see kernels_library)
 """
 import hashlib
@@ -32,7 +33,6 @@ from ._core import Error
 
 #: Bumped whenever the cache layout or the build recipe changes.
 CACHE_FORMAT = "aotc-python-cache-2"
-_DEFAULT_OMP = "/usr/lib/llvm-19/lib/libomp.so"
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(os.path.dirname(_PKG_DIR))
 
@@ -136,10 +136,11 @@ def _link_command(obj, lib, kernels):
     cc = os.environ.get("AOTC_CC") or os.environ.get("CC")
     if not cc:
         cc = shutil.which("cc") or shutil.which("clang-19") or "cc"
-    omp = os.environ.get("AOTC_OMP_LIB") or _DEFAULT_OMP
+    omp = os.environ.get("AOTC_OMP_LIB")
+    omp = [omp, f"-Wl,-rpath,{os.path.dirname(omp)}"] if omp else ["-l:libomp.so.5"]
     blas = shlex.split(os.environ.get("AOTC_BLAS_LIBS", "-lopenblas"))
     # libomp before libaotc_kernels (libdnnl -> libgomp): one OpenMP runtime, libomp.
-    return ([cc, "-shared", "-o", lib, obj, omp, f"-Wl,-rpath,{os.path.dirname(omp)}", kernels,
+    return ([cc, "-shared", "-o", lib, obj] + omp + [kernels,
              f"-Wl,-rpath,{os.path.dirname(kernels)}"] + blas + ["-lm", "-Wl,--no-undefined"])
 
 
