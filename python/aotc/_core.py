@@ -143,6 +143,76 @@ class aotc_train(ctypes.Structure):
     ]
 
 
+class StateDesc:
+    """One tensor of a train step's state area (aotc_state_desc): name ("optimizer.state.<fqn>.
+    <key>", "optimizer.step", ...), dtype, kind (STATE_*), shape, numel, nbytes, offset (bytes
+    into the state area), param_input (input index of its parameter, -1), key (torch.optim's)."""
+
+    __slots__ = ("name", "dtype", "kind", "shape", "numel", "nbytes", "offset", "param_input", "key")
+
+    def __init__(self, c, what):
+        if c.dtype not in _DTYPES or c.rank < 0 or c.offset < 0 or c.bytes < 0:
+            raise AbiError(f"{what}: invalid state descriptor")
+        self.name = c.name.decode("utf-8")
+        self.dtype = _DTYPES[c.dtype][0]
+        self.kind, self.param_input = c.kind, c.param_input
+        self.shape = tuple(c.shape[i] for i in range(c.rank))
+        self.numel, self.nbytes, self.offset = c.numel, c.bytes, c.offset
+        self.key = (c.key or b"").decode("utf-8")
+
+
+class HyperDesc:
+    """One run-time hyperparameter (aotc_hyper_desc): name, value (the compiled default) and
+    its range [min, max] (max excluded when max_open; no upper bound when max < min)."""
+
+    __slots__ = ("index", "name", "value", "min", "max", "max_open")
+
+    def __init__(self, index, c):
+        self.index, self.name, self.value = index, c.name.decode("utf-8"), c.value
+        self.min, self.max, self.max_open = c.min, c.max, bool(c.max_open)
+
+    def check(self, value):
+        """value as float; InputError outside the range (or not finite)."""
+        v = float(value)
+        hi_ok = self.max < self.min or (v < self.max if self.max_open else v <= self.max)
+        if not (math.isfinite(v) and v >= self.min and hi_ok):
+            hi = "inf)" if self.max < self.min else f"{self.max}{')' if self.max_open else ']'}"
+            raise InputError(f"hyperparameter {self.name} = {v} is outside [{self.min}, {hi}")
+        return v
+
+
+class TrainInfo:
+    """program.train of an object compiled with --optimizer (aotc_train, ABI 8): optimizer
+    ('sgd', 'adam', 'adamw'), config (the canonical --optimizer text), clip_grad_norm (0: none),
+    skip_nonfinite, grad_accumulation (bools), param_inputs (input indices of the updated
+    parameters), state (StateDesc list), hyper (HyperDesc list, lr first), state_bytes,
+    scratch_bytes."""
+
+    def __init__(self, c, what):
+        self.optimizer = c.optimizer.decode("utf-8")
+        self.config = c.config.decode("utf-8")
+        self.clip_grad_norm = c.clip_grad_norm
+        self.skip_nonfinite, self.grad_accumulation = bool(c.skip_nonfinite), bool(c.grad_accumulation)
+        if c.num_params < 0 or c.num_state < 0 or c.num_hyper < 0 or not c.train_step:
+            raise AbiError(f"{what}: invalid train descriptor")
+        self.param_inputs = [c.param_inputs[k] for k in range(c.num_params)]
+        self.state = [StateDesc(c.state[k], what) for k in range(c.num_state)]
+        self.hyper = [HyperDesc(k, c.hyper[k]) for k in range(c.num_hyper)]
+        self.state_bytes, self.scratch_bytes = c.state_bytes, c.scratch_bytes
+        self._fn = c.train_step
+
+    def flag(self, key):
+        """A structural option of config ("nesterov", "amsgrad", "maximize") as bool."""
+        return f",{key}=1" in self.config
+
+    def hyper_desc(self, name):
+        for h in self.hyper:
+            if h.name == name:
+                return h
+        raise InputError(f"hyperparameter '{name}' is not compiled into this object "
+                         f"({self.config}; has {', '.join(h.name for h in self.hyper)})")
+
+
 class aotc_program(ctypes.Structure):
     """Mirror of `aotc_program` (abi.h)."""
     _fields_ = [
@@ -562,6 +632,10 @@ class Program:
         self.errors = [(c.errors[k] or b"").decode("utf-8", "replace")
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
+        #: TrainInfo of an object compiled with --optimizer, else None (ABI 8).
+        self.train = TrainInfo(c.train.contents, what) if c.train else None
+        self._eval = c.eval if c.eval else None  # <name>_eval (ABI 9); None for CUDA objects
+        self._train_scratch = None
         self._context_create, self._context_destroy = c.context_create, c.context_destroy
         self._context_error = c.context_error if c.context_error else None
         self._contexts = threading.local()  # .ctx: this thread's _OwnedContext
@@ -657,6 +731,38 @@ class Program:
                            self._backward(self.context(), ins, saved_ptr, tans, grads, scratch_ptr),
                            scratch_ptr)
 
+    @property
+    def has_eval(self):
+        """Whether the object has <name>_eval (every CPU object since ABI 9)."""
+        return self._eval is not None
+
+    def call_eval(self, in_ptrs, out_ptrs, scratch_ptr=None):
+        """`<name>_eval` (the forward without a saved area) on raw addresses. Raises Error when
+        the object has none, AotcError on a non-zero return code."""
+        if self._eval is None:
+            raise Error(f"{self.name}: the object has no eval entry point (a CUDA object's)")
+        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
+        outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
+        if scratch_ptr is None:
+            with self._lock:
+                self._check_rc("eval", self._eval(self.context(), ins, outs, self._scratch.ptr))
+        else:
+            self._check_rc("eval", self._eval(self.context(), ins, outs, scratch_ptr), scratch_ptr)
+
+    def call_train_step(self, in_ptrs, out_ptrs, saved_ptr, state_ptr, hyper, scratch_ptr, flags=0):
+        """`<name>_train_step` on raw addresses (abi.h): in_ptrs' parameters, buffers and
+        RNG state are updated in place; state_ptr is train.state_bytes (zeroed before the first
+        step), hyper a ctypes c_double array of len(train.hyper), scratch_ptr
+        train.scratch_bytes. Raises Error (no train step), AotcError (non-zero code)."""
+        if self.train is None:
+            raise Error(f"{self.name}: the object has no train step (compile with --optimizer=...)")
+        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
+        outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
+        rc = self.train._fn(self.context(), ins, outs, saved_ptr, state_ptr, hyper, scratch_ptr, flags)
+        if rc == ERROR_NO_ACCUMULATION:
+            raise Error(f"{self.name}: accumulate needs an object compiled with --grad-accumulation")
+        self._check_rc("train_step", rc, scratch_ptr)
+
     # -- checked calls -----------------------------------------------------------------
     def _as_tensor(self, value, desc, what):
         """(object to keep alive, aligned address) for a caller value matching `desc`."""
@@ -725,6 +831,14 @@ class Program:
         saved = AlignedBuffer(self.saved_bytes)
         self.call_forward(ptrs, [o.ptr for o in outs], saved.ptr)
         return outs, SavedState(saved, kept, ptrs, outs)
+
+    def eval(self, inputs):
+        """Runs <name>_eval: the outputs of forward() without a saved area (nothing to
+        differentiate). `inputs` as for forward(). Returns the list of output Tensors."""
+        kept, ptrs = self._bind_inputs(inputs)
+        outs = [Tensor(d.dtype, d.shape) for d in self.outputs]
+        self.call_eval(ptrs, [o.ptr for o in outs])
+        return outs
 
     def backward(self, ctx, tangents=None):
         """Runs the backward of the forward that produced `ctx` (consumed).

@@ -22,15 +22,25 @@ the remaining (user) inputs are forward's arguments, in placeholder order.
             parameters, inputs without requires_grad).
 An input that requires grad but whose gradient the program does not compute is an
 error at forward time (compile with requires_grad=[name]), never a silent zero.
+
+Without autograd (under torch.no_grad(), or after module.eval()) forward runs <name>_eval
+instead: the same outputs, no saved area, no graph. The graph is what was exported: a
+train-mode export keeps batch statistics and dropout after .eval() (torch.export specializes
+on the mode), so for eval behaviour compile the eval-mode export with
+share_weights=<the train module> (the same Parameter objects by FQN; docs/python.md).
+An object compiled with optimizer=... also has train_step / accumulate and torch.optim-format
+optimizer_state_dict / load_optimizer_state_dict (_train.py).
 """
 import math
 import os
+import warnings
 
 import torch
 
 from . import _safetensors
 from ._build import build_library
-from ._core import ALIGNMENT, InputError, Program
+from ._core import ALIGNMENT, STEP_ACCUMULATE, InputError, Program
+from ._train import TrainStep
 
 _TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64,
                 "bool": torch.bool, "i32": torch.int32, "u8": torch.uint8}
@@ -159,11 +169,17 @@ class CompiledModule(torch.nn.Module):
     input_names (user input names, in order).
     """
 
-    def __init__(self, program, weights=None, build=None):
+    def __init__(self, program, weights=None, build=None, share_weights=None):
         super().__init__()
         self._runner = Runner(program)
         self.program = program
         self.build = build
+        self._train = None  # TrainStep, made by the first train_step
+        self._warned_eval = False
+        shared = {}
+        if share_weights is not None:
+            shared = dict(share_weights.named_parameters())
+            shared.update(share_weights.named_buffers())
         values = _safetensors.read(weights) if weights else None
         if values is not None:
             program.check_weights(values.metadata, weights)
@@ -181,6 +197,18 @@ class CompiledModule(torch.nn.Module):
                                      persistent=False)
                 self._param_paths[d.index] = (self, "aotc_rng_state")
                 self.manual_seed(torch.initial_seed())
+                continue
+            if d.name in shared:
+                t = shared[d.name]
+                if t.dtype != _TORCH_DTYPE[d.dtype] or tuple(t.shape) != d.shape:
+                    raise InputError(f"{program.name}: {d.role} '{d.name}' is {d.type_str} but the "
+                                     f"shared module's is {_type_str(t)}: pair exports of one model")
+                owner, leaf = self._owner(d.name)
+                if isinstance(t, torch.nn.Parameter):
+                    owner.register_parameter(leaf, t)
+                else:
+                    owner.register_buffer(leaf, t, persistent=d.role != "constant")
+                self._param_paths[d.index] = (owner, leaf)
                 continue
             if values is None or d.name not in values:
                 raise InputError(f"{program.name}: no value for {d.role} '{d.name}' "
@@ -219,7 +247,8 @@ class CompiledModule(torch.nn.Module):
             m = child
         return m, leaf
 
-    def forward(self, *args, **kwargs):
+    def _full_inputs(self, args, kwargs):
+        """The program's inputs in order: the module's tensors and the bound user inputs."""
         p = self.program
         if len(args) > len(self.input_names):
             raise InputError(f"{p.name}: forward takes {len(self.input_names)} inputs "
@@ -242,18 +271,87 @@ class CompiledModule(torch.nn.Module):
             else:
                 owner, leaf = self._param_paths[d.index]
                 full.append(getattr(owner, leaf))
-        outs = AotcFunction.apply(self._runner, *full)
+        return full
+
+    def _run_eval(self, full):
+        """<name>_eval on `full`: outputs only, no saved area, no autograd graph."""
+        p = self.program
+        ready = [self._runner.check(d, t, f"input '{d.name}' (input {d.index})")
+                 for d, t in zip(p.inputs, full)]
+        outs = [aligned_empty(d.shape, _TORCH_DTYPE[d.dtype]) for d in p.outputs]
+        p.call_eval([t.data_ptr() for t in ready], [o.data_ptr() for o in outs])
+        return outs
+
+    def forward(self, *args, **kwargs):
+        p = self.program
+        full = self._full_inputs(args, kwargs)
+        use_eval = p.has_eval and (not torch.is_grad_enabled() or not self.training)
+        train_mode_graph = (any(d.updates_input >= 0 for d in p.outputs)
+                            or any(d.role == "rng_state" for d in p.inputs))
+        if use_eval and not self.training and not self._warned_eval and train_mode_graph:
+            self._warned_eval = True
+            warnings.warn(f"{p.name}: eval() runs the graph as exported; this one updates buffers or "
+                          f"draws random numbers (a train-mode export): for eval behaviour compile "
+                          f"the eval-mode export with share_weights=this module", stacklevel=2)
+        outs = self._run_eval(full) if use_eval else AotcFunction.apply(self._runner, *full)
         # Mutated buffers (batch norm's running statistics) are updated in place, as the
-        # eager module does; only the user outputs are returned.
+        # eager module does in train mode (not after .eval()); only the user outputs are returned.
         user = []
         with torch.no_grad():
             for d, o in zip(p.outputs, outs):
                 if d.updates_input < 0:
                     user.append(o)
                     continue
-                owner, leaf = self._param_paths[d.updates_input]
-                getattr(owner, leaf).copy_(o)
+                if self.training:
+                    owner, leaf = self._param_paths[d.updates_input]
+                    getattr(owner, leaf).copy_(o)
         return user[0] if len(user) == 1 else tuple(user)
+
+    # -- the compiled train step (objects compiled with optimizer=...) -------------------
+    def _trainer(self):
+        if self._train is None:
+            self._train = TrainStep(self, _TORCH_DTYPE, aligned_empty)
+        return self._train
+
+    def train_step(self, *args, **kwargs):
+        """One training step: forward, backward and the compiled optimizer's update of every
+        parameter in place (buffers too: running statistics, the RNG state). Takes the user
+        inputs as forward does; returns the loss (output 0) as a 0-d tensor."""
+        return self._trainer().run(self._full_inputs(args, kwargs), 0)
+
+    def accumulate(self, *args, **kwargs):
+        """One micro-batch (grad_accumulation=True): forward and backward, the gradients added
+        to the accumulators; the next train_step updates with their sum. Returns the loss."""
+        return self._trainer().run(self._full_inputs(args, kwargs), STEP_ACCUMULATE)
+
+    @property
+    def lr(self):
+        return self._trainer().get_hyper("lr")
+
+    @lr.setter
+    def lr(self, value):
+        self._trainer().set_hyper("lr", value)
+
+    def set_hyperparameter(self, name, value):
+        """A run-time hyperparameter (program.train.hyper: lr, beta1, ..., max_norm)."""
+        self._trainer().set_hyper(name, value)
+
+    def hyperparameters(self):
+        return self._trainer().hyperparameters()
+
+    def train_status(self):
+        """{'grad_norm', 'nonfinite', 'skipped'} of the last update; 'steps' done so far."""
+        t = self._trainer()
+        return dict(t.status(), steps=t.steps())
+
+    def optimizer_state_dict(self):
+        """torch.optim's state_dict() of the compiled optimizer (one param group; parameter i
+        is program.train.param_inputs[i])."""
+        return self._trainer().optimizer_state_dict()
+
+    def load_optimizer_state_dict(self, state_dict):
+        """Loads a torch.optim state_dict (of the same optimizer on the same parameters)."""
+        self._trainer().load_optimizer_state_dict(state_dict)
 
     def extra_repr(self):
         lib = self.build.library if self.build else self.program.path
@@ -266,12 +364,25 @@ def load_module(library, weights=None, name=None):
 
 
 def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
-            derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
+            optimizer=None, clip_grad_norm=None, skip_nonfinite=False, grad_accumulation=False,
+            share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
     """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
     CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
-    partitioner: 'min-cut' (aotc's default) or 'default'; derivatives: extra rule files;
-    flags: further aotc flags. Raises CompileError with aotc's message on bad input."""
+    partitioner: 'min-cut' (aotc's default) or 'default'; optimizer: an --optimizer text
+    ('adamw:lr=1e-3,weight_decay=0.01'), with clip_grad_norm / skip_nonfinite /
+    grad_accumulation, gives the module train_step; share_weights: a module (e.g. the
+    train-mode export's) whose parameters and buffers this one uses, by FQN;
+    derivatives: extra rule files; flags: further aotc flags. Raises CompileError with
+    aotc's message on bad input."""
     fl = list(flags)
+    if optimizer:
+        fl.append(f"--optimizer={optimizer}")
+    if clip_grad_norm is not None:
+        fl.append(f"--clip-grad-norm={clip_grad_norm!r}")
+    if skip_nonfinite:
+        fl.append("--skip-nonfinite")
+    if grad_accumulation:
+        fl.append("--grad-accumulation")
     if requires_grad:
         fl.append("--requires-grad=" + ",".join(requires_grad))
     if freeze:
@@ -280,5 +391,4 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
         fl.append(f"--partitioner={partitioner}")
     b = build_library(path, name=name, flags=fl, derivatives=derivatives, cache_dir=cache_dir,
                       aotc_bin=aotc_bin, force=force)
-    m = CompiledModule(Program(b.library, b.name), b.weights, build=b)
-    return m
+    return CompiledModule(Program(b.library, b.name), b.weights, build=b, share_weights=share_weights)

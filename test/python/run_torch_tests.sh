@@ -18,4 +18,4 @@ if [[ ! -x "$py" ]] || ! "$py" -c "import torch" 2>/dev/null; then
   exit 1
 fi
 cd "$here"
-exec "$py" -m unittest -v test_torch test_core test_safetensors
+exec "$py" -m unittest -v test_torch test_train_torch test_core test_safetensors

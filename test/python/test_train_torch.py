@@ -1,0 +1,168 @@
+"""The compiled train step and the eval path from Python (python/aotc/_train.py, _torch.py),
+against torch.optim and torch's own modules (torch.export.load(pt2).module(), the same
+weights). Bounds: both sides float32, losses rel 1e-5, parameters and optimizer state
+max|a - e| / max|e| <= 1e-4. Needs torch: run_torch_tests.sh (scripts/test.sh --with-torch).
+"""
+import os
+import unittest
+from unittest import mock
+
+import testutil
+from testutil import MLP_GOLDEN, MLP_PT2
+
+import torch
+
+import aotc
+from aotc._core import Program
+
+DIGITS = os.path.join(testutil.SRC_ROOT, "examples", "digits")
+CACHE = testutil.work_dir("train-cache")
+_DT = {"f32": torch.float32, "i64": torch.int64}
+
+
+def rel(a, e):
+    a, e = a.detach().double(), e.detach().double()
+    den = e.abs().max().item()
+    return (a - e).abs().max().item() / den if den > 0 else (a - e).abs().max().item()
+
+
+def golden_batch():
+    g = aotc.read_safetensors(MLP_GOLDEN)
+    t = lambda k: torch.frombuffer(bytearray(g[k].data), dtype=_DT[g[k].dtype]).reshape(g[k].shape).clone()  # noqa: E731
+    return t("input.x"), t("input.target")
+
+
+def reference(pt2, module, opt_cls, **kw):
+    """torch's module of the export with `module`'s current weights, and its optimizer on the
+    parameters in program.train.param_inputs order."""
+    ref = torch.export.load(pt2).module()
+    ref.load_state_dict(module.state_dict())
+    p = module.program
+    params = dict(ref.named_parameters())
+    return ref, opt_cls([params[p.inputs[i].name] for i in p.train.param_inputs], **kw)
+
+
+def torch_steps(ref, opt, inputs, n):
+    out = []
+    for _ in range(n):
+        opt.zero_grad()
+        loss = ref(*inputs)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+class TrainStepTest(unittest.TestCase):
+    def compile(self, **kw):
+        return aotc.compile(MLP_PT2, cache_dir=CACHE, **kw)
+
+    def assert_same_model(self, m, ref):
+        for n, p in ref.named_parameters():
+            self.assertLessEqual(rel(dict(m.named_parameters())[n], p), 1e-4, n)
+
+    def assert_same_optimizer_state(self, got, want):
+        self.assertEqual(sorted(got["state"]), sorted(want["state"]))
+        for k, entry in want["state"].items():
+            self.assertEqual(sorted(got["state"][k]), sorted(entry))
+            for key, v in entry.items():
+                if key == "step":
+                    self.assertEqual(float(got["state"][k][key]), float(v))
+                    self.assertEqual(got["state"][k][key].dtype, torch.float32)
+                else:
+                    self.assertLessEqual(rel(got["state"][k][key], v), 1e-4, f"{k}.{key}")
+        g, w = got["param_groups"][0], want["param_groups"][0]
+        for key, v in w.items():
+            if key in g:
+                self.assertEqual(g[key] if not isinstance(v, tuple) else tuple(g[key]), v, key)
+
+    def test_adamw_amsgrad_matches_torch_optim(self):
+        m = self.compile(optimizer="adamw:lr=0.001,weight_decay=0.05,amsgrad=1")
+        ref, opt = reference(MLP_PT2, m, torch.optim.AdamW, lr=0.001, weight_decay=0.05, amsgrad=True)
+        x, t = golden_batch()
+        got = [m.train_step(x, t).item() for _ in range(5)]
+        want = torch_steps(ref, opt, (x, t), 5)
+        for a, e in zip(got, want):
+            self.assertLessEqual(abs(a - e) / abs(e), 1e-5, (got, want))
+        self.assert_same_model(m, ref)
+        self.assert_same_optimizer_state(m.optimizer_state_dict(), opt.state_dict())
+        self.assertEqual(m.train_status()["steps"], 5)
+
+    def test_sgd_state_dict_round_trip_continues_as_torch(self):
+        m = self.compile(optimizer="sgd:lr=0.05,momentum=0.9,nesterov=1")
+        ref, opt = reference(MLP_PT2, m, torch.optim.SGD, lr=0.05, momentum=0.9, nesterov=True)
+        x, t = golden_batch()
+        self.assertEqual(m.optimizer_state_dict()["state"], {})  # torch's is empty before a step
+        torch_steps(ref, opt, (x, t), 3)
+        # aotc takes over torch's model and optimizer after 3 steps; both go on for 2.
+        m.load_state_dict(ref.state_dict())
+        m.load_optimizer_state_dict(opt.state_dict())
+        got = [m.train_step(x, t).item() for _ in range(2)]
+        want = torch_steps(ref, opt, (x, t), 2)
+        for a, e in zip(got, want):
+            self.assertLessEqual(abs(a - e) / abs(e), 1e-5, (got, want))
+        self.assert_same_model(m, ref)
+        self.assert_same_optimizer_state(m.optimizer_state_dict(), opt.state_dict())
+
+    def test_mismatched_optimizer_state_is_refused(self):
+        m = self.compile(optimizer="adam:lr=0.001")
+        ref, opt = reference(MLP_PT2, m, torch.optim.Adam, lr=0.001, amsgrad=True)
+        torch_steps(ref, opt, golden_batch(), 1)
+        with self.assertRaisesRegex(aotc.InputError, "amsgrad=True"):
+            m.load_optimizer_state_dict(opt.state_dict())
+        self.assertEqual(m.train_status()["steps"], 0)
+
+    def test_learning_rate_is_a_run_time_value(self):
+        m = self.compile(optimizer="sgd:lr=0.1")
+        x, t = golden_batch()
+        m.lr = 0.0
+        before = {n: p.detach().clone() for n, p in m.named_parameters()}
+        m.train_step(x, t)
+        for n, p in m.named_parameters():
+            self.assertTrue(torch.equal(p, before[n]), n)  # lr 0: nothing moves
+        m.lr = 0.1
+        m.train_step(x, t)
+        self.assertFalse(torch.equal(m.fc1.weight, before["fc1.weight"]))
+        with self.assertRaisesRegex(aotc.InputError, "lr = -1.0 is outside"):
+            m.lr = -1
+        with self.assertRaises(aotc.Error):
+            self.compile().train_step(x, t)  # no --optimizer
+
+
+class EvalTest(unittest.TestCase):
+    def test_no_grad_and_eval_run_the_eval_entry_point(self):
+        m = aotc.compile(MLP_PT2, cache_dir=CACHE)
+        x, t = golden_batch()
+        with_grad = m(x, t)
+        self.assertIsNotNone(with_grad.grad_fn)
+        calls = []
+        real = Program.call_eval
+        with mock.patch.object(Program, "call_eval", lambda self, *a: calls.append(1) or real(self, *a)):
+            with torch.no_grad():
+                a = m(x, t)
+            m.eval()
+            b = m(x, t)
+            m.train()
+        self.assertEqual(len(calls), 2)
+        self.assertIsNone(b.grad_fn)
+        self.assertEqual(a.item(), with_grad.item())
+        self.assertEqual(b.item(), with_grad.item())
+
+    def test_eval_export_shares_the_train_modules_weights(self):
+        m = aotc.compile(os.path.join(DIGITS, "digits.pt2"), cache_dir=CACHE, optimizer="adamw:lr=0.003")
+        ev = aotc.compile(os.path.join(DIGITS, "digits_eval.pt2"), cache_dir=CACHE, share_weights=m)
+        self.assertIs(ev.net.fc1.weight, m.net.fc1.weight)
+        torch.manual_seed(0)
+        x = torch.rand(64, 1, 8, 8)
+        y = torch.randint(0, 10, (64,))
+        for _ in range(3):
+            m.train_step(x, y)
+        test = torch.rand(*ev.program.inputs[ev.program.input_index(ev.input_names[0])].shape)
+        ref = torch.export.load(os.path.join(DIGITS, "digits_eval.pt2")).module()
+        ref.load_state_dict(m.state_dict())
+        with torch.no_grad():
+            self.assertLessEqual(rel(ev(test), ref(test)), 1e-5)
+
+
+if __name__ == "__main__":
+    unittest.main()
