@@ -18,7 +18,8 @@
 //   optim_driver resume WEIGHTS FIXTURE CKPT [STEPS]
 //     STEPS (default 10) uninterrupted steps vs STEPS/2 steps, save(CKPT), a new Trainer,
 //     load(CKPT), the other steps: bit-identical losses, parameters, buffers and state.
-//   optim_driver save WEIGHTS FIXTURE CKPT [STEPS]   writes a checkpoint after STEPS steps.
+//   optim_driver save WEIGHTS FIXTURE CKPT [STEPS [FROM]]   writes a checkpoint after STEPS
+//     steps (started from checkpoint FROM when given); prints "loss <k> <value>" per step.
 //   optim_driver load-fails WEIGHTS FIXTURE CKPT TEXT
 //     load(CKPT) must throw a RuntimeError whose message contains TEXT.
 //   optim_driver nonfinite WEIGHTS FIXTURE
@@ -198,10 +199,12 @@ int resume(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
   return 0;
 }
 
-int save(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &ckpt, int steps) {
+int save(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &ckpt, int steps,
+         const char *from) {
   std::vector<Tensor> b = batch(fx, "input.");
   Trainer t(kProg, w);
-  for (int k = 0; k < steps; ++k) t.step(ptrs(b));
+  if (from) t.load(from);
+  for (int k = 0; k < steps; ++k) std::printf("loss %d %.9g\n", k, t.step(ptrs(b)));
   t.save(ckpt);
   return 0;
 }
@@ -309,7 +312,7 @@ int main(int argc, char **argv) {
     if (mode == "noalloc") return noalloc(w, fx, intArg(4, 10));
     if (mode == "poison") return poison(w, fx, intArg(4, 5));
     if (mode == "resume" && argc >= 5) return resume(w, fx, argv[4], intArg(5, 10));
-    if (mode == "save" && argc >= 5) return save(w, fx, argv[4], intArg(5, 3));
+    if (mode == "save" && argc >= 5) return save(w, fx, argv[4], intArg(5, 3), argc >= 7 ? argv[6] : nullptr);
     if (mode == "load-fails" && argc == 6) return loadFails(w, argv[4], argv[5]);
     if (mode == "nonfinite") return nonfinite(w, fx);
     if (mode == "bench") return bench(w, fx, intArg(4, 20));
