@@ -8,12 +8,17 @@
  *   void aotc_alloc_count_start(void);   resets the counter and starts counting
  *   long aotc_alloc_count_stop(void);    stops and returns the count
  * The real functions come from dlsym(RTLD_NEXT); dlsym's own calloc during that lookup is
- * served from a small static arena (and never freed).
+ * served from a small static arena (and never freed). The callers of the first 16 counted
+ * calls are kept (return addresses, no allocation) and printed to stderr by
+ * aotc_alloc_count_stop() when it returns a non-zero count, named through dladdr;
+ *   long aotc_alloc_count_outside(const char *lib);  after stop: how many of the kept callers
+ *                                                     are not in a library whose path contains lib
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,13 +32,36 @@ void aotc_alloc_count_start(void) {
   atomic_store(&on_, 1);
 }
 
+enum { kCallers = 16 };
+static void *callers_[kCallers];
+static const char *what_[kCallers];
+
 long aotc_alloc_count_stop(void) {
   atomic_store(&on_, 0);
-  return atomic_load(&count_);
+  long n = atomic_load(&count_);
+  for (long k = 0; k < n && k < kCallers; ++k) {
+    Dl_info info;
+    int ok = dladdr(callers_[k], &info);
+    fprintf(stderr, "alloc_counter: %s called from %p %s (%s)\n", what_[k], callers_[k],
+            ok && info.dli_sname ? info.dli_sname : "?", ok && info.dli_fname ? info.dli_fname : "?");
+  }
+  return n;
 }
 
-static void tick(void) {
-  if (atomic_load_explicit(&on_, memory_order_relaxed)) atomic_fetch_add(&count_, 1);
+long aotc_alloc_count_outside(const char *lib) {
+  long n = atomic_load(&count_), outside = n > kCallers ? n - kCallers : 0;
+  for (long k = 0; k < n && k < kCallers; ++k) {
+    Dl_info info;
+    if (!dladdr(callers_[k], &info) || !info.dli_fname || !strstr(info.dli_fname, lib)) ++outside;
+  }
+  return outside;
+}
+
+#define tick() tickFrom(__func__, __builtin_return_address(0))
+static void tickFrom(const char *what, void *caller) {
+  if (!atomic_load_explicit(&on_, memory_order_relaxed)) return;
+  long k = atomic_fetch_add(&count_, 1);
+  if (k < kCallers) callers_[k] = caller, what_[k] = what;
 }
 
 static char boot_[4096];
