@@ -82,7 +82,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   if (!cuda)
     os << " * Run-time libraries: " << (convs ? "libaotc_kernels (convolutions, aotc/kernels.h), " : "")
        << "OpenBLAS (cblas), LLVM libomp, " << (convs ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
-       << "libm (docs/abi.md; CMake: aotc_link_step).\n";
+       << "libm (docs/abi.md; CMake: aotc_link_step, or aotc_add_model of an installed aotc).\n";
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
      << " * Scratch arena: " << scratchBytes << " bytes (any contents; not kept between calls).\n"
      << " *\n"

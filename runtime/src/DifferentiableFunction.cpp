@@ -57,6 +57,20 @@ void pinBlasToOneThread() {
     openblas_set_num_threads(1);
 }
 
+void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, std::span<const Tensor *const> inputs,
+                    std::vector<void *> &in, const char *what) {
+  if (inputs.size() != userInputs.size())
+    throw RuntimeError(progName(p) + ": " + what + " " + std::to_string(userInputs.size()) + " user inputs, got " +
+                       std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const aotc_tensor_desc &d = p.inputs[userInputs[k]];
+    if (!inputs[k] || !inputs[k]->matches(d))
+      throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
+                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
+    in[userInputs[k]] = const_cast<void *>(inputs[k]->data());
+  }
+}
+
 std::string entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
                             int64_t scratchBytes, const aotc_context *ctx) {
   std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);

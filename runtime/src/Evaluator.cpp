@@ -54,16 +54,7 @@ Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program) : prog
 
 const std::vector<Tensor> &Evaluator::run(std::span<const Tensor *const> inputs) {
   const aotc_program &p = *program_;
-  if (inputs.size() != userInputs_.size())
-    throw RuntimeError(progName(p) + ": eval takes " + std::to_string(userInputs_.size()) + " user inputs, got " +
-                       std::to_string(inputs.size()));
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const aotc_tensor_desc &d = p.inputs[userInputs_[k]];
-    if (!inputs[k] || !inputs[k]->matches(d))
-      throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
-                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
-    in_[userInputs_[k]] = const_cast<void *>(inputs[k]->data()); // read only
-  }
+  detail::bindUserInputs(p, userInputs_, inputs, in_, "eval takes");
   int rc = p.eval(context_.get(), in_.data(), out_.data(), scratch_.data());
   if (rc != 0) throw RuntimeError(detail::entryPointError(p, "eval", rc, scratch_.data(), scratch_.size(), context_.get()));
   return outputs_;

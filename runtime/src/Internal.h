@@ -4,7 +4,9 @@
 #include "aotc/runtime.h"
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace aotc::rt::detail {
 
@@ -27,5 +29,11 @@ inline std::string progName(const aotc_program &p) { return p.name ? p.name : "?
 /// RuntimeError unless the program was compiled for this runtime's ABI and has context
 /// functions; returns a new context of it.
 std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p);
+
+/// Checks `inputs` against the program's user inputs `userInputs` (indices into p.inputs, in
+/// order; RuntimeError naming the first mismatch, `what` as in "a step takes 2 user inputs")
+/// and points in[userInputs[k]] at inputs[k] (read only: user inputs are never written).
+void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, std::span<const Tensor *const> inputs,
+                    std::vector<void *> &in, const char *what);
 
 } // namespace aotc::rt::detail

@@ -64,16 +64,7 @@ Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, ui
 
 double Trainer::run(std::span<const Tensor *const> inputs, uint32_t flags) {
   const aotc_program &p = *program_;
-  if (inputs.size() != userInputs_.size())
-    throw RuntimeError(progName(p) + ": a step takes " + std::to_string(userInputs_.size()) + " user inputs, got " +
-                       std::to_string(inputs.size()));
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const aotc_tensor_desc &d = p.inputs[userInputs_[k]];
-    if (!inputs[k] || !inputs[k]->matches(d))
-      throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
-                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
-    in_[userInputs_[k]] = const_cast<void *>(inputs[k]->data()); // read only: user inputs are never written
-  }
+  detail::bindUserInputs(p, userInputs_, inputs, in_, "a step takes");
   int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),
                                scratch_.data(), flags);
   if (rc != 0)

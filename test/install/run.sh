@@ -18,7 +18,7 @@ prefix=$tmp/prefix
 echo "+ cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
 ls "$prefix/bin" "$prefix/lib" "$prefix/include/aotc" "$prefix/lib/cmake/aotc" | tr '\n' ' '; echo
-if grep -rIl "llvm-19/lib/libomp" "$prefix"; then
+if grep -rl "llvm-19/lib/libomp" "$prefix"; then
   echo "error: an installed file names LLVM's libomp path (above)" >&2
   exit 1
 fi
