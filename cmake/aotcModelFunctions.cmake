@@ -44,5 +44,5 @@ function(aotc_add_model target)
   set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C AOTC_NAME ${A_NAME}
     AOTC_HEADER ${_dir}/${A_NAME}.h AOTC_WEIGHTS ${_dir}/${A_NAME}.weights.safetensors)
   target_include_directories(${target} INTERFACE ${_dir})
-  target_link_libraries(${target} INTERFACE aotc::runtime ${AOTC_OMP_LIBRARY} aotc::kernels ${BLAS_LIBRARIES} m)
+  target_link_libraries(${target} INTERFACE aotc::runtime ${AOTC_OMP_LIBRARY} aotc::kernels BLAS::BLAS m)
 endfunction()

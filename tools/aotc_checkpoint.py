@@ -13,9 +13,10 @@ run it with $(bash tools/export/torch-python.sh)).
       The reverse: OUT is a checkpoint Trainer::load reads. The optimizer's parameter names come
       from its param_groups[0]["param_names"] (torch.optim built on named_parameters()), else
       from --like (any checkpoint the aotc program wrote, e.g. Trainer::save before the first
-      step), else from MODEL.pt's floating tensors that are not buffers per --like... (an error
-      says what is missing). With --like, model entries it does not have that are views of one
-      it has (tied weights: lm_head.weight = wte.weight) are dropped; any other is an error.
+      step); without either it is an error saying so. With --like, model entries it does not
+      have that share storage with one it has (tied weights: lm_head.weight = wte.weight) are
+      dropped; any other is an error. Only torch.optim's own param-group keys are kept (an LR
+      scheduler's initial_lr is not).
 
 Writes are atomic (a temporary file in the target's directory, then rename). Exit 0 on
 success, 1 with "aotc_checkpoint.py: error: ..." on bad input.
@@ -32,6 +33,9 @@ from safetensors.torch import save_file
 
 FORMAT = "aotc-checkpoint-1"
 PREFIX = "optimizer.state."
+#: The keys of torch.optim's SGD / Adam / AdamW param groups that aotc knows.
+OPTIM_KEYS = {"lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad", "maximize",
+              "foreach", "capturable", "differentiable", "fused", "decoupled_weight_decay", "params"}
 
 
 class Error(Exception):
@@ -45,6 +49,9 @@ def atomic(path, write):
     os.close(fd)
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would create it (mkstemp makes 0600)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -123,6 +130,8 @@ def from_torch(args):
         g = dict(groups[0])
         ids = list(g["params"])
         names = g.pop("param_names", None)
+        # torch.optim's own keys only (an LR scheduler adds initial_lr, which is no optimizer's).
+        g = {k: v for k, v in g.items() if k in OPTIM_KEYS}
         if names is None and like:
             names = json.loads(like[1].get("param_names", "null") or "null")
         if names is None:

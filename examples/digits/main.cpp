@@ -121,10 +121,16 @@ int run(const std::string &weightsPath, const std::string &dataPath, const std::
   const Tensor &trainX = data.get("train.x", dataPath), &trainY = data.get("train.y", dataPath);
   const Tensor &testX = data.get("test.x", dataPath), &testY = data.get("test.y", dataPath);
   const int nTrain = (int)trainY.numel(), nTest = (int)testY.numel();
+  auto labelsOk = [](const Tensor &y) {
+    if (y.dtype() != DType::I64) return false;
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (y.data<int64_t>()[i] < 0 || y.data<int64_t>()[i] > 9) return false;
+    return true;
+  };
   if (trainX.numel() != nTrain * 64 || testX.numel() != nTest * 64 || trainX.dtype() != DType::U8 ||
-      testX.dtype() != DType::U8)
-    throw aotc::rt::RuntimeError(dataPath + ": expected train.x/test.x u8[N,64] with train.y/test.y i64[N]");
-  const aotc_tensor_desc &evalIn = digits_eval_program.inputs[digits_eval_program.num_inputs - 1];
+      testX.dtype() != DType::U8 || !labelsOk(trainY) || !labelsOk(testY))
+    throw aotc::rt::RuntimeError(dataPath + ": expected train.x/test.x u8[N,64] with train.y/test.y i64[N] in 0..9");
+  const aotc_tensor_desc &evalIn = digits_eval_program.inputs[eval.userInputs().at(0)];
   if (evalIn.rank != 4 || evalIn.shape[0] != nTest)
     throw aotc::rt::RuntimeError("digits_eval.o takes a batch of " + std::to_string(evalIn.shape[0]) + ", the test set has " +
                                  std::to_string(nTest) + " images (re-export with tools/export/gen_digits.py)");

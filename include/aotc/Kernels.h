@@ -278,10 +278,10 @@ struct KernelProgram {
   bool hasBackward = false;
   std::vector<AbiTensor> inputs, outputs, grads;
   std::vector<int> gradInputIndex;
-  std::vector<std::string> errors;  ///< Program-wide error table (forward's then backward's).
+  std::vector<std::string> errors;  ///< Program-wide error table (forward's, backward's, eval's).
   int backwardErrorBase = 0;        ///< Backward DynIndex::error + this = program error index.
   int64_t savedBytes = 0;
-  int64_t scratchBytes = 0;         ///< max(forward, backward).
+  int64_t scratchBytes = 0;         ///< max(forward, backward, eval).
   bool checkedArena = false;        ///< FusionOptions::checkedArena was set (abi.h).
   /// aotc_program::build_id (32 hex digits; the driver sets it from the compile's inputs);
   /// empty in unit tests, where the descriptor gets "0" x 32.
@@ -306,6 +306,9 @@ struct FusionOptions {
   /// scratch buffer is followed by kArenaRedzone unused bytes, so neighbours never touch;
   /// the entry points poison what is not live.
   bool checkedArena = false;
+  /// Plan the eval graph (KernelProgram::eval): CPU targets; the CUDA target has no eval
+  /// entry point yet, so its plan (errors, scratch) leaves it out.
+  bool eval = true;
 };
 /// Bytes between two planned buffers in a checked arena.
 constexpr int64_t kArenaRedzone = 64;

@@ -232,7 +232,9 @@ Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
     userError("--name '" + opts.name + "' is not a valid C identifier");
   Program const *prog = &p;
   checkTargetSupport(p, opts.target);
-  KernelProgram kp = planProgram(*prog, opts.fusion);
+  FusionOptions fusion = opts.fusion;
+  fusion.eval = fusion.eval && opts.target != "cuda";
+  KernelProgram kp = planProgram(*prog, fusion);
   kp.name = opts.name;
   Artifact a;
   a.savedBytes = kp.savedBytes;

@@ -262,7 +262,7 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   }
 
   // Eval: the forward's user outputs only; what only fed saved tensors is dead.
-  if (!p.saved.empty()) {
+  if (!p.saved.empty() && opts.eval) {
     Graph g = p.forward.clone();
     auto gouts = g.outputs();
     g.setOutputs(std::vector<Node *>(gouts.begin(), gouts.begin() + nUser));

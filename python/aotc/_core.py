@@ -151,7 +151,8 @@ class StateDesc:
     __slots__ = ("name", "dtype", "kind", "shape", "numel", "nbytes", "offset", "param_input", "key")
 
     def __init__(self, c, what):
-        if c.dtype not in _DTYPES or c.rank < 0 or c.offset < 0 or c.bytes < 0:
+        if (not c.name or c.dtype not in _DTYPES or c.rank < 0 or c.offset < 0 or c.bytes < 0
+                or (c.rank and not c.shape)):
             raise AbiError(f"{what}: invalid state descriptor")
         self.name = c.name.decode("utf-8")
         self.dtype = _DTYPES[c.dtype][0]
@@ -168,7 +169,7 @@ class HyperDesc:
     __slots__ = ("index", "name", "value", "min", "max", "max_open")
 
     def __init__(self, index, c):
-        self.index, self.name, self.value = index, c.name.decode("utf-8"), c.value
+        self.index, self.name, self.value = index, (c.name or b"?").decode("utf-8"), c.value
         self.min, self.max, self.max_open = c.min, c.max, bool(c.max_open)
 
     def check(self, value):
@@ -188,17 +189,26 @@ class TrainInfo:
     parameters), state (StateDesc list), hyper (HyperDesc list, lr first), state_bytes,
     scratch_bytes."""
 
-    def __init__(self, c, what):
+    def __init__(self, c, what, num_inputs):
+        if not c.optimizer or not c.config:
+            raise AbiError(f"{what}: invalid train descriptor")
         self.optimizer = c.optimizer.decode("utf-8")
         self.config = c.config.decode("utf-8")
         self.clip_grad_norm = c.clip_grad_norm
         self.skip_nonfinite, self.grad_accumulation = bool(c.skip_nonfinite), bool(c.grad_accumulation)
-        if c.num_params < 0 or c.num_state < 0 or c.num_hyper < 0 or not c.train_step:
+        if (c.num_params < 0 or c.num_state < 0 or c.num_hyper < 0 or not c.train_step
+                or not c.optimizer or not c.config or c.state_bytes < 0 or c.scratch_bytes < 0
+                or (c.num_params and not c.param_inputs) or (c.num_state and not c.state)
+                or (c.num_hyper and not c.hyper)):
             raise AbiError(f"{what}: invalid train descriptor")
         self.param_inputs = [c.param_inputs[k] for k in range(c.num_params)]
         self.state = [StateDesc(c.state[k], what) for k in range(c.num_state)]
         self.hyper = [HyperDesc(k, c.hyper[k]) for k in range(c.num_hyper)]
         self.state_bytes, self.scratch_bytes = c.state_bytes, c.scratch_bytes
+        if any(not 0 <= i < num_inputs for i in self.param_inputs) or any(
+                s.offset + s.nbytes > self.state_bytes or not -1 <= s.param_input < num_inputs
+                for s in self.state):
+            raise AbiError(f"{what}: invalid train descriptor (an index or offset out of range)")
         self._fn = c.train_step
 
     def flag(self, key):
@@ -633,7 +643,7 @@ class Program:
                        for k in range(c.num_errors)]
         self._forward, self._backward = c.forward, c.backward
         #: TrainInfo of an object compiled with --optimizer, else None (ABI 8).
-        self.train = TrainInfo(c.train.contents, what) if c.train else None
+        self.train = TrainInfo(c.train.contents, what, c.num_inputs) if c.train else None
         self._eval = c.eval if c.eval else None  # <name>_eval (ABI 9); None for CUDA objects
         self._train_scratch = None
         self._context_create, self._context_destroy = c.context_create, c.context_destroy

@@ -23,8 +23,9 @@ the remaining (user) inputs are forward's arguments, in placeholder order.
 An input that requires grad but whose gradient the program does not compute is an
 error at forward time (compile with requires_grad=[name]), never a silent zero.
 
-Without autograd (under torch.no_grad(), or after module.eval()) forward runs <name>_eval
-instead: the same outputs, no saved area, no graph. The graph is what was exported: a
+Without autograd (under torch.no_grad(), or when no input requires grad) forward runs
+<name>_eval instead: the same outputs, no saved area, no graph; module.eval() keeps autograd
+(as eager torch) and stops writing mutated buffers back. The graph is what was exported: a
 train-mode export keeps batch statistics and dropout after .eval() (torch.export specializes
 on the mode), so for eval behaviour compile the eval-mode export with
 share_weights=<the train module> (the same Parameter objects by FQN; docs/python.md).
@@ -198,7 +199,7 @@ class CompiledModule(torch.nn.Module):
                 self._param_paths[d.index] = (self, "aotc_rng_state")
                 self.manual_seed(torch.initial_seed())
                 continue
-            if d.name in shared:
+            if d.name in shared and d.role != "constant":  # lifted constants: numbered per export
                 t = shared[d.name]
                 if t.dtype != _TORCH_DTYPE[d.dtype] or tuple(t.shape) != d.shape:
                     raise InputError(f"{program.name}: {d.role} '{d.name}' is {d.type_str} but the "
@@ -285,10 +286,14 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         p = self.program
         full = self._full_inputs(args, kwargs)
-        use_eval = p.has_eval and (not torch.is_grad_enabled() or not self.training)
+        # Without autograd (no_grad / inference_mode, or nothing that requires grad) the
+        # eval entry point runs: no saved area, no graph. .eval() alone keeps autograd, as
+        # eager torch does (fine-tuning with frozen batch norm); it stops buffer write-back.
+        use_eval = p.has_eval and (not torch.is_grad_enabled() or
+                                   not any(isinstance(t, torch.Tensor) and t.requires_grad for t in full))
         train_mode_graph = (any(d.updates_input >= 0 for d in p.outputs)
                             or any(d.role == "rng_state" for d in p.inputs))
-        if use_eval and not self.training and not self._warned_eval and train_mode_graph:
+        if not self.training and not self._warned_eval and train_mode_graph:
             self._warned_eval = True
             warnings.warn(f"{p.name}: eval() runs the graph as exported; this one updates buffers or "
                           f"draws random numbers (a train-mode export): for eval behaviour compile "

@@ -80,6 +80,13 @@ class TrainStep:
         with torch.no_grad():
             p.call_train_step(ptrs, self._out_ptrs, self.saved.data_ptr(), self.state.data_ptr(),
                               self.hyper, self.scratch.data_ptr(), flags)
+        # Written behind torch's back: bump the version counters, so an autograd graph saved
+        # before this step refuses to backpropagate through the changed values.
+        bump = getattr(torch.autograd.graph, "increment_version", None)
+        if bump is not None:
+            for d, t in zip(p.inputs, full):
+                if d.role != "user_input" and isinstance(t, torch.Tensor):
+                    bump(t)
         return self.outputs[0].detach().clone()
 
     # -- hyperparameters -----------------------------------------------------------------
@@ -130,6 +137,9 @@ class TrainStep:
         naming the first mismatch (nothing changed then)."""
         p, t = self.program, self.train
         name = p.name
+        if self.accumulating():
+            raise InputError(f"{name}: cannot load an optimizer state in the middle of a gradient "
+                             f"accumulation (call train_step first)")
         try:
             groups, state = sd["param_groups"], sd["state"]
         except (KeyError, TypeError):
@@ -146,6 +156,11 @@ class TrainStep:
             if flag in g and bool(g[flag]) != t.flag(flag):
                 raise InputError(f"{name}: param_groups[0] has {flag}={g[flag]} but the object was "
                                  f"compiled with {t.config}")
+        if self._adam() and "decoupled_weight_decay" in g and \
+                bool(g["decoupled_weight_decay"]) != (t.optimizer == "adamw"):
+            raise InputError(f"{name}: param_groups[0] has decoupled_weight_decay="
+                             f"{g['decoupled_weight_decay']} (torch's {'AdamW' if g['decoupled_weight_decay'] else 'Adam'}) "
+                             f"but the object was compiled with {t.config}")
         hyper = {k: float(v) for k, v in g.items()
                  if k in ("lr", "momentum", "dampening", "weight_decay", "eps")}
         if "betas" in g:

@@ -187,12 +187,19 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
       hy = nlohmann::json::parse(*h);
     } else if (const std::string *pg = meta("param_groups")) {
       nlohmann::json g = nlohmann::json::parse(*pg).at(0);
-      for (auto &[k, v] : g.items())
-        if (v.is_number() && k != "params") hy[k] = v;
+      // torch.optim's hyperparameters (other numbers, such as an LR scheduler's initial_lr,
+      // are not the optimizer's).
+      for (const char *k : {"lr", "momentum", "dampening", "weight_decay", "eps"})
+        if (g.contains(k) && g[k].is_number()) hy[k] = g[k];
       if (g.contains("betas")) {
         hy["beta1"] = g["betas"][0];
         hy["beta2"] = g["betas"][1];
       }
+      if (isAdam(t) && g.contains("decoupled_weight_decay") && g["decoupled_weight_decay"].is_boolean() &&
+          g["decoupled_weight_decay"].get<bool>() != (std::string(t.optimizer) == "adamw"))
+        throw RuntimeError(what + ": param_groups has decoupled_weight_decay=" +
+                           (g["decoupled_weight_decay"].get<bool>() ? "True (torch's AdamW)" : "False (torch's Adam)") +
+                           " but the object was compiled with " + t.config);
       for (const char *flag : {"nesterov", "amsgrad", "maximize"})
         if (g.contains(flag) && g[flag].is_boolean() && g[flag].get<bool>() != configFlag(t, flag))
           throw RuntimeError(what + ": param_groups has " + flag + "=" + (g[flag].get<bool>() ? "True" : "False") +

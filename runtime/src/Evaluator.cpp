@@ -2,17 +2,21 @@
 //
 // This file implements Evaluator (trainer.h): the eval program's parameters, buffers and
 // constants point at the trainer's tensors (bound by FQN once, in the constructor); its RNG
-// state, if any, at the trainer's (read only: eval does not write mutated inputs back).
+// state, if any, at the trainer's (read only: eval does not write mutated inputs back);
+// lifted constants come from the eval program's weights file.
 //===----------------------------------------------------------------------===//
 #include "aotc/trainer.h"
 
 #include "Internal.h"
 
+#include <cstring>
+
 namespace aotc::rt {
 
 using detail::progName;
 
-Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program) : program_(&program) {
+Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program, const SafetensorsFile *constants)
+    : program_(&program) {
   const std::string name = progName(program);
   context_ = detail::openProgram(program);
   if (!program.eval)
@@ -34,6 +38,20 @@ Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program) : prog
       const Tensor *t = nullptr;
       for (int j = 0; j < tp.num_inputs && !t; ++j)
         if (aotc_role_is_weight(tp.inputs[j].role) && std::string(tp.inputs[j].name) == d.name) t = &trainer.owned_[j];
+      // Lifted constants are named by their order in each export (lifted_tensor_0, ...), so a
+      // name says nothing across two exports: their values come from the eval program's own
+      // weights file (the trainer's tensor is shared when it holds the same bytes).
+      if (d.role == AOTC_ROLE_CONSTANT && &program != &tp) { // the trainer's own program: its own constants
+        const Tensor *own = constants ? constants->find(d.name) : nullptr;
+        if (!own || !own->matches(d))
+          throw RuntimeError(name + ": constant '" + d.name + "' (" + descTypeString(d) + ") " +
+                             (constants ? "is not in the weights file given" : "needs the eval program's weights file") +
+                             " (Evaluator's third argument: readWeights(" + name + "_program, ...))");
+        if (!(t && t->matches(d) && std::memcmp(t->data(), own->data(), (size_t)d.bytes) == 0)) {
+          owned_.push_back(own->clone());
+          t = &owned_.back();
+        }
+      }
       if (!t)
         throw RuntimeError(name + ": " + detail::roleWord(d.role) + " '" + d.name + "' (" + descTypeString(d) +
                            ") is not one of '" + progName(tp) + "''s weights: pair exports of the same model");

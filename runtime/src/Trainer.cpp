@@ -29,10 +29,10 @@ std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int6
 Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed)
     : program_(&program), seed_(seed) {
   const std::string name = progName(program);
+  context_ = detail::openProgram(program); // the ABI version first: older descriptors have no `train`
   if (!program.train || !program.train->train_step)
     throw RuntimeError("aotc runtime: program '" + name +
                        "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)");
-  context_ = detail::openProgram(program);
   owned_.resize(program.num_inputs);
   for (int i = 0; i < program.num_inputs; ++i) {
     const aotc_tensor_desc &d = program.inputs[i];

@@ -130,7 +130,7 @@ class TrainStepTest(unittest.TestCase):
 
 
 class EvalTest(unittest.TestCase):
-    def test_no_grad_and_eval_run_the_eval_entry_point(self):
+    def test_no_grad_runs_the_eval_entry_point(self):
         m = aotc.compile(MLP_PT2, cache_dir=CACHE)
         x, t = golden_batch()
         with_grad = m(x, t)
@@ -141,12 +141,25 @@ class EvalTest(unittest.TestCase):
             with torch.no_grad():
                 a = m(x, t)
             m.eval()
-            b = m(x, t)
+            b = m(x, t)            # eval() alone keeps autograd, as eager torch
+            m.requires_grad_(False)
+            c = m(x, t)            # nothing requires grad: eval
+            m.requires_grad_(True)
             m.train()
         self.assertEqual(len(calls), 2)
-        self.assertIsNone(b.grad_fn)
-        self.assertEqual(a.item(), with_grad.item())
-        self.assertEqual(b.item(), with_grad.item())
+        self.assertIsNotNone(b.grad_fn)
+        self.assertIsNone(c.grad_fn)
+        for v in (a, b, c):
+            self.assertEqual(v.item(), with_grad.item())
+
+    def test_train_step_invalidates_older_graphs(self):
+        m = aotc.compile(MLP_PT2, cache_dir=CACHE, optimizer="sgd:lr=0.1")
+        x, t = golden_batch()
+        loss = m(x, t)
+        m.train_step(x, t)
+        if hasattr(torch.autograd.graph, "increment_version"):
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+                loss.backward()
 
     def test_eval_export_shares_the_train_modules_weights(self):
         m = aotc.compile(os.path.join(DIGITS, "digits.pt2"), cache_dir=CACHE, optimizer="adamw:lr=0.003")

@@ -257,6 +257,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.name = p.name;
   cg.sanitize = o.sanitize;
   cg.fusion.checkedArena = o.sanitize == "address";
+  cg.fusion.eval = o.target != "cuda";
   checkTargetSupport(p, o.target);
   KernelProgram kp = planProgram(p, cg.fusion);
   if (train) planTrainStep(kp, *train, cg.fusion);

@@ -250,7 +250,7 @@ typedef struct aotc_program {
   const aotc_tensor_desc *grads;
   const int32_t *grad_input_index; /**< num_grads entries: index into inputs. */
   int64_t saved_bytes;           /**< Size of the saved area, bytes. */
-  int64_t scratch_bytes;         /**< Size of the scratch arena, bytes (max of forward and backward). */
+  int64_t scratch_bytes;         /**< Size of the scratch arena, bytes (max of forward, backward and eval). */
   aotc_forward_fn forward;
   aotc_backward_fn backward;
   int32_t num_errors;

@@ -1,6 +1,6 @@
 //===- trainer.h - A compiled training step with its state -------*- C++ -*-===//
 //
-// aotc::rt::Trainer runs <name>_train_step (abi.h, ABI 8 and later: an object compiled with
+// aotc::rt::Trainer runs <name>_train_step (abi.h, ABI 9: an object compiled with
 // `aotc --optimizer=...`) in a loop. It owns everything that lives from step to step:
 //  * the model's parameters, buffers, lifted constants and RNG state (the program's inputs
 //    other than user inputs), initialised from the weights file of the same aotc run;
@@ -27,6 +27,7 @@
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
 
+#include <deque>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -137,14 +138,18 @@ private:
 class Evaluator {
 public:
   /// RuntimeError when `program` has no eval entry point or another ABI version, or one of
-  /// its parameters, buffers or constants is not the trainer's (name, dtype and shape; the
-  /// first mismatch is named). The trainer must outlive the evaluator.
-  Evaluator(const Trainer &trainer, const aotc_program &program);
-  explicit Evaluator(const Trainer &trainer) : Evaluator(trainer, trainer.program()) {}
+  /// its parameters or buffers is not the trainer's (name, dtype and shape; the first mismatch
+  /// is named). Lifted constants (role constant; torch.export numbers them per export) are
+  /// taken from `constants`, the eval program's weights file, which a program with constants
+  /// needs. The trainer must outlive the evaluator.
+  Evaluator(const Trainer &trainer, const aotc_program &program, const SafetensorsFile *constants = nullptr);
+  explicit Evaluator(const Trainer &trainer) : Evaluator(trainer, trainer.program(), nullptr) {}
   Evaluator(const Evaluator &) = delete;
   Evaluator &operator=(const Evaluator &) = delete;
 
   const aotc_program &program() const { return *program_; }
+  /// The inputs run() takes, in program order (abi.h role AOTC_ROLE_USER_INPUT).
+  const std::vector<int> &userInputs() const { return userInputs_; }
   /// User inputs of `program` in its order (dtype and shape as its descriptors).
   const std::vector<Tensor> &run(std::span<const Tensor *const> inputs);
   const std::vector<Tensor> &run(std::initializer_list<const Tensor *> inputs) {
@@ -158,6 +163,7 @@ private:
   std::vector<int> userInputs_;
   std::vector<void *> in_, out_;
   std::vector<Tensor> outputs_;
+  std::deque<Tensor> owned_; // constants copied from `constants` (stable addresses)
   AlignedBuffer scratch_;
 };
 
