@@ -46,6 +46,9 @@ int64_t numelOf(const Shape &s);
 std::string shapeStr(const Shape &s);
 
 /// The static type of one tensor value.
+/// v rounded up to a multiple of a (a > 0): buffer offsets and sizes in the arenas.
+inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
 struct TensorType {
   DType dtype = DType::F32;
   Shape shape;

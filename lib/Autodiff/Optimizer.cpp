@@ -191,7 +191,6 @@ std::string ident(const std::string &fqn) {
   return s;
 }
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 } // namespace
 

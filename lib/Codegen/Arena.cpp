@@ -17,7 +17,6 @@
 
 namespace aotc {
 
-static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
                                const std::vector<int64_t> &sizes, int64_t &total,

@@ -49,7 +49,6 @@ const char *reduceKindName(ReduceKind k) {
   return "?";
 }
 
-static int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 const char *externFnName(ExternFn f) {
   switch (f) {

@@ -23,7 +23,6 @@ namespace aotc {
 
 namespace {
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 /// Internal error unless every node that reads an in-place input (transitively, up to its new
 /// value) comes no later than the node of that new value.
