@@ -49,7 +49,6 @@ const char *reduceKindName(ReduceKind k) {
   return "?";
 }
 
-
 const char *externFnName(ExternFn f) {
   switch (f) {
   case ExternFn::Gemm: return "gemm";
@@ -210,14 +209,19 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   kp.savedBytes = so;
   kp.checkedArena = opts.checkedArena;
 
-  // Forward.
-  {
-    KernelGraph &kg = kp.forward;
-    std::vector<int> in, out;
+  // The forward's placeholders and user outputs as in[] and out[] (the forward, the eval graph).
+  auto bindForwardAbi = [&](KernelGraph &kg, std::vector<int> &in, std::vector<int> &out) {
     for (size_t i = 0; i < fph.size(); ++i)
       in.push_back(addBuf(kg, fph[i]->name, fph[i]->type(), BufferKind::Input, (int)i));
     for (int k = 0; k < nUser; ++k)
       out.push_back(addBuf(kg, fouts[k]->name, fouts[k]->type(), BufferKind::Output, k));
+  };
+
+  // Forward.
+  {
+    KernelGraph &kg = kp.forward;
+    std::vector<int> in, out;
+    bindForwardAbi(kg, in, out);
     for (size_t s = 0; s < p.saved.size(); ++s)
       out.push_back(addBuf(kg, p.saved[s], fouts[nUser + s]->type(), BufferKind::Saved, -1,
                            savedOff[s]));
@@ -268,10 +272,7 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
     g.eliminateDeadCode();
     KernelGraph &kg = kp.eval;
     std::vector<int> in, out;
-    for (size_t i = 0; i < fph.size(); ++i)
-      in.push_back(addBuf(kg, fph[i]->name, fph[i]->type(), BufferKind::Input, (int)i));
-    for (int k = 0; k < nUser; ++k)
-      out.push_back(addBuf(kg, fouts[k]->name, fouts[k]->type(), BufferKind::Output, k));
+    bindForwardAbi(kg, in, out);
     fuseGraph(g, kg, in, out, opts);
     kp.hasEval = true;
     kp.evalErrorBase = (int)kp.errors.size();
@@ -400,7 +401,7 @@ std::string printKernels(const KernelProgram &kp, const std::string &target) {
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
   s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
   if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
-  if (kp.hasEval && target != "cuda") s += printKernelGraph(kp.eval, "eval", target);
+  if (kp.hasEval) s += printKernelGraph(kp.eval, "eval", target); // CPU targets only (FusionOptions::eval)
   if (kp.hasTrain) {
     // The train step's graphs; their scratch lives at train scratch + graphScratchOffset.
     s += "# train step: state " + std::to_string(kp.train.stateBytes) + " bytes, train scratch " +

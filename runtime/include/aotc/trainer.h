@@ -126,10 +126,10 @@ private:
 };
 
 /// The forward of a program without saving anything (abi.h <name>_eval), on a Trainer's
-/// current parameters, buffers and constants, which it reads in place (no copy): the
-/// trainer's own program, or the same model exported in eval mode (batch norm's running
-/// statistics, no dropout) and compiled without --optimizer; its weights are bound by FQN
-/// (docs/training.md "Eval"). Mutated inputs' new values (running statistics of a train-mode
+/// current parameters and buffers, which it reads in place (no copy): the trainer's own
+/// program, or the same model exported in eval mode (batch norm's running statistics, no
+/// dropout) and compiled without --optimizer; its weights are bound by FQN, its lifted
+/// constants come from its own weights file (docs/training.md "Eval"). Mutated inputs' new values (running statistics of a train-mode
 /// export) are outputs only: evaluation never changes the trainer. Everything is allocated in
 /// the constructor: run() allocates nothing.
 ///
