@@ -21,8 +21,6 @@
 
 namespace aotc {
 
-struct Node;
-
 /// A position in a user's file. line/col are 1-based; 0 means "unknown".
 struct SourceLoc {
   std::string file; ///< Path as the user gave it, or an archive member ("mlp.pt2:models/model.json").
@@ -48,8 +46,6 @@ private:
 [[noreturn]] void userError(const SourceLoc &loc, const std::string &msg);
 /// Throws a user error "error: <msg>" (no location: flags, files that cannot be opened).
 [[noreturn]] void userError(const std::string &msg);
-/// Throws a user error naming a graph node, its target, its location and its FX stack_trace.
-[[noreturn]] void nodeError(const Node &node, const std::string &msg);
 /// Throws an internal error "internal error: <msg>" (exit code 2).
 [[noreturn]] void internalError(const std::string &msg);
 /// Prints "warning: <msg>" to stderr and continues (compilation still succeeds).
@@ -61,7 +57,7 @@ class DiagnosticList {
 public:
   /// Adds "<loc>: error: <msg>".
   void error(const SourceLoc &loc, const std::string &msg);
-  /// Adds an already formatted diagnostic (formatNodeDiag, ...).
+  /// Adds an already formatted diagnostic (formatNodeDiag of Graph.h, ...).
   void add(std::string diagnostic) { diags_.push_back(std::move(diagnostic)); }
   bool empty() const { return diags_.empty(); }
   size_t size() const { return diags_.size(); }
@@ -76,9 +72,6 @@ private:
 /// The last line of capture's all-unsupported-ops report (DiagnosticList::throwIfAny's summary):
 /// "2 unsupported ops in 3 nodes (docs/ops.md lists the ops aotc reads)".
 std::string unsupportedOpsSummary(size_t ops, size_t nodes);
-
-/// Formats the node diagnostic without throwing (used for warnings and runtime messages).
-std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);
 
 /// Checks an internal invariant; on failure throws internalError with the message.
 #define AOTC_ASSERT(cond, msg)                                                                     \

@@ -101,6 +101,13 @@ struct Node {
   bool isNoneArg(size_t i) const;
 };
 
+/// Throws a user error naming a graph node, its target, its location and its FX stack_trace
+/// (the node form of Diagnostics.h's userError; lib/IR/NodeDiagnostics.cpp).
+[[noreturn]] void nodeError(const Node &node, const std::string &msg);
+/// Formats the node diagnostic without throwing (used for warnings and runtime messages):
+/// "<loc>: <severity>: node '<name>' (<target>): <msg>" and the stack_trace on its own line.
+std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);
+
 /// One graph: placeholders first, then call_functions, then exactly one output node.
 class Graph {
 public:

@@ -1,6 +1,5 @@
 //===- Diagnostics.cpp - Formatting and throwing diagnostics ----------------===//
 #include "aotc/Diagnostics.h"
-#include "aotc/Graph.h"
 
 #include <iostream>
 
@@ -21,20 +20,6 @@ void userError(const SourceLoc &loc, const std::string &msg) {
 }
 
 void userError(const std::string &msg) { throw Error(Error::Kind::User, "error: " + msg); }
-
-std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg) {
-  std::string s = node.loc.str() + ": " + severity + ": node '" + node.name + "'";
-  if (!node.target.empty())
-    s += " (" + node.target + ")";
-  s += ": " + msg;
-  if (!node.stackTrace.empty())
-    s += "\n  stack_trace: " + node.stackTrace;
-  return s;
-}
-
-void nodeError(const Node &node, const std::string &msg) {
-  throw Error(Error::Kind::User, formatNodeDiag(node, "error", msg));
-}
 
 void internalError(const std::string &msg) {
   throw Error(Error::Kind::Internal, "internal error: " + msg);
