@@ -9,7 +9,12 @@ no failed one, skipped_ops = registry overloads skipped as a whole (closed list,
 docs/conformance.md). --by-cause lists the failing ops grouped by aotc's error message (or
 `wrong value` for numeric mismatches); --ops prints one line per op.
 
-Usage: summarize.py results.jsonl [--by-cause] [--ops]
+With --manifest (ctest conformance.summary) it also checks the results against the committed
+manifest and exits 1 on any problem: every sample and every skipped op of the manifest has
+exactly one result, a sample is skipped exactly when the manifest skips it, every status is
+pass/fail/skip, and (with --expected-failures) no sample fails that the list does not name.
+
+Usage: summarize.py results.jsonl [--by-cause] [--ops] [--manifest DIR [--expected-failures FILE]]
 """
 import argparse
 import collections
@@ -46,11 +51,42 @@ def cause(r):
     return re.sub(r"\[[\d, ]*\]", "[…]", msg)
 
 
+def check(lines, manifest, expected):
+    """Problems of results `lines` against `manifest` (manifest.json's content)."""
+    problems = []
+    seen = collections.Counter(r["id"] for r in lines if r["kind"] == "sample")
+    for sid, s in manifest["samples"].items():
+        if seen[sid] != 1:
+            problems.append(f"sample {sid}: {seen[sid]} results, expected 1")
+    for sid in sorted(set(seen) - set(manifest["samples"])):
+        problems.append(f"sample {sid}: not in the manifest")
+    skipped_ops = collections.Counter(r["op"] for r in lines if r["kind"] == "op")
+    for op, e in manifest["ops"].items():
+        if bool(e["skip"]) != (skipped_ops[op] == 1):
+            problems.append(f"op {op}: skipped in the manifest: {bool(e['skip'])}, "
+                            f"op results: {skipped_ops[op]}")
+    for r in lines:
+        if r["kind"] != "sample":
+            continue
+        if r["status"] not in ("pass", "fail", "skip"):
+            problems.append(f"sample {r['id']}: unknown status {r['status']!r}")
+        s = manifest["samples"].get(r["id"])
+        if s is not None and bool(s["skip"]) != (r["status"] == "skip"):
+            problems.append(f"sample {r['id']}: status {r['status']}, manifest skip "
+                            f"{s['skip']!r}")
+        if expected is not None and r["status"] == "fail" and r["id"] not in expected:
+            problems.append(f"sample {r['id']}: fails and is not an expected failure: "
+                            f"{r.get('reason', '')}")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
     ap.add_argument("--by-cause", action="store_true")
     ap.add_argument("--ops", action="store_true")
+    ap.add_argument("--manifest", help="folder with manifest.json: check the results against it")
+    ap.add_argument("--expected-failures", help="with --manifest: the allowed failures")
     a = ap.parse_args()
     with open(a.results) as f:
         lines = [json.loads(l) for l in f if l.strip()]
@@ -69,6 +105,20 @@ def main():
             print(f"[{sum(ops.values())} samples] {c}\n    " +
                   ", ".join(f"{o[5:]}({k})" for o, k in sorted(ops.items())))
     print(line)
+    if a.manifest:
+        with open(a.manifest + "/manifest.json") as f:
+            manifest = json.load(f)
+        expected = None
+        if a.expected_failures:
+            with open(a.expected_failures) as f:
+                expected = {l.split("#")[0].strip() for l in f if l.split("#")[0].strip()}
+        problems = check(lines, manifest, expected)
+        for p in problems:
+            print(f"error: {p}")
+        print(f"checked against {a.manifest}/manifest.json: {len(problems)} problem"
+              f"{'' if len(problems) == 1 else 's'}")
+        return 1 if problems else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ config.name = "aotc"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".test", ".txt.test", ".py.test"]
 config.excludes = ["Inputs"]
+# A hang fails its own test (cmake/TestTimeouts.cmake, AOTC_LIT_TIMEOUT; needs psutil in the
+# python running lit: test/CMakeLists.txt runs lit under Debian's python3).
+lit_config.maxIndividualTestTime = int(getattr(config, "aotc_lit_timeout", 0) or 0)
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.aotc_bin_dir, "test", "lit")
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "PATH"])

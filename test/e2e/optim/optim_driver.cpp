@@ -4,11 +4,14 @@
 // -DAOTC_E2E_PROGRAM=<name>_program) and linked with aotc_runtime. WEIGHTS is the weights file
 // aotc wrote; FIXTURE the model fixture's golden (input.<name> is the batch).
 //
-//   optim_driver golden WEIGHTS FIXTURE OPTIM_GOLDEN OUT
+//   optim_driver golden WEIGHTS FIXTURE OPTIM_GOLDEN OUT [MUTATION]
 //     The optimizer golden's steps (metadata "steps") of aotc::rt::Trainer, each one
 //     accumulate() per extra micro-batch (input2.<name>) then step(); writes loss f32[S*M],
 //     param_final.<FQN>, buffer_final.<FQN>, optim.<state name> (tools/check_golden.py then
-//     compares OUT with OPTIM_GOLDEN, format aotc-optim-1).
+//     compares OUT with OPTIM_GOLDEN, format aotc-optim-1). MUTATION plants a wrong optimizer
+//     for the negative controls, which check_golden must reject: `NAME=VALUE` sets a run-time
+//     hyperparameter (a wrong beta2), `no-bias-correction` starts Adam's step count at 1e6 so
+//     that 1 - beta^step is 1 (the update without its bias corrections).
 //   optim_driver noalloc WEIGHTS FIXTURE [STEPS]
 //     Under the LD_PRELOAD interposer (alloc_counter.c): 3 warm-up steps, then STEPS (default
 //     10) steps (each with an eval) must make no malloc/calloc/realloc/posix_memalign/
@@ -104,7 +107,8 @@ std::string firstDifference(const std::vector<std::pair<std::string, Tensor>> &a
   return "";
 }
 
-int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &goldenPath, const std::string &out) {
+int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &goldenPath, const std::string &out,
+           const std::string &mutation) {
   SafetensorsFile g = aotc::rt::readSafetensors(goldenPath);
   const int steps = std::stoi(g.metadata.at("steps"));
   const int micro = std::stoi(g.metadata.at("micro_batches"));
@@ -112,6 +116,30 @@ int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
   batches.push_back(batch(fx, "input."));
   if (micro == 2) batches.push_back(batch(g, "input2."));
   Trainer t(kProg, w);
+  if (mutation == "no-bias-correction") {
+    // A checkpoint of this trainer with the step count 1e6 (metadata "step" and Adam's
+    // per-parameter step tensors) and its zero state (a fresh trainer's checkpoint has none).
+    SafetensorsFile ck = t.checkpoint();
+    ck.metadata["step"] = "1000000";
+    const aotc_train &tr = *kProg.train;
+    for (int k = 0; k < tr.num_state; ++k)
+      if (tr.state[k].kind == AOTC_STATE_OPTIMIZER && !ck.find(tr.state[k].name))
+        ck.tensors.emplace_back(tr.state[k].name, t.stateTensor(tr.state[k].name));
+    for (int k = 0; k < tr.num_params; ++k) {
+      const std::string name = std::string("optimizer.state.") + kProg.inputs[tr.param_inputs[k]].name + ".step";
+      Tensor step(aotc::rt::DType::F32, {});
+      step.data<float>()[0] = 1e6f;
+      if (Tensor *x = ck.find(name)) *x = std::move(step);
+      else ck.tensors.emplace_back(name, std::move(step));
+    }
+    t.restore(ck, "no-bias-correction");
+    if (t.steps() != 1000000) return fail("no-bias-correction: steps() = " + std::to_string(t.steps()));
+  } else if (size_t eq = mutation.find('='); eq != std::string::npos) {
+    t.setHyper(mutation.substr(0, eq), std::stod(mutation.substr(eq + 1)));
+  } else if (!mutation.empty()) {
+    return fail("unknown mutation '" + mutation + "'");
+  }
+  const int64_t steps0 = t.steps();
   // <name>_eval on the trainer's current weights gives the loss the next step computes (the
   // same batch every step), to f32 rounding: the eval graph is fused without the saved tensors.
   aotc::rt::Evaluator ev(t);
@@ -128,7 +156,8 @@ int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
     }
   if (!(worstEval <= 1e-5))
     return fail("eval's loss differs from the step's by " + std::to_string(worstEval) + " (relative; bound 1e-5)");
-  if (t.steps() != steps) return fail("steps() = " + std::to_string(t.steps()) + ", expected " + std::to_string(steps));
+  if (t.steps() != steps0 + steps)
+    return fail("steps() = " + std::to_string(t.steps()) + ", expected " + std::to_string(steps0 + steps));
   std::vector<std::pair<std::string, Tensor>> keep;
   std::vector<aotc::rt::NamedTensorRef> res{{"loss", &loss}};
   for (int i = 0; i < kProg.num_inputs; ++i) {
@@ -320,7 +349,7 @@ int main(int argc, char **argv) {
     SafetensorsFile w = aotc::rt::readWeights(kProg, argv[2]);
     SafetensorsFile fx = aotc::rt::readSafetensors(argv[3]);
     auto intArg = [&](int i, int dflt) { return argc > i ? std::stoi(argv[i]) : dflt; };
-    if (mode == "golden" && argc == 6) return golden(w, fx, argv[4], argv[5]);
+    if (mode == "golden" && (argc == 6 || argc == 7)) return golden(w, fx, argv[4], argv[5], argc == 7 ? argv[6] : "");
     if (mode == "noalloc") return noalloc(w, fx, intArg(4, 10));
     if (mode == "poison") return poison(w, fx, intArg(4, 5));
     if (mode == "resume" && argc >= 5) return resume(w, fx, argv[4], intArg(5, 10));
