@@ -21,10 +21,9 @@ std::vector<std::pair<std::string, std::string>> decomposeTable();
 /// The lower table: (target, one-line summary of its rule), in table order.
 std::vector<std::pair<std::string, std::string>> lowerTable();
 
-/// The targets allowed after lower(): pointwise ops, reductions (sum.dim_IntList,
-/// amax, argmax), views, mm/addmm/bmm, index ops (gather, scatter_add,
-/// index_select, and slice_scatter/select_scatter that functionalize introduces
-/// for writes through slices), factories and getitem. Sorted.
+/// The targets allowed after lower(): the registered ops whose OpDef says `primitive`
+/// (pointwise ops, reductions, views, matmuls, convolutions, index ops, factories, philox)
+/// and getitem. Sorted. Read from the registry; not a list of its own.
 const std::vector<std::string> &primitiveTargets();
 
 /// True when `target` (canonical, e.g. "aten.add.Tensor") is a primitive.

@@ -101,6 +101,10 @@ struct Node {
   bool isNoneArg(size_t i) const;
 };
 
+/// True for the names FX never gives a node as they are (Python builtins and keywords: sum,
+/// max, input, ...); Graph::fxName suffixes them.
+bool fxShadowsBuiltin(const std::string &name);
+
 /// Throws a user error naming a graph node, its target, its location and its FX stack_trace
 /// (the node form of Diagnostics.h's userError; lib/IR/NodeDiagnostics.cpp).
 [[noreturn]] void nodeError(const Node &node, const std::string &msg);
@@ -137,6 +141,10 @@ public:
 
   /// A fresh node name: `base`, else `base_1`, `base_2`, ... (FX's rule).
   std::string uniqueName(const std::string &base);
+  /// A fresh name as FX gives a new node (torch/fx/graph.py _Namespace.create_name): as
+  /// uniqueName, but a base that would shadow a Python builtin or keyword (fxShadowsBuiltin)
+  /// starts at `base_1`. `alsoTaken` names further names to avoid (another graph's).
+  std::string fxName(const std::string &base, const Graph *alsoTaken = nullptr) const;
   /// Renames a node (keeps the name index in sync); internal error if `newName`
   /// is taken by another node.
   void rename(Node *n, const std::string &newName);

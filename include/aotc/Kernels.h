@@ -30,6 +30,7 @@
 #include "aotc/Conv.h"
 #include "aotc/Graph.h"
 #include "aotc/Optimizer.h"
+#include "aotc/ScalarOp.h"
 #include "aotc/Types.h"
 
 #include <cstdint>
@@ -85,30 +86,8 @@ struct Access {
   std::vector<DynIndex> dyn;
 };
 
-/// Scalar operations. Types: every Inst has a result dtype; operands of binary
-/// ops and comparisons have the same dtype (Cast makes them so); Bool values are
-/// 1-bit truth values (stored as bytes 0/1).
-enum class ScalarOp : uint8_t {
-  Const,   ///< fconst (floating) or iconst (i64/bool).
-  Load,    ///< Access `access` of the phase.
-  Reg,     ///< Register `reg` (a reduction result of an earlier phase).
-  Cast,    ///< a -> type (float->int truncates toward zero; x->bool is x != 0).
-  Neg, Abs, Exp, Log, Tanh, Sqrt, Erf, Not,
-  Add, Sub, Mul, Div,   ///< Div on integers is not generated (true division casts first).
-  Pow,     ///< Floating a^b (libm pow).
-  Max, Min,             ///< Floating: NaN-propagating (torch.maximum); integers: plain.
-  Eq, Ne, Lt, Le, Gt, Ge, ///< Result Bool; ordered comparisons (NaN compares false, Ne true).
-  And, Or,              ///< Bool.
-  Select,  ///< a ? b : c (a Bool).
-  Index,   ///< The i64 value of Access `access` (buffer -1): an affine function of the
-           ///< loop variables (plus dyn terms), e.g. "is this element inside the slice".
-  Sin, Cos, Log1p, Expm1, ///< Floating unary libm functions (sinf/sin, ..., log1pf, expm1f).
-  Atan2,   ///< Floating atan2(a, b) (libm atan2f/atan2).
-  Philox,  ///< Word `iconst` (0..3) of Philox 4x32-10 (include/aotc/Philox.h) with key a (the i64
-           ///< seed) and counter {lo32(c), hi32(c), lo32(b), hi32(b)} (b: the i64 offset, c: the
-           ///< i64 element index); the result is I64 in [0, 2^32).
-};
-const char *scalarOpName(ScalarOp op);
+// ScalarOp (the scalar operations an Inst computes) is include/aotc/ScalarOp.h, in IR: an
+// op's OpDef names the one a simple pointwise primitive is made of (OpDef::scalar).
 
 struct Inst {
   ScalarOp op = ScalarOp::Const;
@@ -313,7 +292,8 @@ struct FusionOptions {
 /// Bytes between two planned buffers in a checked arena.
 constexpr int64_t kArenaRedzone = 64;
 
-/// The targets codegen lowers (lib/Codegen/OpLowering.cpp, one entry each), sorted. Every
+/// The targets codegen lowers (lib/Codegen/OpLowering.cpp's table, and the primitives whose
+/// OpDef::scalar names their one scalar operation), sorted. Every
 /// target of primitiveTargets() (Decompositions.h) is one of them.
 std::vector<std::string> codegenTargets();
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "aotc/Graph.h"
+#include "aotc/ScalarOp.h"
 
 #include <functional>
 #include <map>
@@ -86,8 +87,32 @@ struct OpDef {
   std::function<std::vector<RefTensor>(const Node &node, const RefArgs &args,
                                        const std::vector<std::vector<const RefTensor *>> &lists)>
       eval;
-  /// Random ops are never recomputed (partitioner); none today.
+  /// Draws random numbers (aotc.philox_uniform, and the random ops decompose rewrites to it):
+  /// never recomputed by the partitioner, so the backward sees the forward's draw.
   bool random = false;
+  /// A primitive: lower() keeps it and the codegen computes it (lib/Codegen/OpLowering.cpp, or
+  /// `scalar` below); every other call is rewritten by decompose or lower before codegen.
+  bool primitive = false;
+  /// The min-cut partitioner may recompute it in the backward instead of saving its result
+  /// (PyTorch's default_recomputable_ops): by default the pointwise, view, reduction and
+  /// factory categories (OpRegistry::add); an op of another category that torch lists sets it.
+  bool recomputable = false;
+  /// A view an in-place write may go through (functionalize writes the new value back into the
+  /// base through its inverse): view, reshape, permute, unsqueeze, squeeze, slice, select, ...
+  bool writeThrough = false;
+  /// A pointwise primitive whose element is one scalar operation of its operands: that
+  /// operation, and how its operands are cast. The codegen builds the element from it; a
+  /// pointwise primitive without one has a rule of its own in lib/Codegen/OpLowering.cpp.
+  struct ScalarBody {
+    ScalarOp op = ScalarOp::Const;
+    enum class Operands {
+      Result,   ///< cast to the result dtype (neg, abs, mul, maximum, atan2, ...)
+      Floating, ///< cast to the result's floating dtype (exp, log, sin, ...: INT_TO_FLOAT)
+      Compare,  ///< cast to the operands' promoted dtype; the result is Bool (eq, isnan, ...)
+    } operands = Operands::Result;
+    std::vector<int> args; ///< The op's arguments the operation reads, in order.
+  };
+  std::optional<ScalarBody> scalar;
   /// Marked non-differentiable (argmax, comparisons, factories): autodiff
   /// passes no gradient through it and needs no rule.
   bool nonDifferentiable = false;

@@ -19,15 +19,7 @@ using S = ScalarOp;
 
 //===-- Pointwise rules -----------------------------------------------------===//
 
-ERef unary(const PointwiseArgs &a, ScalarOp op) { return mkOp(op, a.od, {a.x(0)}); }
 ERef binary(const PointwiseArgs &a, ScalarOp op) { return mkOp(op, a.od, {a.x(0), a.x(1)}); }
-
-/// A transcendental function: integer inputs were promoted by the shape function already.
-ERef floatingUnary(const PointwiseArgs &a, ScalarOp op) {
-  if (!isFloating(a.od))
-    nodeError(a.n, "codegen: '" + opBase(a.n.target) + "' needs a floating result");
-  return unary(a, op);
-}
 
 /// other * alpha, when alpha (argument 2) is given and not 1.
 ERef scaledByAlpha(const PointwiseArgs &a, ERef other) {
@@ -133,11 +125,22 @@ ERef powTensorRule(const PointwiseArgs &a) {
   return binary(a, S::Pow);
 }
 
-/// Comparisons compare in torch.result_type of both operands (bool as i64).
-ERef compare(const PointwiseArgs &a, ScalarOp op) {
-  DType ct = ops::resultType(a.n, {0, 1});
-  if (ct == DType::Bool) ct = DType::I64;
-  return mkOp(op, DType::Bool, {a.x(0, ct), a.x(1, ct)});
+/// A primitive whose OpDef names its one scalar operation (OpDef::scalar): the operation of
+/// its arguments, cast as the body says.
+ERef scalarBody(const PointwiseArgs &a) {
+  const OpDef::ScalarBody &b = *a.n.op->scalar;
+  using O = OpDef::ScalarBody::Operands;
+  std::vector<ERef> xs;
+  if (b.operands == O::Compare) {
+    DType ct = ops::resultType(a.n, std::vector<size_t>(b.args.begin(), b.args.end()));
+    if (ct == DType::Bool) ct = DType::I64;
+    for (int i : b.args) xs.push_back(a.x(i, ct));
+    return mkOp(b.op, DType::Bool, xs);
+  }
+  if (b.operands == O::Floating && !isFloating(a.od))
+    nodeError(a.n, "codegen: '" + opBase(a.n.target) + "' needs a floating result");
+  for (int i : b.args) xs.push_back(a.x(i));
+  return mkOp(b.op, a.od, xs);
 }
 
 /// a ^ b: Ne for bools; (a | b) - (a & b) for integers.
@@ -287,29 +290,13 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.sub.Tensor", pw(subRule)},
         {"aten.sub.Scalar", pw(subRule)},
         {"aten.rsub.Scalar", pw(rsubRule)},
-        {"aten.mul.Tensor", pw([](A a) { return binary(a, S::Mul); })},
-        {"aten.mul.Scalar", pw([](A a) { return binary(a, S::Mul); })},
         {"aten.div.Tensor", pw(divRule)},
         {"aten.div.Scalar", pw(divRule)},
-        {"aten.maximum.default", pw([](A a) { return binary(a, S::Max); })},
-        {"aten.minimum.default", pw([](A a) { return binary(a, S::Min); })},
-        {"aten.neg.default", pw([](A a) { return unary(a, S::Neg); })},
-        {"aten.abs.default", pw([](A a) { return unary(a, S::Abs); })},
         {"aten.square.default", pw([](A a) { ERef x = a.x(0); return mkOp(S::Mul, a.od, {x, x}); })},
         {"aten.pow.Tensor_Scalar", pw(powScalarRule)},
         {"aten.pow.Tensor_Tensor", pw(powTensorRule)},
         {"aten.sign.default", pw(signRule)},
         // Transcendental functions.
-        {"aten.exp.default", pw([](A a) { return floatingUnary(a, S::Exp); })},
-        {"aten.log.default", pw([](A a) { return floatingUnary(a, S::Log); })},
-        {"aten.tanh.default", pw([](A a) { return floatingUnary(a, S::Tanh); })},
-        {"aten.sqrt.default", pw([](A a) { return floatingUnary(a, S::Sqrt); })},
-        {"aten.erf.default", pw([](A a) { return floatingUnary(a, S::Erf); })},
-        {"aten.sin.default", pw([](A a) { return floatingUnary(a, S::Sin); })},
-        {"aten.cos.default", pw([](A a) { return floatingUnary(a, S::Cos); })},
-        {"aten.log1p.default", pw([](A a) { return floatingUnary(a, S::Log1p); })},
-        {"aten.expm1.default", pw([](A a) { return floatingUnary(a, S::Expm1); })},
-        {"aten.atan2.default", pw([](A a) { return binary(a, S::Atan2); })},
         {"aten.rsqrt.default", pw([](A a) { return recip(a, mkOp(S::Sqrt, a.od, {a.x(0)})); })},
         {"aten.reciprocal.default", pw([](A a) { return recip(a, a.x(0)); })},
         {"aten.sigmoid.default", pw(sigmoidRule)},
@@ -341,19 +328,7 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.bitwise_xor.Tensor", pw(bitwiseXor)},
         {"aten.bitwise_xor.Scalar", pw(bitwiseXor)},
         {"aten._to_copy.default", pw([](A a) { return a.x(0); })},
-        // Comparisons.
-        {"aten.eq.Scalar", pw([](A a) { return compare(a, S::Eq); })},
-        {"aten.eq.Tensor", pw([](A a) { return compare(a, S::Eq); })},
-        {"aten.ne.Scalar", pw([](A a) { return compare(a, S::Ne); })},
-        {"aten.ne.Tensor", pw([](A a) { return compare(a, S::Ne); })},
-        {"aten.lt.Scalar", pw([](A a) { return compare(a, S::Lt); })},
-        {"aten.lt.Tensor", pw([](A a) { return compare(a, S::Lt); })},
-        {"aten.le.Scalar", pw([](A a) { return compare(a, S::Le); })},
-        {"aten.le.Tensor", pw([](A a) { return compare(a, S::Le); })},
-        {"aten.gt.Scalar", pw([](A a) { return compare(a, S::Gt); })},
-        {"aten.gt.Tensor", pw([](A a) { return compare(a, S::Gt); })},
-        {"aten.ge.Scalar", pw([](A a) { return compare(a, S::Ge); })},
-        {"aten.ge.Tensor", pw([](A a) { return compare(a, S::Ge); })},
+        // Comparisons, and the unary/binary ops that are one ScalarOp: their OpDef::scalar.
         // Factories.
         {"aten.full.default", pw([](A a) { return mkConstArg(a.od, a.n, 1); })},
         {"aten.full_like.default", pw([](A a) { return mkConstArg(a.od, a.n, 1); })},
@@ -408,7 +383,11 @@ const std::map<std::string, OpLowering> &loweringTable() {
 
 const OpLowering *findLowering(const std::string &target) {
   auto it = loweringTable().find(target);
-  return it == loweringTable().end() ? nullptr : &it->second;
+  if (it != loweringTable().end()) return &it->second;
+  // A primitive that is one scalar operation says so in its OpDef (OpRegistry.h).
+  static const OpLowering fromOpDef = pw(scalarBody);
+  const OpDef *d = OpRegistry::get().lookup(target);
+  return d && d->primitive && d->scalar ? &fromOpDef : nullptr;
 }
 
 std::string opBase(const std::string &target) {
@@ -424,6 +403,9 @@ namespace aotc {
 std::vector<std::string> codegenTargets() {
   std::vector<std::string> r;
   for (auto &[k, v] : fusion::loweringTable()) r.push_back(k);
+  for (auto &[k, d] : OpRegistry::get().all())
+    if (d.primitive && d.scalar && !fusion::loweringTable().count(k)) r.push_back(k);
+  std::sort(r.begin(), r.end());
   return r;
 }
 } // namespace aotc

@@ -347,45 +347,11 @@ std::vector<std::pair<std::string, std::string>> lowerTable() {
 }
 
 const std::vector<std::string> &primitiveTargets() {
+  // The registry's primitives (OpDef::primitive), sorted, and getitem (tuple access, no op).
   static const std::vector<std::string> prims = [] {
-    std::vector<std::string> v = {
-        // Pointwise.
-        "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
-        "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
-        "aten.neg.default", "aten.exp.default", "aten.log.default", "aten.tanh.default",
-        "aten.sigmoid.default", "aten.relu.default", "aten.sqrt.default", "aten.rsqrt.default",
-        "aten.erf.default", "aten.abs.default", "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor",
-        "aten.maximum.default",
-        "aten.minimum.default", "aten.where.self", "aten._to_copy.default", "aten.clone.default",
-        "aten.logical_not.default", "aten.sign.default", "aten.reciprocal.default",
-        "aten.sin.default", "aten.cos.default", "aten.log1p.default", "aten.expm1.default",
-        "aten.atan2.default",
-        "aten.tril.default", "aten.triu.default",
-        "aten.logical_and.default",
-        "aten.logical_or.default", "aten.logical_xor.default", "aten.bitwise_and.Tensor",
-        "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar",
-        "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
-        // Reductions.
-        "aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default", "aten.argmax.default",
-        // Views.
-        "aten.view.default", "aten._unsafe_view.default", "aten.permute.default",
-        "aten.expand.default", "aten.unsqueeze.default", "aten.squeeze.dims",
-        "aten.slice.Tensor", "aten.select.int", "getitem", "aten.as_strided.default",
-        // Matmuls.
-        "aten.mm.default", "aten.addmm.default", "aten.bmm.default",
-        // Convolutions (library calls): the regular forward without bias, and its two gradients.
-        "aten.convolution.default", "aotc.conv_input_grad.default", "aotc.conv_weight_grad.default",
-        // Index ops (slice_scatter/select_scatter come from functionalize).
-        "aten.gather.default", "aten.scatter_add.default", "aten.index_select.default",
-        "aten.slice_scatter.default", "aten.select_scatter.default",
-        // Factories.
-        "aten.full.default", "aten.scalar_tensor.default", "aten.zeros_like.default",
-        "aten.ones_like.default", "aten.full_like.default", "aten.zeros.default",
-        "aten.ones.default", "aten.arange.default", "aten.arange.start_step",
-        // Random numbers: a pure function of (seed, offset, element index).
-        "aotc.philox_uniform.default"};
-    for (const char *c : {"eq", "ne", "lt", "le", "gt", "ge"})
-      for (const char *o : {"Scalar", "Tensor"}) v.push_back(std::string("aten.") + c + "." + o);
+    std::vector<std::string> v = {"getitem"};
+    for (const auto &[target, def] : OpRegistry::get().all())
+      if (def.primitive) v.push_back(target);
     std::sort(v.begin(), v.end());
     return v;
   }();

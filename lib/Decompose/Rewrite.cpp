@@ -14,25 +14,9 @@ static std::string opBaseName(const std::string &target) {
   return rest.substr(0, rest.find('.'));
 }
 
-/// FX's naming (torch/fx/graph.py _Namespace.create_name): a name that would
-/// shadow a Python builtin or keyword gets a numeric suffix (sum -> sum_1).
-static std::string fxFreshName(Graph &g, const std::string &base) {
-  static const std::set<std::string> illegal = {
-      "sum", "pow", "abs", "max", "min", "round", "slice", "all", "any", "len", "list", "tuple",
-      "float", "int", "bool", "str", "type", "id", "input", "print", "range", "map", "filter",
-      "zip", "hash", "iter", "next", "format", "divmod", "sorted", "reversed", "set", "dict",
-      "and", "or", "not", "is", "in", "if", "else", "for", "while", "del", "import", "from",
-      "as", "with", "def", "class", "return", "lambda", "global", "pass", "None", "True", "False"};
-  if (!illegal.count(base)) return g.uniqueName(base);
-  for (int i = 1;; ++i) {
-    std::string n = base + "_" + std::to_string(i);
-    if (!g.find(n)) return n;
-  }
-}
-
 Node *Emitter::call(const std::string &target, const std::vector<Arg> &args,
                     const KwArgs &kwargs) {
-  Node *n = buildCall(g_, fxFreshName(g_, opBaseName(target)), target, args, kwargs, at_->loc, at_);
+  Node *n = buildCall(g_, g_.fxName(opBaseName(target)), target, args, kwargs, at_->loc, at_);
   n->stackTrace = at_->stackTrace;
   created_.insert(n);
   order_.push_back(n);

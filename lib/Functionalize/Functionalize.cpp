@@ -136,13 +136,7 @@ private:
 
   /// A name free in both graphs: `base`, else `base_1`, `base_2`, ... A base
   /// that would shadow a Python builtin starts at `_1`, as FX names nodes.
-  std::string fresh(const std::string &base) {
-    static const std::unordered_set<std::string> builtins = {"sum", "pow", "abs", "max", "min",
-                                                             "round", "slice", "all", "any"};
-    std::string n = builtins.count(base) ? base + "_1" : base;
-    for (int i = 1; neu_.find(n) || old_.find(n); ++i) n = base + "_" + std::to_string(i);
-    return n;
-  }
+  std::string fresh(const std::string &base) { return neu_.fxName(base, &old_); }
 
   /// The value of input-graph node `o` as of now, in the new graph.
   Node *value(Node *o) {
@@ -334,11 +328,7 @@ private:
     // Check every view on the way can be written through before emitting anything.
     for (Node *v : a.chain) {
       std::string op = opName(v->target);
-      static const std::unordered_set<std::string> invertible = {
-          "view", "reshape", "unsqueeze", "squeeze", "alias", "detach", "view_as", "flatten",
-          "unflatten", "lift_fresh", "permute", "t", "transpose"};
-      if (!invertible.count(op) && v->target != "aten.slice.Tensor" &&
-          v->target != "aten.select.int")
+      if (!v->op || !v->op->writeThrough) // OpDef::writeThrough
         nodeError(*m, "unsupported mutation: in-place write through the '" + op + "' view '" +
                           v->name + "' (only view, reshape, unsqueeze, squeeze, permute, t, "
                           "transpose, slice and select can be written through)");

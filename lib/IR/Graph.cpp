@@ -211,6 +211,25 @@ std::string Graph::uniqueName(const std::string &base) {
   }
 }
 
+bool fxShadowsBuiltin(const std::string &name) {
+  static const std::set<std::string> names = {
+      "sum", "pow", "abs", "max", "min", "round", "slice", "all", "any", "len", "list", "tuple",
+      "float", "int", "bool", "str", "type", "id", "input", "print", "range", "map", "filter",
+      "zip", "hash", "iter", "next", "format", "divmod", "sorted", "reversed", "set", "dict",
+      "and", "or", "not", "is", "in", "if", "else", "for", "while", "del", "import", "from",
+      "as", "with", "def", "class", "return", "lambda", "global", "pass", "None", "True", "False"};
+  return names.count(name) > 0;
+}
+
+std::string Graph::fxName(const std::string &base, const Graph *alsoTaken) const {
+  auto taken = [&](const std::string &n) { return byName_.count(n) || (alsoTaken && alsoTaken->find(n)); };
+  if (!fxShadowsBuiltin(base) && !taken(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string n = base + "_" + std::to_string(i);
+    if (!taken(n)) return n;
+  }
+}
+
 Node *Graph::addPlaceholder(const std::string &name, TensorType type, InputRole role) {
   AOTC_ASSERT(!byName_.count(name), "duplicate node name '" + name + "'");
   auto n = std::make_unique<Node>();

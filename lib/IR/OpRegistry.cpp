@@ -320,6 +320,9 @@ OpDef &OpRegistry::add(const std::string &schema, OpCategory cat) {
   OpDef &d = ops_[t];
   d.schema = std::move(s);
   d.category = cat;
+  // PyTorch's default_recomputable_ops by category (the registration sets it for others).
+  d.recomputable = cat == OpCategory::Pointwise || cat == OpCategory::View || cat == OpCategory::Reduction ||
+                   cat == OpCategory::Factory;
   return d;
 }
 

@@ -45,54 +45,24 @@ namespace aotc::part {
 
 namespace {
 
-/// Ops outside the pointwise/view/reduction/factory categories that PyTorch's
-/// allowlist names (default_recomputable_ops) or tags pointwise.
-const std::set<std::string> &extraRecomputable() {
-  static const std::set<std::string> s = {
-      "gather",        "index",        "gelu",       "gelu_backward", "silu",
-      "silu_backward", "threshold",    "threshold_backward",          "sigmoid_backward",
-      "tanh_backward", "softplus",     "clamp",      "lerp",          "addcmul",
-      "where",         "sum_to_size",  "_grad_sum_to_size",           "var",
-      "std",           "var_mean",     "any",        "isinf",         "triu",
-      "arange",        "full",         "full_like",  "zeros",         "zeros_like",
-      "ones",          "ones_like",    "empty",      "empty_like",    "scalar_tensor",
-      "clone",         "_to_copy",     "to",         "type_as",       "maximum",
-      "minimum",       "argmax",       "amax",       "sum",           "mean",
-      "reshape",       "_unsafe_view", "view",       "expand",        "permute"};
-  return s;
-}
-
 bool isView(const Node *n) {
   return n->isCall() && n->op && n->op->category == OpCategory::View;
 }
 
 bool isRandom(const Node *n) { return n->isCall() && n->op && n->op->random; }
 
-/// PyTorch's recomputable_ops (the allowlist), by registry category.
+/// PyTorch's recomputable_ops (the allowlist): the op's OpDef::recomputable.
 bool isRecomputable(const Node *n) {
   if (!n->isCall()) return false;
   if (n->isGetitem()) return true;
-  if (!n->op || n->op->random) return false;
-  switch (n->op->category) {
-  case OpCategory::Pointwise:
-  case OpCategory::View:
-  case OpCategory::Reduction:
-  case OpCategory::Factory:
-    return true;
-  case OpCategory::Matmul:
-    return false; // compute-intensive
-  default:
-    return extraRecomputable().count(n->op->schema.name) > 0;
-  }
+  return n->op && !n->op->random && n->op->recomputable;
 }
 
 bool isFusibleOp(const Node *n) { return isRecomputable(n) || isRandom(n); }
 
-/// PyTorch's is_fusible(a, b): memory fusion into a cat is allowed.
-bool isFusible(const Node *a, const Node *b) {
-  if (b->isCall() && b->op && b->op->schema.name == "cat") return true;
-  return isFusibleOp(a) && isFusibleOp(b);
-}
+/// PyTorch's is_fusible(a, b) (its memory fusion into a cat does not arise: cat is not a
+/// primitive, so lower() has rewritten it before the partitioner).
+bool isFusible(const Node *a, const Node *b) { return isFusibleOp(a) && isFusibleOp(b); }
 
 int64_t sizeOf(const Node *n) {
   int64_t s = 0;

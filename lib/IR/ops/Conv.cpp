@@ -151,6 +151,7 @@ void registerConvOps(OpRegistry &r) {
     OpDef &d = r.add("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
                      "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
                      OpCategory::Conv);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType x = argType(n, 0), w = argType(n, 1);
       ConvShapeResult s = shapeOf(n, x.shape, w.shape, 3, true);
@@ -215,6 +216,7 @@ void registerConvOps(OpRegistry &r) {
     OpDef &d = r.add("aotc::conv_input_grad(Tensor grad_output, Tensor weight, SymInt[] input_size, "
                      "SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
                      OpCategory::Conv);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType dy = argType(n, 0), w = argType(n, 1);
       Shape x = n.intListArg(2);
@@ -231,6 +233,7 @@ void registerConvOps(OpRegistry &r) {
     OpDef &d = r.add("aotc::conv_weight_grad(Tensor grad_output, Tensor input, SymInt[] weight_size, "
                      "SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups) -> Tensor",
                      OpCategory::Conv);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType dy = argType(n, 0), x = argType(n, 1);
       Shape w = n.intListArg(2);

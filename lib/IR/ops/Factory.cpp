@@ -60,6 +60,8 @@ int64_t rangeLen(const Node &n, const Range &r) {
 
 void triangular(OpRegistry &r, const char *schema, bool lower) {
   OpDef &d = r.add(schema, OpCategory::Other);
+  d.primitive = true;
+  d.recomputable = !lower; // torch's default_recomputable_ops lists triu, not tril
   d.infer = [](const Node &n) -> Types {
     TensorType t = argType(n, 0);
     if (t.rank() < 2) nodeError(n, "tril/triu: input tensor must have at least 2 dimensions");
@@ -91,6 +93,7 @@ void registerFactoryOps(OpRegistry &r) {
   const std::string opts = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
   {
     OpDef &d = r.add("full(SymInt[] size, Scalar fill_value, *, " + opts + ") -> Tensor", OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       return {{checkFill(n, 1, dtypeArg(n, 2).value_or(fillDType(n, 1))), sizeArg(n, 0)}};
@@ -99,12 +102,14 @@ void registerFactoryOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("scalar_tensor(Scalar s, *, " + opts + ") -> Tensor", OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types { return {{checkFill(n, 0, dtypeArg(n, 1).value_or(kDefaultFloat)), {}}}; };
     setEval(d, [](const Node &n, const RefArgs &) { return filled(n, n.scalarArg(0)); });
   }
   for (auto [name, v] : {std::pair<const char *, double>{"zeros", 0.0}, {"ones", 1.0}}) {
     OpDef &d = r.add(std::string(name) + "(SymInt[] size, *, " + opts + ") -> Tensor", OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types { return {{dtypeArg(n, 1).value_or(kDefaultFloat), sizeArg(n, 0)}}; };
     setEval(d, [v = v](const Node &n, const RefArgs &) { return filled(n, v); });
@@ -112,6 +117,7 @@ void registerFactoryOps(OpRegistry &r) {
   for (auto [name, v] : {std::pair<const char *, double>{"zeros_like", 0.0}, {"ones_like", 1.0}}) {
     OpDef &d = r.add(std::string(name) + "(Tensor self, *, " + opts + ", MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
@@ -123,6 +129,7 @@ void registerFactoryOps(OpRegistry &r) {
     OpDef &d = r.add("full_like(Tensor self, Scalar fill_value, *, " + opts +
                          ", MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
@@ -134,6 +141,7 @@ void registerFactoryOps(OpRegistry &r) {
     OpDef &d = startStep ? r.add("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, " + opts + ") -> Tensor",
                                  OpCategory::Factory)
                          : r.add("arange(Scalar end, *, " + opts + ") -> Tensor", OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     size_t nScalars = startStep ? 3 : 1;
     d.infer = [startStep, nScalars](const Node &n) -> Types {

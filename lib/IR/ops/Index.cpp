@@ -133,6 +133,8 @@ const Node *boolMaskIndex(const Node &n) {
 void registerIndexOps(OpRegistry &r) {
   {
     OpDef &d = r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", OpCategory::Index);
+    d.primitive = true;
+    d.recomputable = true; // torch's default_recomputable_ops lists gather
     d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2);
@@ -167,6 +169,7 @@ void registerIndexOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", OpCategory::Index);
+    d.primitive = true;
     d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2), src = argType(n, 3);
@@ -204,6 +207,7 @@ void registerIndexOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", OpCategory::Index);
+    d.primitive = true;
     d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), ix = argType(n, 2);
@@ -257,6 +261,7 @@ void registerIndexOps(OpRegistry &r) {
   {
     // index.Tensor: advanced indexing by integer tensors (None entries keep their dim).
     OpDef &d = r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", OpCategory::Index);
+    d.recomputable = true; // in torch's default_recomputable_ops (decomposed before the partitioner)
     d.indexArgs = {1};
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0);

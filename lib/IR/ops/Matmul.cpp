@@ -35,6 +35,7 @@ void matmulRef(const double *A, const double *B, double *C, int64_t batch, int64
 void registerMatmulOps(OpRegistry &r) {
   {
     OpDef &d = r.add("mm(Tensor self, Tensor mat2) -> Tensor", OpCategory::Matmul);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType a = argType(n, 0), b = argType(n, 1);
       if (a.rank() != 2 || b.rank() != 2) nodeError(n, "mm expects 2-D tensors, got " + a.str() + " and " + b.str());
@@ -55,6 +56,7 @@ void registerMatmulOps(OpRegistry &r) {
   {
     OpDef &d = r.add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
                      OpCategory::Matmul);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType s = argType(n, 0), a = argType(n, 1), b = argType(n, 2);
       if (a.rank() != 2 || b.rank() != 2) nodeError(n, "addmm expects 2-D mat1 and mat2, got " + a.str() + " and " + b.str());
@@ -83,6 +85,7 @@ void registerMatmulOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("bmm(Tensor self, Tensor mat2) -> Tensor", OpCategory::Matmul);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType a = argType(n, 0), b = argType(n, 1);
       if (a.rank() != 3 || b.rank() != 3) nodeError(n, "bmm expects 3-D tensors, got " + a.str() + " and " + b.str());

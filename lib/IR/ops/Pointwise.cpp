@@ -12,6 +12,7 @@
 #include "Ops.h"
 
 #include <functional>
+#include <optional>
 
 namespace aotc {
 namespace ops {
@@ -20,9 +21,15 @@ namespace {
 using Fn1 = std::function<double(double)>;
 using Types = std::vector<TensorType>;
 
-/// Unary op with INT_TO_FLOAT promotion (exp, log, ...).
-void unaryFloat(OpRegistry &r, const char *schema, Fn1 f) {
+using Body = OpDef::ScalarBody;
+using Operands = OpDef::ScalarBody::Operands;
+
+/// Unary primitive with INT_TO_FLOAT promotion (exp, log, ...); `op`: the scalar operation it
+/// is, when it is one (OpDef::scalar), else codegen has a rule for it.
+void unaryFloat(OpRegistry &r, const char *schema, Fn1 f, std::optional<ScalarOp> op = std::nullopt) {
   OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.primitive = true;
+  if (op) d.scalar = Body{*op, Operands::Floating, {0}};
   d.infer = [](const Node &n) -> Types {
     TensorType t = argType(n, 0);
     return {{intToFloat(t.dtype), t.shape}};
@@ -32,9 +39,13 @@ void unaryFloat(OpRegistry &r, const char *schema, Fn1 f) {
   });
 }
 
-/// Unary op keeping the input dtype (neg, abs, relu, ...). `noBool`: bool input is an error.
-void unarySame(OpRegistry &r, const char *schema, Fn1 f, bool noBool = false) {
+/// Unary primitive keeping the input dtype (neg, abs, relu, ...). `noBool`: bool input is an
+/// error; `op` as unaryFloat's.
+void unarySame(OpRegistry &r, const char *schema, Fn1 f, bool noBool = false,
+               std::optional<ScalarOp> op = std::nullopt) {
   OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.primitive = true;
+  if (op) d.scalar = Body{*op, Operands::Result, {0}};
   d.infer = [noBool](const Node &n) -> Types {
     TensorType t = argType(n, 0);
     if (noBool && t.dtype == DType::Bool) nodeError(n, "not supported for bool tensors");
@@ -59,11 +70,15 @@ OpDef &unaryAct(OpRegistry &r, const char *schema, std::function<double(double, 
   return d;
 }
 
-/// Binary op over args 0 and 1 with DEFAULT (or INT_TO_FLOAT / ALWAYS_BOOL) promotion.
+/// Binary primitive over args 0 and 1 with DEFAULT (or INT_TO_FLOAT / ALWAYS_BOOL) promotion;
+/// `op` as unaryFloat's (ALWAYS_BOOL ones compare their operands in the promoted dtype).
 enum class Promo { Default, IntToFloat, AlwaysBool };
 OpDef &binary(OpRegistry &r, const char *schema, Promo p,
-              std::function<double(double, double, const Node &)> f) {
+              std::function<double(double, double, const Node &)> f,
+              std::optional<ScalarOp> op = std::nullopt) {
   OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.primitive = true;
+  if (op) d.scalar = Body{*op, p == Promo::AlwaysBool ? Operands::Compare : Operands::Result, {0, 1}};
   d.infer = [p](const Node &n) -> Types {
     Shape s = broadcastArgs(n, {0, 1});
     DType dt = resultType(n, {0, 1});
@@ -83,6 +98,7 @@ void addLike(OpRegistry &r, const char *schema, double sign, bool reversed) {
     double alpha = n.scalarArg(2);
     return reversed ? y + sign * alpha * x : x + sign * alpha * y;
   });
+  d.primitive = !reversed; // rsub is rewritten to sub by decompose
   auto base = d.infer;
   d.infer = [base, sign](const Node &n) -> Types {
     Types t = base(n);
@@ -112,41 +128,45 @@ void registerPointwiseOps(OpRegistry &r) {
   addLike(r, "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", -1, false);
   addLike(r, "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", -1, true);
   auto mul = [](double x, double y, const Node &) { return x * y; };
-  binary(r, "mul.Tensor(Tensor self, Tensor other) -> Tensor", Promo::Default, mul);
-  binary(r, "mul.Scalar(Tensor self, Scalar other) -> Tensor", Promo::Default, mul);
+  binary(r, "mul.Tensor(Tensor self, Tensor other) -> Tensor", Promo::Default, mul, ScalarOp::Mul);
+  binary(r, "mul.Scalar(Tensor self, Scalar other) -> Tensor", Promo::Default, mul, ScalarOp::Mul);
   auto div = [](double x, double y, const Node &) { return x / y; };
   binary(r, "div.Tensor(Tensor self, Tensor other) -> Tensor", Promo::IntToFloat, div);
   binary(r, "div.Scalar(Tensor self, Scalar other) -> Tensor", Promo::IntToFloat, div);
   // atan2(y, x): the angle of (x, y) in [-pi, pi] (C's atan2: signed zeros, NaN propagates).
   binary(r, "atan2(Tensor self, Tensor other) -> Tensor", Promo::IntToFloat,
-         [](double y, double x, const Node &) { return std::atan2(y, x); });
+         [](double y, double x, const Node &) { return std::atan2(y, x); }, ScalarOp::Atan2);
   auto pw = [](double x, double y, const Node &) { return std::pow(x, y); };
   binary(r, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", Promo::Default, pw);
   binary(r, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", Promo::Default, pw);
   // maximum/minimum propagate NaN (torch.maximum docs).
   binary(r, "maximum(Tensor self, Tensor other) -> Tensor", Promo::Default, [](double x, double y, const Node &) {
     return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-  });
+  }, ScalarOp::Max);
   binary(r, "minimum(Tensor self, Tensor other) -> Tensor", Promo::Default, [](double x, double y, const Node &) {
     return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-  });
+  }, ScalarOp::Min);
 
   // Comparisons (ALWAYS_BOOL, computed in the promoted dtype; float64 holds them exactly).
-  struct Cmp { const char *name; std::function<bool(double, double)> f; };
-  std::vector<Cmp> cmps = {{"eq", std::equal_to<double>()}, {"ne", std::not_equal_to<double>()},
-                           {"lt", std::less<double>()},     {"le", std::less_equal<double>()},
-                           {"gt", std::greater<double>()},  {"ge", std::greater_equal<double>()}};
+  struct Cmp { const char *name; std::function<bool(double, double)> f; ScalarOp op; };
+  std::vector<Cmp> cmps = {{"eq", std::equal_to<double>(), ScalarOp::Eq},
+                           {"ne", std::not_equal_to<double>(), ScalarOp::Ne},
+                           {"lt", std::less<double>(), ScalarOp::Lt},
+                           {"le", std::less_equal<double>(), ScalarOp::Le},
+                           {"gt", std::greater<double>(), ScalarOp::Gt},
+                           {"ge", std::greater_equal<double>(), ScalarOp::Ge}};
   for (auto &c : cmps) {
     auto f = [g = c.f](double x, double y, const Node &) { return g(x, y) ? 1.0 : 0.0; };
     OpDef &s = binary(r, (std::string(c.name) + ".Scalar(Tensor self, Scalar other) -> Tensor").c_str(),
-                      Promo::AlwaysBool, f);
+                      Promo::AlwaysBool, f, c.op);
     s.nonDifferentiable = true;
     OpDef &t = binary(r, (std::string(c.name) + ".Tensor(Tensor self, Tensor other) -> Tensor").c_str(),
-                      Promo::AlwaysBool, f);
+                      Promo::AlwaysBool, f, c.op);
     t.nonDifferentiable = true;
   }
   {
     OpDef &d = r.add("logical_not(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types { return {{DType::Bool, argType(n, 0).shape}}; };
     setEval(d, [](const Node &n, const RefArgs &a) {
@@ -185,25 +205,26 @@ void registerPointwiseOps(OpRegistry &r) {
   }
 
   // Unary math (INT_TO_FLOAT).
-  unaryFloat(r, "exp(Tensor self) -> Tensor", [](double x) { return std::exp(x); });
-  unaryFloat(r, "log(Tensor self) -> Tensor", [](double x) { return std::log(x); });
-  unaryFloat(r, "log1p(Tensor self) -> Tensor", [](double x) { return std::log1p(x); });
-  unaryFloat(r, "expm1(Tensor self) -> Tensor", [](double x) { return std::expm1(x); });
-  unaryFloat(r, "tanh(Tensor self) -> Tensor", [](double x) { return std::tanh(x); });
+  unaryFloat(r, "exp(Tensor self) -> Tensor", [](double x) { return std::exp(x); }, ScalarOp::Exp);
+  unaryFloat(r, "log(Tensor self) -> Tensor", [](double x) { return std::log(x); }, ScalarOp::Log);
+  unaryFloat(r, "log1p(Tensor self) -> Tensor", [](double x) { return std::log1p(x); }, ScalarOp::Log1p);
+  unaryFloat(r, "expm1(Tensor self) -> Tensor", [](double x) { return std::expm1(x); }, ScalarOp::Expm1);
+  unaryFloat(r, "tanh(Tensor self) -> Tensor", [](double x) { return std::tanh(x); }, ScalarOp::Tanh);
   unaryFloat(r, "sigmoid(Tensor self) -> Tensor", [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
-  unaryFloat(r, "sqrt(Tensor self) -> Tensor", [](double x) { return std::sqrt(x); });
+  unaryFloat(r, "sqrt(Tensor self) -> Tensor", [](double x) { return std::sqrt(x); }, ScalarOp::Sqrt);
   unaryFloat(r, "rsqrt(Tensor self) -> Tensor", [](double x) { return 1.0 / std::sqrt(x); });
-  unaryFloat(r, "erf(Tensor self) -> Tensor", [](double x) { return std::erf(x); });
+  unaryFloat(r, "erf(Tensor self) -> Tensor", [](double x) { return std::erf(x); }, ScalarOp::Erf);
   unaryFloat(r, "reciprocal(Tensor self) -> Tensor", [](double x) { return 1.0 / x; });
-  unaryFloat(r, "sin(Tensor self) -> Tensor", [](double x) { return std::sin(x); });
-  unaryFloat(r, "cos(Tensor self) -> Tensor", [](double x) { return std::cos(x); });
+  unaryFloat(r, "sin(Tensor self) -> Tensor", [](double x) { return std::sin(x); }, ScalarOp::Sin);
+  unaryFloat(r, "cos(Tensor self) -> Tensor", [](double x) { return std::cos(x); }, ScalarOp::Cos);
 
   // Unary keeping the dtype.
-  unarySame(r, "neg(Tensor self) -> Tensor", [](double x) { return -x; }, /*noBool=*/true);
-  unarySame(r, "abs(Tensor self) -> Tensor", [](double x) { return std::fabs(x); });
+  unarySame(r, "neg(Tensor self) -> Tensor", [](double x) { return -x; }, /*noBool=*/true, ScalarOp::Neg);
+  unarySame(r, "abs(Tensor self) -> Tensor", [](double x) { return std::fabs(x); }, false, ScalarOp::Abs);
   unarySame(r, "relu(Tensor self) -> Tensor", [](double x) { return x > 0 ? x : 0.0; }, /*noBool=*/true);
   {
     OpDef &d = r.add("sign(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.primitive = true;
     d.nonDifferentiable = true; // derivative is zero almost everywhere
     d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
     setEval(d, [](const Node &n, const RefArgs &a) {
@@ -301,6 +322,7 @@ void registerPointwiseOps(OpRegistry &r) {
                         "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
                         "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor"}) {
     OpDef &d = r.add(s, OpCategory::Pointwise);
+    d.primitive = std::string(s).rfind("where.self", 0) == 0; // the Scalar forms decompose to it
     d.infer = whereInfer;
     setEval(d, whereEval);
   }
@@ -348,6 +370,7 @@ void registerPointwiseOps(OpRegistry &r) {
     OpDef &d = r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
                      "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Pointwise);
+    d.primitive = true;
     d.indexArgs = {0}; // reads i32/u8 (WidenIndices); it never produces them (checkedInfer)
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
@@ -399,6 +422,7 @@ void registerPointwiseOps(OpRegistry &r) {
   for (const char *s : {"clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
                         "lift_fresh_copy(Tensor self) -> Tensor"}) {
     OpDef &d = r.add(s, OpCategory::Pointwise);
+    d.primitive = std::string(s).rfind("clone", 0) == 0; // lift_fresh_copy decomposes to clone
     d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
     setEval(d, [](const Node &n, const RefArgs &a) {
       return mapArgs(n, a, {0}, [](const double *x) { return x[0]; });

@@ -107,6 +107,7 @@ void registerRandomOps(OpRegistry &r) {
     // i64 tensors (views of the rng_state input plus the stream number).
     OpDef &d = r.add("aotc::philox_uniform(Tensor seed, Tensor offset, SymInt[] size, ScalarType dtype) -> Tensor",
                      OpCategory::Factory);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       for (size_t i : {0, 1}) {

@@ -46,6 +46,7 @@ bool keepOf(const Node &n, RedSpec s) { return s.keepIdx >= 0 && n.boolArg(s.kee
 
 void sumOp(OpRegistry &r, const char *schema, RedSpec s, int dtypeIdx, bool mean) {
   OpDef &d = r.add(schema, OpCategory::Reduction);
+  d.primitive = d.target() == "aten.sum.dim_IntList"; // sum() and the means decompose to it
   d.infer = [s, dtypeIdx, mean](const Node &n) -> Types {
     TensorType t = argType(n, 0);
     DType dt = mean ? meanDType(n, t.dtype, dtypeIdx) : sumDType(n, t.dtype, dtypeIdx);
@@ -60,6 +61,7 @@ void sumOp(OpRegistry &r, const char *schema, RedSpec s, int dtypeIdx, bool mean
 
 void minMaxOp(OpRegistry &r, const char *schema, bool isMax) {
   OpDef &d = r.add(schema, OpCategory::Reduction);
+  d.primitive = true;
   RedSpec s{1, 2};
   d.infer = [s](const Node &n) -> Types {
     TensorType t = argType(n, 0);
@@ -89,6 +91,7 @@ void registerReductionOps(OpRegistry &r) {
   {
     // argmax: dim=None flattens (result 0-d, or all-ones shape with keepdim). First max wins; NaN is max.
     OpDef &d = r.add("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", OpCategory::Reduction);
+    d.primitive = true;
     d.nonDifferentiable = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);

@@ -47,6 +47,7 @@ void registerScatterOps(OpRegistry &r) {
     OpDef &d = r.add("slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, "
                      "SymInt? end=None, SymInt step=1) -> Tensor",
                      OpCategory::Index);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       SliceRange s = sliceRangeOf(n);
@@ -70,6 +71,7 @@ void registerScatterOps(OpRegistry &r) {
   {
     OpDef &d = r.add("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
                      OpCategory::Index);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       auto [dim, idx] = selectOf(n);

@@ -147,6 +147,9 @@ void registerViewOps(OpRegistry &r) {
                         "_unsafe_view(Tensor self, SymInt[] size) -> Tensor",
                         "reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"}) {
     OpDef &d = r.add(s, OpCategory::View);
+    const std::string name = d.schema.name;
+    d.primitive = name != "reshape";   // reshape decomposes to view (or clone + view)
+    d.writeThrough = name != "_unsafe_view";
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       return {{t.dtype, inferViewShape(n, t.shape, n.intListArg(1))}};
@@ -155,18 +158,22 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("alias(Tensor(a) self) -> Tensor(a)", OpCategory::View);
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
     setEval(d, reshapeEval);
   }
   {
     // detach: alias's value, and no gradient flows through it (lowered as alias).
     OpDef &d = r.add("detach(Tensor(a) self) -> Tensor(a)", OpCategory::View);
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types { return {argType(n, 0)}; };
     d.nonDifferentiable = true;
     setEval(d, reshapeEval);
   }
   {
     OpDef &d = r.add("permute(Tensor(a) self, int[] dims) -> Tensor(a)", OpCategory::View);
+    d.primitive = true;
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       return {{t.dtype, permuteShape(n, t.shape, n.intListArg(1))}};
@@ -176,6 +183,7 @@ void registerViewOps(OpRegistry &r) {
   {
     // t(): rank <= 2, transposes dims 0 and 1.
     OpDef &d = r.add("t(Tensor(a) self) -> Tensor(a)", OpCategory::View);
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       if (t.rank() > 2) nodeError(n, "t() expects a tensor with <= 2 dimensions, but self is " +
@@ -190,6 +198,7 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", OpCategory::View);
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       int64_t a = wrapDimOrError(n, n.intArg(1), t.rank()), b = wrapDimOrError(n, n.intArg(2), t.rank());
@@ -208,6 +217,7 @@ void registerViewOps(OpRegistry &r) {
   {
     // expand: sizes may add leading dims; -1 keeps a dim; only size-1 dims grow.
     OpDef &d = r.add("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", OpCategory::View);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       const auto &size = n.intListArg(1);
@@ -244,6 +254,8 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", OpCategory::View);
+    d.primitive = true;
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       int64_t dim = wrapDimOrError(n, n.intArg(1), t.rank() + 1);
@@ -254,6 +266,7 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", OpCategory::View);
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       int64_t dim = wrapDimOrError(n, n.intArg(1), t.rank());
@@ -264,6 +277,8 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", OpCategory::View);
+    d.primitive = true;
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       std::vector<bool> mask(t.rank(), false);
@@ -281,6 +296,8 @@ void registerViewOps(OpRegistry &r) {
   {
     OpDef &d = r.add("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
                      OpCategory::View);
+    d.primitive = true;
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       SliceRange s = sliceRange(n);
@@ -302,6 +319,7 @@ void registerViewOps(OpRegistry &r) {
     OpDef &d = r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> "
                      "Tensor(a)",
                      OpCategory::View);
+    d.primitive = true;
     d.infer = [](const Node &n) -> Types { return {asStridedType(n, n.isNoneArg(3) ? 0 : n.intArg(3))}; };
     setEval(d, [](const Node &n, const RefArgs &a) { return asStridedRef(n, *a.at(0), n.isNoneArg(3) ? 0 : n.intArg(3)); });
   }
@@ -314,6 +332,8 @@ void registerViewOps(OpRegistry &r) {
   }
   {
     OpDef &d = r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", OpCategory::View);
+    d.primitive = true;
+    d.writeThrough = true;
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       if (t.rank() == 0) nodeError(n, "select() cannot be applied to a 0-dim tensor");
