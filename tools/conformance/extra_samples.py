@@ -570,6 +570,22 @@ def _extremum_nan(op):
     return samples
 
 
+def _isnan(dtype, make):
+    """isnan on NaN, +-inf, -0.0 and ordinary values (OpInfo's samples hold no NaN), 0-d and
+    broadcast-free shapes, and on integer and bool tensors (always false)."""
+    x = make((3, 5), requires_grad=False)
+    with torch.no_grad():
+        x[0, 1] = float("nan")
+        x[1, 3] = float("inf")
+        x[2, 0] = float("-inf")
+        x[2, 4] = -0.0
+        x[1, 1] = float("nan")
+    nan0 = torch.tensor(float("nan"), dtype=dtype)
+    return [(aten.isnan.default, (x,), {}), (aten.isnan.default, (nan0,), {}),
+            (aten.isnan.default, (torch.arange(-3, 4),), {}),
+            (aten.isnan.default, (torch.tensor([True, False]),), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -623,6 +639,7 @@ EXTRA = {
     "aten.bitwise_xor.Tensor": _bitwise(aten.bitwise_xor.Tensor),
     "aten.bitwise_xor.Scalar": _bitwise(aten.bitwise_xor.Scalar),
     "aten.copy.default": _copy,
+    "aten.isnan.default": _isnan,
     "aten.chunk.default": _chunk,
     "aten.clamp_max.default": _clamp_max,
     "aten.index.Tensor": _index,

@@ -114,6 +114,7 @@ SOURCES = {
     "aten.gt.Tensor": ["gt"],
     "aten.hardtanh.default": ["nn.functional.hardtanh"],
     "aten.index_select.default": ["index_select"],
+    "aten.isnan.default": ["isnan"],
     "aten.layer_norm.default": ["nn.functional.layer_norm"],
     "aten.le.Tensor": ["le"],
     "aten.leaky_relu.default": ["nn.functional.leaky_relu"],

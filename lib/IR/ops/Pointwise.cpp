@@ -174,6 +174,19 @@ void registerPointwiseOps(OpRegistry &r) {
     });
   }
 
+  {
+    // isnan(x) = x != x: NaN is the one value unequal to itself (ALWAYS_BOOL; false for
+    // integer and bool tensors). One existing scalar operation, so nothing else names it.
+    OpDef &d = r.add("isnan(Tensor self) -> Tensor", OpCategory::Pointwise);
+    d.primitive = true;
+    d.nonDifferentiable = true;
+    d.scalar = Body{ScalarOp::Ne, Operands::Compare, {0, 0}};
+    d.infer = [](const Node &n) -> Types { return {{DType::Bool, argType(n, 0).shape}}; };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return std::isnan(x[0]) ? 1.0 : 0.0; });
+    });
+  }
+
   // Logical ops (ALWAYS_BOOL; any input dtype, nonzero is true, NaN is true).
   for (const char *name : {"logical_and", "logical_or", "logical_xor"}) {
     std::string op = name;
