@@ -35,7 +35,7 @@ HEADER_OWNER = {
     "Autodiff.h": "aotcAutodiff",
     "Optimizer.h": "aotcOptimizer",
     "Partition.h": "aotcPartition", "MaxFlow.h": "aotcPartition",
-    "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen",
+    "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen", "AbiLayout.h": "aotcCodegen",
     # runtime/include/aotc
     "abi.h": None, "kernels.h": None, "cuda.h": None,
     "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime",

@@ -105,6 +105,10 @@ llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
 /// context made by `fns.create` (its owner word is `fns.tag`); continues in a new block.
 void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns);
+/// The descriptor structs of abi.h as LLVM types (AbiTypes.cpp, the compiler's one spelling of
+/// them; created once per context, by name).
+enum class AbiStruct { TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram };
+llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s);
 /// A private, unnamed_addr constant global holding `init`.
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
 /// A NUL-terminated private string constant.

@@ -146,12 +146,8 @@ struct CudaHostBuilder {
   llvm::Constant *gemmDesc(const GemmDesc &g, const std::string &sym) {
     for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
       if (v > INT32_MAX) userError("codegen: matrix dimension " + std::to_string(v) + " exceeds the cuBLAS int range");
-    llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty(), *f64t = b.getDoubleTy();
-    auto *ty = llvm::StructType::getTypeByName(C, "aotc_cuda_gemm_desc");
-    if (!ty)
-      ty = llvm::StructType::create(C, {i32t, i32t, i32t, i32t, i64t, i64t, i64t, i64t, i64t, i64t, i64t,
-                                        i64t, i64t, i64t, f64t, f64t, ptr},
-                                    "aotc_cuda_gemm_desc");
+    llvm::Type *f64t = b.getDoubleTy();
+    auto *ty = abiType(C, AbiStruct::CudaGemmDesc);
     auto I = [&](int64_t v) { return b.getInt64(v); };
     llvm::Constant *init = llvm::ConstantStruct::get(
         ty, {b.getInt32((int)g.dtype), b.getInt32(g.transA), b.getInt32(g.transB),
@@ -232,7 +228,7 @@ struct CudaHostBuilder {
 
   void build() {
     std::vector<std::string> names = kernelSymbols();
-    llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
+    llvm::Type *i32t = b.getInt32Ty();
     launchFn = M.getOrInsertFunction("aotc_cuda_launch",
                                      llvm::FunctionType::get(i32t, {ptr, ptr, i32t, i32t, i32t, ptr}, false));
     matmulFn = M.getOrInsertFunction("aotc_cuda_matmul",
@@ -243,7 +239,7 @@ struct CudaHostBuilder {
     llvm::Function *fwd = entry("_forward", 6);
     checkContext(b, fwd->getArg(0), ctx);
     // The module constant is referenced by the launches; its initializer is set at the end.
-    auto *modTy = llvm::StructType::create(C, {ptr, i32t, i32t, ptr, ptr, i64t, i32t, ptr}, "aotc_cuda_module");
+    auto *modTy = abiType(C, AbiStruct::CudaModule);
     auto *modVar = new llvm::GlobalVariable(M, modTy, true, llvm::GlobalValue::PrivateLinkage, nullptr,
                                             kp.name + ".cuda_module");
     module = modVar;
@@ -282,7 +278,7 @@ struct CudaHostBuilder {
     llvm::Constant *base = programDescriptor(M, sized, errors, nullptr, nullptr, -1, 0, ctx);
     std::ostringstream archs;
     for (size_t i = 0; i < opts.cuda.archs.size(); ++i) archs << (i ? "," : "") << opts.cuda.archs[i];
-    auto *progTy = llvm::StructType::create(C, {base->getType(), ptr, ptr, ptr, ptr, ptr}, "aotc_cuda_program");
+    auto *progTy = abiType(C, AbiStruct::CudaProgram);
     new llvm::GlobalVariable(
         M, progTy, true, llvm::GlobalValue::ExternalLinkage,
         llvm::ConstantStruct::get(progTy, {base, fwd, bwd, stringConstant(M, archs.str()),

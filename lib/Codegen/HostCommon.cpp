@@ -227,10 +227,9 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   const TrainPlan &tp = kp.train;
-  llvm::Type *p = llvm::PointerType::get(C, 0);
-  llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty(), *f64t = b.getDoubleTy();
+  llvm::Type *f64t = b.getDoubleTy();
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
-  auto *stTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i64t, p}, "aotc_state_desc");
+  auto *stTy = abiType(C, AbiStruct::StateDesc);
   std::vector<llvm::Constant *> st;
   for (size_t i = 0; i < tp.states.size(); ++i) {
     const StateTensor &s = tp.states[i];
@@ -244,7 +243,7 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
                b.getInt32((int)s.type.rank()), b.getInt32(s.paramInput), shape, b.getInt64(s.type.numel()),
                b.getInt64(s.type.bytes()), b.getInt64(s.offset), stringConstant(M, s.stateKey)}));
   }
-  auto *hyTy = llvm::StructType::create(C, {p, f64t, f64t, f64t, i32t, i32t}, "aotc_hyper_desc");
+  auto *hyTy = abiType(C, AbiStruct::HyperDesc);
   std::vector<llvm::Constant *> hy;
   for (const HyperParam &h : tp.hypers)
     hy.push_back(llvm::ConstantStruct::get(
@@ -256,8 +255,7 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
     return privateConstant(M, llvm::ConstantArray::get(at, v), kp.name + n);
   };
   std::vector<uint32_t> params(tp.params.begin(), tp.params.end());
-  auto *trTy = llvm::StructType::create(C, {p, p, f64t, i32t, i32t, i32t, i32t, p, i32t, i32t, p, p, i64t, i64t, p},
-                                        "aotc_train");
+  auto *trTy = abiType(C, AbiStruct::Train);
   llvm::Constant *init = llvm::ConstantStruct::get(
       trTy, {stringConstant(M, optimizerName(tp.spec.kind)), stringConstant(M, tp.spec.str()),
              llvm::ConstantFP::get(f64t, tp.spec.clipGradNorm), b.getInt32(tp.spec.skipNonfinite ? 1 : 0),
@@ -276,12 +274,8 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
-  llvm::Type *i32t = b.getInt32Ty(), *i64t = b.getInt64Ty();
-  auto *descTy = llvm::StructType::getTypeByName(C, "aotc_tensor_desc");
-  if (!descTy) descTy = llvm::StructType::create(C, {p, i32t, i32t, i32t, i32t, p, i64t, i64t, i32t, i32t}, "aotc_tensor_desc");
-  auto *progTy = llvm::StructType::create(
-      C, {i32t, p, i32t, p, i32t, p, i32t, p, p, i64t, i64t, p, p, i32t, p, i64t, p, i32t, i32t, p, p, p, p, p},
-      "aotc_program");
+  auto *descTy = abiType(C, AbiStruct::TensorDesc);
+  auto *progTy = abiType(C, AbiStruct::Program);
   llvm::Constant *null = llvm::ConstantPointerNull::get(llvm::PointerType::get(C, 0));
   llvm::Constant *gii = null;
   if (!kp.gradInputIndex.empty()) {

@@ -6,8 +6,10 @@
  *                              print each 0-d f32 output as "out[k]=%.9g" and per gradient
  *                              "grad[j] sum=%.9g first=%.9g" (sum and first element). Exit 0 on success, 1 otherwise.
  *   dlopen_check LIB --open    only dlopen(LIB) (e.g. a shared library holding the runtime)
- *   dlopen_check --layout      sizeof/offsetof of aotc_tensor_desc and aotc_program as
- *                              JSON (the Python ctypes mirror is compared with it)
+ *   dlopen_check --layout      sizeof/offsetof of every struct the Python package mirrors
+ *                              (aotc_tensor_desc, aotc_program, aotc_state_desc,
+ *                              aotc_hyper_desc, aotc_train) as JSON; test_core.py compares
+ *                              its ctypes classes with it
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -86,6 +88,40 @@ static int layout(void) {
   FIELD(aotc_program, context_error); printf(", ");
   FIELD(aotc_program, train); printf(", ");
   FIELD(aotc_program, eval);
+  printf("}},\n \"aotc_state_desc\": {\"sizeof\": %zu, \"fields\": {", sizeof(aotc_state_desc));
+  FIELD(aotc_state_desc, name); printf(", ");
+  FIELD(aotc_state_desc, dtype); printf(", ");
+  FIELD(aotc_state_desc, kind); printf(", ");
+  FIELD(aotc_state_desc, rank); printf(", ");
+  FIELD(aotc_state_desc, param_input); printf(", ");
+  FIELD(aotc_state_desc, shape); printf(", ");
+  FIELD(aotc_state_desc, numel); printf(", ");
+  FIELD(aotc_state_desc, bytes); printf(", ");
+  FIELD(aotc_state_desc, offset); printf(", ");
+  FIELD(aotc_state_desc, key);
+  printf("}},\n \"aotc_hyper_desc\": {\"sizeof\": %zu, \"fields\": {", sizeof(aotc_hyper_desc));
+  FIELD(aotc_hyper_desc, name); printf(", ");
+  FIELD(aotc_hyper_desc, value); printf(", ");
+  FIELD(aotc_hyper_desc, min); printf(", ");
+  FIELD(aotc_hyper_desc, max); printf(", ");
+  FIELD(aotc_hyper_desc, max_open); printf(", ");
+  FIELD(aotc_hyper_desc, reserved);
+  printf("}},\n \"aotc_train\": {\"sizeof\": %zu, \"fields\": {", sizeof(aotc_train));
+  FIELD(aotc_train, optimizer); printf(", ");
+  FIELD(aotc_train, config); printf(", ");
+  FIELD(aotc_train, clip_grad_norm); printf(", ");
+  FIELD(aotc_train, skip_nonfinite); printf(", ");
+  FIELD(aotc_train, grad_accumulation); printf(", ");
+  FIELD(aotc_train, reserved); printf(", ");
+  FIELD(aotc_train, num_params); printf(", ");
+  FIELD(aotc_train, param_inputs); printf(", ");
+  FIELD(aotc_train, num_state); printf(", ");
+  FIELD(aotc_train, num_hyper); printf(", ");
+  FIELD(aotc_train, state); printf(", ");
+  FIELD(aotc_train, hyper); printf(", ");
+  FIELD(aotc_train, state_bytes); printf(", ");
+  FIELD(aotc_train, scratch_bytes); printf(", ");
+  FIELD(aotc_train, train_step);
   printf("}},\n \"AOTC_ABI_VERSION\": %d, \"AOTC_ALIGNMENT\": %d}\n", AOTC_ABI_VERSION,
          AOTC_ALIGNMENT);
   return 0;
