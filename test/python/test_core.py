@@ -102,7 +102,8 @@ class MlpSharedLibrary(unittest.TestCase):
                                       text=True).stdout)
         self.assertEqual(c["AOTC_ABI_VERSION"], aotc.ABI_VERSION)
         self.assertEqual(c["AOTC_ALIGNMENT"], aotc.ALIGNMENT)
-        for cls in (_core.aotc_tensor_desc, _core.aotc_program):
+        for cls in (_core.aotc_tensor_desc, _core.aotc_program, _core.aotc_state_desc,
+                    _core.aotc_hyper_desc, _core.aotc_train):
             want = c[cls.__name__]
             self.assertEqual(ctypes.sizeof(cls), want["sizeof"], cls.__name__)
             names = [f[0] for f in cls._fields_]
