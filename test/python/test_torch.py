@@ -6,6 +6,8 @@ step 0 loss and gradients rel err <= 1e-5, after 20 steps losses and parameters 
 err(T) = max|a - e| / max|e|. Needs torch: run through run_torch_tests.sh
 (scripts/test.sh --with-torch).
 """
+import importlib.util
+import math
 import os
 import shutil
 import sys
@@ -20,6 +22,12 @@ import aotc
 
 sys.path.insert(0, os.path.join(testutil.SRC_ROOT, "tools", "export"))
 import models  # noqa: E402  (tools/export/models.py: the eager definitions)
+# tools/check_golden.py, loaded by path (tools/ also holds the C++ driver's folder `aotc`): the
+# zoo bounds (torch's spread, the 5e-2 cap, knife-edge models) have one home.
+_spec = importlib.util.spec_from_file_location(
+    "check_golden", os.path.join(testutil.SRC_ROOT, "tools", "check_golden.py"))
+check_golden = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_golden)
 
 _DT = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
 CACHE = testutil.work_dir("torch-cache")
@@ -119,15 +127,20 @@ class VsEager(unittest.TestCase):
         self.assertEqual(m.buf.tolist(), e.buf.tolist())  # 1.0 added 20 times, exactly
         self.assertEqual(m.buf.tolist(), [20.0 + v for v in g["buffer.buf"].tolist()])
 
-    def check_zoo_module(self, zdir, name):
+    def check_zoo_module(self, zdir, name, knife_edge=None):
         """aotc.compile on a zoo fixture: the step-0 loss and gradients, then 20 SGD steps
         through the module (batch norm's running statistics and num_batches_tracked updated in
         place in its buffers), compared with torch's float64 run by the zoo bounds
-        (docs/testing.md "How zoo results are compared"). Returns the worst err/bound."""
-        import json
-        g = aotc.read_safetensors(os.path.join(zdir, "golden.safetensors"))
+        (docs/testing.md "How zoo results are compared"). `knife_edge`: the measured reason a
+        model made on the fly is knife-edge (no cap), as test/fixtures/zoo/knife_edge.json
+        gives it for the committed ones. Returns the worst err/bound."""
+        golden_path = os.path.join(zdir, "golden.safetensors")
+        g = aotc.read_safetensors(golden_path)
         meta = g.metadata
-        torch_err, lr, steps = json.loads(meta["torch_err"]), float(meta["lr"]), int(meta["steps"])
+        lr, steps = float(meta["lr"]), int(meta["steps"])
+        # The bounds of tools/check_golden.py's zoo mode: torch's float32 spread, capped.
+        torch_err, knife = check_golden.zoo_baseline(golden_path, meta)
+        cap = check_golden.ZOO_CAP if knife is None and knife_edge is None else math.inf
         m = aotc.compile(os.path.join(zdir, name + ".pt2"), cache_dir=CACHE)
         inputs = [as_torch(g["input." + n]) for n in m.input_names]
         if "input.rng_state" in g.keys():  # a dropout model: the golden's seed (docs/randomness.md)
@@ -141,7 +154,7 @@ class VsEager(unittest.TestCase):
 
         def within(e, key, floor):
             nonlocal worst
-            bound = max(floor, 4 * torch_err.get(key, 0.0))
+            bound = min(max(floor, 4 * torch_err.get(key, 0.0)), cap)
             worst = max(worst, e / bound)
             self.assertLessEqual(e, bound, f"{name}: {key}")
 
@@ -169,7 +182,7 @@ class VsEager(unittest.TestCase):
     def test_zoo_modules(self):
         # Every committed zoo model through aotc.compile's module.
         root = os.path.join(testutil.SRC_ROOT, "test", "fixtures", "zoo")
-        for name in sorted(os.listdir(root)):
+        for name in sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))):
             with self.subTest(model=name):
                 worst = self.check_zoo_module(os.path.join(root, name), name)
                 print(f"\nzoo {name} through aotc.compile: worst err {worst:.2f} of its bound", file=sys.stderr)
@@ -184,6 +197,10 @@ class VsEager(unittest.TestCase):
 
         def inputs():
             return {"x": torch.randn(2, 3, 64, 64), "target": torch.randint(0, 10, (2,))}
+        # Knife-edge in train mode: layer4's batch norms normalize 2 samples x 2x2 positions (8
+        # values per channel); torch's own float32 run is ~0.24 away from float64 on a layer4
+        # weight gradient (gen_zoo prints it), aotc ~0.09 on a layer4 batch-norm bias gradient.
+        knife = {"train": "batch norm over 8 values per channel in layer4 (docs/testing.md)"}
         for mode, train_mode, lr in (("train", True, 1e-3), ("eval", False, 1e-2)):
             with self.subTest(mode=mode):
                 name = f"resnet18_{mode}"
@@ -191,7 +208,7 @@ class VsEager(unittest.TestCase):
                 gen_zoo.gen(name, lambda: gen_zoo.WithLoss(resnet18(num_classes=10)), inputs, train_mode, lr,
                             folder=folder)
                 try:
-                    worst = self.check_zoo_module(folder, name)
+                    worst = self.check_zoo_module(folder, name, knife.get(mode))
                 finally:
                     shutil.rmtree(folder, ignore_errors=True)  # 270 MB of fixture and golden
                 print(f"\nresnet18 {mode}: worst err {worst:.2f} of its bound", file=sys.stderr)

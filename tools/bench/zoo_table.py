@@ -23,7 +23,7 @@ def main():
     ap.add_argument("--aotc", default=os.path.join(REPO, "build", "tools", "aotc", "aotc"))
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    names = a.models or sorted(os.listdir(ZOO))
+    names = a.models or sorted(d for d in os.listdir(ZOO) if os.path.isdir(os.path.join(ZOO, d)))
     print("| model | op nodes | kernels: loops / GEMM / conv | compile s | saved bytes |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:

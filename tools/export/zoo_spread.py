@@ -82,7 +82,7 @@ def measure(name, make, make_inputs, train, lr, rng_seed=None, keep=()):
 def main(argv):
     common.setup()
     table = gen_zoo.models()
-    names = argv or sorted(os.listdir(gen_zoo.ZOO))
+    names = argv or sorted(d for d in os.listdir(gen_zoo.ZOO) if os.path.isdir(os.path.join(gen_zoo.ZOO, d)))
     for n in names:
         if n not in table:
             sys.exit(f"error: unknown zoo model {n!r} (known: {', '.join(table)})")
