@@ -9,7 +9,7 @@
 //   int <name>_backward(aotc_context* ctx, const void*const* in, const void* saved,
 //                       const void*const* tangents, void*const* grads, void* scratch);
 //   const aotc_program <name>_program;
-// exactly as runtime/include/aotc/abi.h (ABI 3), plus the matching C header.
+// exactly as runtime/include/aotc/abi.h (AOTC_ABI_VERSION), plus the matching C header.
 // Undefined symbols of the object: cblas_sgemm/cblas_dgemm (OpenBLAS),
 // __kmpc_* (LLVM libomp), libm functions, memset/memcpy, and calloc/free in the context
 // functions only (the entry points never allocate).

@@ -1,7 +1,7 @@
 //===- Kernels.h - Target-neutral description of fused kernels -*- C++ -*-===//
 //
 // The contract between fusion (lib/Codegen/Fusion.cpp, MLIR-free) and the
-// targets (lib/Codegen/MLIRGen.cpp for the CPU; a CUDA target later). Nothing
+// targets (lib/Codegen/MLIRGen.cpp for the CPU, lib/Codegen/GpuGen.cpp for CUDA). Nothing
 // here knows about MLIR, LLVM, threads or vector widths.
 //
 // A graph (forward or backward, primitives only) becomes a KernelGraph:

@@ -280,7 +280,7 @@ void registerIndexOps(OpRegistry &r) {
   {
     // index_put: self with self[indices] = values (accumulate: +=). values broadcast to the shape of
     // self[indices]. Without accumulate, duplicate indices are undefined behaviour in torch; aotc
-    // then sums the values written to one position (documented in docs/ops-notes.md).
+    // then sums the values written to one position (docs/stage-decompose.md, index_put).
     OpDef &d = r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
                      OpCategory::Index);
     d.indexArgs = {1};
