@@ -33,13 +33,20 @@ import array
 import json
 import math
 import os
-import struct
 import sys
+
+# The package's safetensors module, loaded by path: this tool stays standard-library only and
+# needs no installed package (tools/ also holds the C++ driver's folder `aotc`).
+import importlib.util as _ilu
+_spec = _ilu.spec_from_file_location(
+    "_aotc_safetensors", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "aotc",
+                                      "_safetensors.py"))
+_st = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_st)
 
 # safetensors dtype -> (array typecode, itemsize). Only what aotc writes / reads.
 _DTYPES = {"F64": ("d", 8), "F32": ("f", 4), "I64": ("q", 8), "I32": ("i", 4),
            "I16": ("h", 2), "I8": ("b", 1), "U8": ("B", 1), "BOOL": ("B", 1)}
-_MAX_HEADER = 100 * 1024 * 1024
 
 
 class Malformed(Exception):
@@ -52,61 +59,26 @@ class Tensor:
 
 
 def read_safetensors(path):
-    """Parses a safetensors file fully, validating it. Returns (tensors by name, metadata)."""
+    """Parses a safetensors file fully, validating it (python/aotc/_safetensors.py, the one
+    reader; I16/I8 accepted for conformance samples). Returns (tensors by name, metadata)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise Malformed(f"{path}: cannot read: {e.strerror}")
-    if len(data) < 8:
-        raise Malformed(f"{path}: file too short for a safetensors header ({len(data)} bytes)")
-    (hlen,) = struct.unpack("<Q", data[:8])
-    if hlen > len(data) - 8 or hlen > _MAX_HEADER:
-        raise Malformed(f"{path}: header length {hlen} exceeds the file size {len(data)}")
     try:
-        header = json.loads(data[8:8 + hlen].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise Malformed(f"{path}: header is not valid JSON: {e}")
-    if not isinstance(header, dict):
-        raise Malformed(f"{path}: header is not a JSON object")
-    body = memoryview(data)[8 + hlen:]
-    meta = header.pop("__metadata__", {}) or {}
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise Malformed(f"{path}: __metadata__ must map strings to strings")
-    tensors, spans = {}, []
-    for name, e in header.items():
-        where = f"{path}: tensor '{name}'"
-        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise Malformed(f"{where}: entry needs exactly dtype, shape, data_offsets")
-        dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if dtype not in _DTYPES:
-            raise Malformed(f"{where}: unsupported dtype {dtype!r}")
-        if (not isinstance(shape, list) or
-                not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
-            raise Malformed(f"{where}: shape must be a list of non-negative integers")
-        if (not isinstance(offs, list) or len(offs) != 2 or
-                not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
-            raise Malformed(f"{where}: data_offsets must be [begin, end]")
-        begin, end = offs
-        if not 0 <= begin <= end <= len(body):
-            raise Malformed(f"{where}: data_offsets [{begin}, {end}] outside the "
-                            f"{len(body)}-byte data section")
-        code, size = _DTYPES[dtype]
-        numel = math.prod(shape)
-        if numel * size != end - begin:
-            raise Malformed(f"{where}: shape {shape} x {size} bytes = {numel * size} bytes "
-                            f"but data_offsets span {end - begin}")
-        vals = array.array(code)
-        vals.frombytes(body[begin:end])
+        f = _st.parse(data, str(path), extra_dtypes=True)
+    except _st.SafetensorsError as e:
+        raise Malformed(str(e))
+    tensors = {}
+    for name, t in f.tensors.items():
+        st_name = next(k for k, v in {**_st.DTYPES, **_st.EXTRA_DTYPES}.items() if v[0] == t.dtype)
+        vals = array.array(_DTYPES[st_name][0])
+        vals.frombytes(t.data)
         if sys.byteorder == "big":
             vals.byteswap()
-        tensors[name] = Tensor(name, dtype, shape, vals)
-        spans.append((begin, end, name))
-    spans.sort()
-    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
-        if b1 < e0:
-            raise Malformed(f"{path}: tensors '{n0}' and '{n1}' overlap")
-    return tensors, meta
+        tensors[name] = Tensor(name, st_name, list(t.shape), vals)
+    return tensors, f.metadata
 
 
 def rel_err(a, g):

@@ -13,38 +13,28 @@ python3-sklearn (the `python3` on PATH may be another one):
 
   /usr/bin/python3 tools/make_digits_data.py
 """
-import json
 import os
-import struct
+import sys
 
 import numpy as np
 import sklearn
 from sklearn.datasets import load_digits
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(REPO, "python"))
+from aotc import _safetensors as st  # noqa: E402
 OUT = os.path.join(REPO, "examples", "digits", "digits.safetensors")
 SEED = 0
 TEST = 360
 
 
 def write_safetensors(path, tensors, metadata):
-    """The safetensors layout (an 8-byte little-endian header size, the JSON header, the data),
-    written atomically. `tensors`: name -> C-contiguous numpy array (uint8 or int64)."""
-    dtypes = {np.dtype(np.uint8): "U8", np.dtype(np.int64): "I64"}
-    header = {"__metadata__": metadata}
-    blobs, off = [], 0
-    for name in sorted(tensors):
-        a = np.ascontiguousarray(tensors[name])
-        b = a.tobytes()
-        header[name] = {"dtype": dtypes[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
-    h += b" " * (-len(h) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-    os.replace(tmp, path)
+    """`tensors`: name -> numpy array (uint8 or int64), written sorted by name, atomically, by
+    the package's writer (python/aotc/_safetensors.py; sorted JSON keys, as this file always was)."""
+    dtypes = {np.dtype(np.uint8): "u8", np.dtype(np.int64): "i64"}
+    ts = [st.tensor(n, dtypes[tensors[n].dtype], list(tensors[n].shape), np.ascontiguousarray(tensors[n]).tobytes())
+          for n in sorted(tensors)]
+    st.write(path, ts, metadata, sort_keys=True)
 
 
 def main():

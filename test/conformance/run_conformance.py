@@ -39,7 +39,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, HERE)
-from check_golden import Malformed, read_safetensors  # noqa: E402
+from check_golden import Malformed, read_safetensors, _st  # noqa: E402  (_st: python/aotc/_safetensors.py)
 import summarize  # noqa: E402
 
 _ST = {"f32": ("F32", "f", 4), "f64": ("F64", "d", 8), "i64": ("I64", "q", 8),
@@ -49,22 +49,17 @@ _ST_NAME = {v[0]: k for k, v in _ST.items()}
 
 
 def write_safetensors(path, tensors):
-    """tensors: name -> check_golden Tensor; written in key order (standard library only)."""
-    header, blobs, off = {}, [], 0
+    """tensors: name -> check_golden Tensor; written in key order (python/aotc/_safetensors.py)."""
+    out = []
     for k in sorted(tensors):
         t = tensors[k]
         vals = t.values
         if sys.byteorder == "big":
             vals = array.array(vals.typecode, vals)
             vals.byteswap()
-        b = vals.tobytes()
-        header[k] = {"dtype": t.dtype, "shape": t.shape, "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        out.append(_st.tensor(k, {"b8": "bool"}.get(_ST_NAME[t.dtype], _ST_NAME[t.dtype]), t.shape,
+                              vals.tobytes()))
+    _st.write(path, out)
 
 
 def compare(a, r, rtol, atol):

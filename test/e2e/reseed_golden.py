@@ -3,17 +3,18 @@
 
 The control of the dropout zoo models (test/e2e/CMakeLists.txt): trained from another seed,
 aotc draws other masks, and tools/check_golden.py must reject the result against the golden
-made with the replayed mask of the fixture's seed. Standard library only.
+made with the replayed mask of the fixture's seed. Standard library only
+(python/aotc/_safetensors.py reads and writes).
 """
-import json
-import struct
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
+
 src, dst, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-b = bytearray(open(src, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-d = json.loads(b[8:8 + n])["input.rng_state"]
-assert d["dtype"] == "I64" and d["shape"] == [2], d
-start = 8 + n + d["data_offsets"][0]
-b[start:start + 16] = struct.pack("<qq", seed, 0)
-open(dst, "wb").write(bytes(b))
+f = st.read(src)
+d = f["input.rng_state"]
+assert d.dtype == "i64" and d.shape == (2,), d
+f.tensors["input.rng_state"] = st.tensor("input.rng_state", "i64", [2], [seed, 0])
+st.write(dst, f.tensors, f.metadata)

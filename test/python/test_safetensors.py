@@ -1,5 +1,6 @@
-"""The package's stdlib safetensors reader (python/aotc/_safetensors.py): values of a
-hand-built file and every rejection rule."""
+"""The package's stdlib safetensors reader and writer (python/aotc/_safetensors.py): values of
+a hand-built file and every rejection rule (the files are built by hand here on purpose: a
+test of the format cannot use the writer it tests), and the writer's round trip."""
 import json
 import os
 import struct
@@ -87,6 +88,36 @@ class Reader(unittest.TestCase):
     def test_missing_file(self):
         with self.assertRaises(OSError):
             aotc.read_safetensors(os.path.join(testutil.work_dir("st"), "nope.safetensors"))
+
+
+class Writer(unittest.TestCase):
+    def test_round_trip_and_layout(self):
+        import tempfile
+        ts = [_safetensors.tensor("b", "f32", [2, 2], [1.5, -2.0, 0.0, 3.25]),
+              _safetensors.tensor("a", "i64", [], [-7]),
+              _safetensors.tensor("m", "bool", [3], [1, 0, 1]),
+              _safetensors.tensor("e", "f64", [0], [])]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.safetensors")
+            _safetensors.write(path, ts, {"k": "v"})
+            data = open(path, "rb").read()
+            f = _safetensors.read(path)
+        self.assertEqual(list(f.keys()), ["b", "a", "m", "e"])  # the order given
+        self.assertEqual(f["b"].tolist(), [1.5, -2.0, 0.0, 3.25])
+        self.assertEqual((f["a"].dtype, f["a"].shape, f["a"].tolist()), ("i64", (), [-7]))
+        self.assertEqual(f["m"].tolist(), [True, False, True])
+        self.assertEqual(f["e"].shape, (0,))
+        self.assertEqual(f.metadata, {"k": "v"})
+        (n,) = struct.unpack("<Q", data[:8])
+        self.assertEqual(n % 8, 0)  # the header is padded to 8 bytes
+        self.assertEqual(json.loads(data[8:8 + n])["b"],
+                         {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]})
+
+    def test_bad_values_are_refused(self):
+        with self.assertRaises(ValueError):
+            _safetensors.tensor("x", "f32", [2], [1.0])  # 1 value for 2 elements
+        with self.assertRaises(ValueError):
+            _safetensors.tensor("x", "c64", [1], [1.0])
 
 
 if __name__ == "__main__":

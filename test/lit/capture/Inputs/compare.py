@@ -1,23 +1,18 @@
 #!/usr/bin/env python3
 """compare.py RESULT GOLDEN TOL RKEY=GKEY ...: for each pair, max|r - g| / max(max|g|, 1e-30)
 of two F32 tensors with the same number of elements; prints one line per pair and exits 1
-when any error exceeds TOL (or a key is missing). Standard library only."""
-import json
-import struct
+when any error exceeds TOL (or a key is missing). Standard library only
+(python/aotc/_safetensors.py reads the files)."""
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
 
 
 def load(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header, body = json.loads(data[8:8 + n]), data[8 + n:]
-    out = {}
-    for k, e in header.items():
-        if k == "__metadata__" or e["dtype"] != "F32":
-            continue
-        b, end = e["data_offsets"]
-        out[k] = struct.unpack(f"<{(end - b) // 4}f", body[b:end])
-    return out
+    f = st.read(path)
+    return {k: f[k].tolist() for k in f.keys() if f[k].dtype == "f32"}
 
 
 r, g, tol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])

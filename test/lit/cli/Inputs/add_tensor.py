@@ -1,16 +1,11 @@
 """add_tensor.py IN OUT NAME VALUE: copies safetensors IN to OUT adding a 0-d F32
-tensor NAME = VALUE. Standard library only."""
-import json
-import struct
+tensor NAME = VALUE (python/aotc/_safetensors.py reads and writes)."""
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
+
 src, dst, name, value = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-data = open(src, "rb").read()
-(n,) = struct.unpack("<Q", data[:8])
-header = json.loads(data[8:8 + n])
-body = data[8 + n:]
-end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-header[name] = {"dtype": "F32", "shape": [], "data_offsets": [end, end + 4]}
-h = json.dumps(header).encode()
-h += b" " * ((8 - len(h) % 8) % 8)
-open(dst, "wb").write(struct.pack("<Q", len(h)) + h + body[:end] + struct.pack("<f", value))
+f = st.read(src)
+st.write(dst, [*f.tensors.values(), st.tensor(name, "f32", [], [value])], f.metadata)

@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """build_ids.py OBJ HDR WEIGHTS: prints `build id <id> in object, header and weights` when
 the header's <name>_BUILD_ID, the weights' "aotc.build_id" metadata and a 32-hex string in
-the object agree; exit 1 otherwise."""
-import json
+the object agree; exit 1 otherwise (python/aotc/_safetensors.py reads the weights)."""
+import os
 import re
-import struct
 import sys
 
-obj, hdr, wts = (open(p, "rb").read() for p in sys.argv[1:4])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
+
+obj, hdr = (open(p, "rb").read() for p in sys.argv[1:3])
 m = re.search(rb'_BUILD_ID "([0-9a-f]{32})"', hdr)
 if not m:
     sys.exit("no <name>_BUILD_ID in the header")
 hid = m.group(1)
-(n,) = struct.unpack("<Q", wts[:8])
-meta = json.loads(wts[8:8 + n]).get("__metadata__", {})
-wid = meta.get("aotc.build_id", "").encode()
+wid = st.read(sys.argv[3]).metadata.get("aotc.build_id", "").encode()
 if wid != hid:
     sys.exit(f"weights build id {wid!r} != header {hid!r}")
 if hid + b"\0" not in obj:

@@ -1,19 +1,16 @@
 """same_weights.py GOLDEN WEIGHTS: every param.<FQN> of GOLDEN is in WEIGHTS as
 <FQN> with the same dtype, shape and bytes. Prints '<n> parameters bit-identical'
-or the first difference (exit 1). Standard library only."""
-import json
-import struct
+or the first difference (exit 1). Standard library only (python/aotc/_safetensors.py reads)."""
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
 
 
 def read(path):
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    body = data[8 + n:]
-    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items()}
+    f = st.read(path)
+    return {k: (f[k].dtype, f[k].shape, f[k].data) for k in f.keys()}
 
 
 golden, weights = read(sys.argv[1]), read(sys.argv[2])

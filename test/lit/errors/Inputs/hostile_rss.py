@@ -2,7 +2,8 @@
 """hostile_rss.py --aotc AOTC --work DIR --limit-mb N: hostile inputs that declare far
 more data than they hold; each must be a user error (exit 1, `error:`) whose process's
 peak RSS stays under N MiB. Prints `ok <case> exit=1 rss=<MiB>` per case (`FAIL ...` and
-exit 1 otherwise). Standard library only."""
+exit 1 otherwise). Standard library only; it spells the safetensors format itself on purpose:
+its files lie about their sizes, which the one writer (python/aotc/_safetensors.py) cannot make."""
 import argparse
 import json
 import os

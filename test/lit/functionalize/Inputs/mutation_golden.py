@@ -28,16 +28,18 @@ output_0 .. output_<N+M-1>. Prints one line per tensor and
   max_output_err=%.3g max_mutated_err=%.3g max_grad_err=%.3g
 Exit 0 all errors <= tol, 1 an error > tol or a tensor missing / mis-shaped, 2 bad files.
 """
-import json
 import math
 import os
 import re
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
                                 "tools"))
 from check_golden import Malformed, read_safetensors, rel_err  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
+                                "python"))
+from aotc import _safetensors as st  # noqa: E402
 
 
 def parse_fx(path):
@@ -65,18 +67,8 @@ def layout(fx, golden):
 
 
 def write_safetensors(path, tensors):
-    """tensors: [(name, 'F32'|'F64'|'I64', shape, list of values)]; sorted, 8-byte padded header."""
-    fmt = {"F32": "f", "F64": "d", "I64": "q"}
-    header, blobs, off = {}, [], 0
-    for name, dtype, shape, values in sorted(tensors):
-        b = struct.pack("<%d%s" % (len(values), fmt[dtype]), *values)
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    """tensors: [(name, 'F32'|'F64'|'I64', shape, list of values)], written sorted by name."""
+    st.write(path, [st.tensor(name, dtype.lower(), shape, values) for name, dtype, shape, values in sorted(tensors)])
 
 
 def cmd_inputs(fx, golden_path, out, mutated_tangents=False):

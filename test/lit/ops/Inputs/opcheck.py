@@ -29,6 +29,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---------------------------------------------------------------- tensors --
@@ -120,34 +123,19 @@ def reduce(t, dims, keepdim, fold, dtype=None):
 
 # ---------------------------------------------------------- safetensors --
 def write_st(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        code, fmt, size = ST[t.dtype]
-        vals = [1 if v else 0 for v in t.data] if t.dtype == "b8" else t.data
-        blob = struct.pack("<%d%s" % (len(vals), fmt), *vals)
-        header[name] = {"dtype": code, "shape": t.shape, "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    st.write(path, [st.tensor(name, "bool" if t.dtype == "b8" else t.dtype, t.shape, t.data)
+                    for name, t in tensors.items()])
 
 
 def read_st(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (hl,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + hl])
+    f = st.read(path)
     out = {}
-    for name, m in header.items():
-        if name == "__metadata__":
-            continue
-        dt = ST_BACK[m["dtype"]]
-        _, fmt, size = ST[dt]
-        a, b = m["data_offsets"]
-        vals = list(struct.unpack("<%d%s" % ((b - a) // size, fmt), data[8 + hl + a:8 + hl + b]))
-        out[name] = T(dt, m["shape"], [bool(v) for v in vals] if dt == "b8" else vals)
+    for name in f.keys():
+        t = f[name]
+        dt = "b8" if t.dtype == "bool" else t.dtype
+        if dt not in ST:
+            raise ValueError(f"{path}: tensor '{name}' has dtype {t.dtype}")
+        out[name] = T(dt, list(t.shape), t.tolist())
     return out
 
 

@@ -9,12 +9,14 @@ standard-library Philox 4x32-10 (Random123's known answers checked first), the l
 sum(tanh(mask * x / (1 - p))) and the gradient mask * (1 - tanh^2) / (1 - p).
 Prints "ok ..." lines; exits 1 on a mismatch.
 """
-import json
 import math
 import os
 import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
 
 P = 0.3
 SEED, OFFSET = 0x1234_5678_9ABC, 41
@@ -42,29 +44,13 @@ def f32(v):
 
 
 def write_st(path, tensors):
-    header, blob = {}, b""
-    for name, (dt, shape, vals) in tensors.items():
-        fmt = {"F32": "f", "I64": "q"}[dt]
-        data = struct.pack("<%d%s" % (len(vals), fmt), *vals)
-        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
-        blob += data
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + blob)
+    st.write(path, [st.tensor(name, {"F32": "f32", "I64": "i64"}[dt], shape, vals)
+                    for name, (dt, shape, vals) in tensors.items()])
 
 
 def read_st(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    out = {}
-    for name, d in json.loads(b[8:8 + n]).items():
-        if name == "__metadata__":
-            continue
-        s, e = d["data_offsets"]
-        fmt = {"F32": "f", "I64": "q", "BOOL": "B"}[d["dtype"]]
-        out[name] = list(struct.unpack("<%d%s" % ((e - s) // struct.calcsize(fmt), fmt), b[8 + n + s:8 + n + e]))
-    return out
+    f = st.read(path)
+    return {name: f[name].tolist() for name in f.keys()}
 
 
 def main():

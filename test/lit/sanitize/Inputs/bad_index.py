@@ -6,15 +6,17 @@ except its last element, set to BAD), runs `aotc run MODEL --inputs IN --out OUT
 and prints `ok <model> <bad>` when aotc exits 1 naming the indexing node, "index out of
 range" and "(value BAD)", and OUT was not written; else `FAIL ...` (exit 1). Under a
 sanitizer build with --flag=--sanitize=..., the generated code runs instrumented, so an
-access outside its buffers aborts the run instead (also a FAIL). Standard library only."""
+access outside its buffers aborts the run instead (also a FAIL). Standard library only
+(python/aotc/_safetensors.py writes the inputs)."""
 import argparse
-import json
 import os
 import random
 import re
-import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
+from aotc import _safetensors as st  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--aotc", required=True)
@@ -31,7 +33,7 @@ name = os.path.basename(a.model).split(".")[0]
 rng = random.Random(0)
 failed = False
 for bad in a.bad:
-    tensors = {}
+    tensors = []
     for n, dt, dims in inputs:
         shape = [int(d) for d in dims.split(",") if d.strip()]
         numel = 1
@@ -40,20 +42,12 @@ for bad in a.bad:
         if dt == "i64":
             vals = [0] * numel
             vals[-1] = bad
-            tensors[n] = ("I64", shape, struct.pack(f"<{numel}q", *vals))
+            tensors.append(st.tensor(n, "i64", shape, vals))
         else:
-            vals = [rng.uniform(-1, 1) for _ in range(numel)]
-            tensors[n] = ("F32", shape, struct.pack(f"<{numel}f", *vals))
-    header, data = {}, b""
-    for n, (dt, shape, raw) in tensors.items():
-        header[n] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
+            tensors.append(st.tensor(n, "f32", shape, [rng.uniform(-1, 1) for _ in range(numel)]))
     inp = os.path.join(a.work, f"{name}.{bad}.in.safetensors")
     out = os.path.join(a.work, f"{name}.{bad}.out.safetensors")
-    with open(inp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
+    st.write(inp, tensors)
     if os.path.exists(out):
         os.remove(out)
     r = subprocess.run([a.aotc, "run", a.model, "--inputs", inp, "--out", out] + a.flag,

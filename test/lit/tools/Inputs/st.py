@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Stdlib helper for the check_golden lit tests: makes damaged copies of safetensors files.
+It spells the format itself on purpose: most of its outputs are malformed (a header length, a
+shape or a dtype that lies), which the one writer (python/aotc/_safetensors.py) cannot make.
 
   st.py perturb IN OUT KEY REL [INDEX]   T[INDEX] += REL * max|T|   (INDEX default 0)
   st.py nan IN OUT KEY [INDEX]           T[INDEX] = NaN
@@ -60,8 +62,16 @@ def main(a):
             i = int(a[4]) if len(a) > 4 else 0
             vals[i] = float("nan")
         struct.pack_into("<f", body, b + 4 * i, vals[i])
-    elif cmd == "drop":
+    elif cmd == "drop":  # a valid file without the tensor: the others' bytes packed again
         del header[a[3]]
+        new, pos = bytearray(), 0
+        for k, e in sorted(((k, e) for k, e in header.items() if k != "__metadata__"),
+                           key=lambda kv: kv[1]["data_offsets"][0]):
+            b0, b1 = e["data_offsets"]
+            new += body[b0:b1]
+            e["data_offsets"] = [pos, pos + b1 - b0]
+            pos += b1 - b0
+        body = new
     elif cmd == "rename":
         header = {(a[4] + k[len(a[3]):] if k.startswith(a[3]) else k): v for k, v in header.items()}
     elif cmd == "reshape":
