@@ -14,6 +14,8 @@ import sys
 import torch
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "python"))
+from aotc import _safetensors as st  # noqa: E402  (the repo's writer, standard library only)
 LR = 0.1
 STEPS = 20
 
@@ -135,28 +137,25 @@ def train_golden(module, inputs, extra_grad_inputs=(), steps=STEPS):
     return golden
 
 
-_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.bool: "BOOL",
-              torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8"}
+_ST_DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "bool",
+              torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8"}
 
 
 def write_safetensors(path, tensors, meta, same=torch.equal):
-    """Writes a safetensors file deterministically (sorted keys, compact JSON, header padded with
-    spaces to 8 bytes, data in key order, `meta` as __metadata__ in sorted order); then checks
-    that the safetensors library reads back the same metadata, keys and tensors (`same`)."""
+    """Writes a safetensors file deterministically with the repo's writer (python/aotc/
+    _safetensors.py: compact JSON, header padded with spaces to 8 bytes): tensors and data in
+    sorted key order, `meta` (never empty: the committed files all start with a "__metadata__")
+    as __metadata__ in sorted order; then checks that the safetensors library reads back the same
+    metadata, keys and tensors (`same`)."""
     from safetensors import safe_open
+    assert meta, "write_safetensors: empty metadata"
     meta = dict(sorted(meta.items()))
-    header, blobs, off = {"__metadata__": meta}, [], 0
+    out = []
     for k in sorted(tensors):
         t = tensors[k].detach().contiguous().cpu()
         b = (t.to(torch.uint8) if t.dtype == torch.bool else t).numpy().tobytes()
-        header[k] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape),
-                     "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+        out.append(st.tensor(k, _ST_DTYPES[t.dtype], list(t.shape), b))
+    st.write(path, out, meta)
     with safe_open(path, "pt") as f:
         assert f.metadata() == meta
         assert sorted(f.keys()) == sorted(tensors)
