@@ -72,7 +72,7 @@ def read_safetensors(path):
         raise Malformed(str(e))
     tensors = {}
     for name, t in f.tensors.items():
-        st_name = next(k for k, v in {**_st.DTYPES, **_st.EXTRA_DTYPES}.items() if v[0] == t.dtype)
+        st_name = _st._ST_NAME[t.dtype]
         vals = array.array(_DTYPES[st_name][0])
         vals.frombytes(t.data)
         if sys.byteorder == "big":
@@ -154,6 +154,11 @@ def split_names(s):
 ZOO_CAP = 5e-2
 
 
+def zoo_bound(floor, e_torch, cap):
+    """The bound of one zoo tensor: max(floor, 4 e_torch), capped (zoo_check, test_torch.py)."""
+    return min(max(floor, 4 * e_torch), cap)
+
+
 def zoo_baseline(golden_path, meta):
     """torch's own float32 error per key: the largest of the spread runs (spread.json beside the
     golden, tools/export/zoo_spread.py) where there is one, else the golden's torch_err; and the
@@ -188,6 +193,8 @@ def zoo_check(result, golden, meta, verbose, final=True, golden_path=""):
     only. Returns the exit code."""
     torch_err, knife = zoo_baseline(golden_path, meta)
     cap = ZOO_CAP if meta.get("format") == "aotc-zoo-1" and knife is None else math.inf
+    if meta.get("format") == "aotc-zoo-1":
+        print(f"knife-edge model ({knife}): bounds not capped" if knife else f"bounds capped at {ZOO_CAP:g}")
     problems, rows = [], {}
 
     def err(a, r, G):
@@ -207,7 +214,7 @@ def zoo_check(result, golden, meta, verbose, final=True, golden_path=""):
         if len(a.values) != len(r.values) or list(a.shape) != list(r.shape):
             problems.append(f"'{key}': shape {list(a.shape)} vs reference {list(r.shape)}")
             return
-        bound = min(max(floor, 4 * torch_err.get(key, 0.0)), cap)
+        bound = zoo_bound(floor, torch_err.get(key, 0.0), cap)
         if r.dtype in ("I64", "BOOL", "I32", "U8"):
             e = 0.0 if list(a.values) == list(r.values) else math.inf
         else:
@@ -296,10 +303,6 @@ def main(argv):
         if "ref.loss" not in golden:
             print(f"check_golden: error: {args.golden}: zoo golden without ref.loss", file=sys.stderr)
             return 2
-        if gmeta.get("format") == "aotc-zoo-1":
-            _, knife = zoo_baseline(args.golden, gmeta)
-            print(f"knife-edge model ({knife}): bounds not capped" if knife else
-                  f"bounds capped at {ZOO_CAP:g}")
         return zoo_check(result, golden, gmeta, args.verbose, final=not args.no_param_final,
                          golden_path=args.golden)
 

@@ -154,7 +154,7 @@ class VsEager(unittest.TestCase):
 
         def within(e, key, floor):
             nonlocal worst
-            bound = min(max(floor, 4 * torch_err.get(key, 0.0)), cap)
+            bound = check_golden.zoo_bound(floor, torch_err.get(key, 0.0), cap)
             worst = max(worst, e / bound)
             self.assertLessEqual(e, bound, f"{name}: {key}")
 
