@@ -17,11 +17,13 @@ set(AOTC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/aotc)
 set_target_properties(aotc PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${LLVM_LIBRARY_DIR}")
 set_target_properties(aotc_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(aotc_kernels PROPERTIES EXPORT_NAME kernels)
+set_target_properties(aotc_runtime_shared PROPERTIES EXPORT_NAME runtime_shared)
 install(TARGETS aotc EXPORT aotcTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS aotc_runtime aotc_kernels EXPORT aotcTargets
+install(TARGETS aotc_runtime aotc_runtime_shared aotc_kernels EXPORT aotcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${AOTC_SRC_ROOT}/runtime/include/aotc/abi.h ${AOTC_SRC_ROOT}/runtime/include/aotc/runtime.h
+install(FILES ${AOTC_SRC_ROOT}/runtime/include/aotc/abi.h ${AOTC_SRC_ROOT}/runtime/include/aotc/capi.h
+              ${AOTC_SRC_ROOT}/runtime/include/aotc/runtime.h
               ${AOTC_SRC_ROOT}/runtime/include/aotc/safetensors.h ${AOTC_SRC_ROOT}/runtime/include/aotc/trainer.h
               ${AOTC_SRC_ROOT}/runtime/include/aotc/kernels.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aotc)

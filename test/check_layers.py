@@ -38,7 +38,7 @@ HEADER_OWNER = {
     "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen", "AbiLayout.h": "aotcCodegen",
     # runtime/include/aotc
     "abi.h": None, "kernels.h": None, "cuda.h": None,
-    "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime",
+    "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime", "capi.h": "aotc_runtime",
 }
 # Library -> its folder under lib/.
 LIB_DIR = {

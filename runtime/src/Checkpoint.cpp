@@ -47,7 +47,9 @@ SafetensorsFile Trainer::checkpoint() const {
   SafetensorsFile f;
   for (int i = 0; i < p.num_inputs; ++i) {
     const aotc_tensor_desc &d = p.inputs[i];
-    if (d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER) f.tensors.emplace_back(d.name, owned_[i].clone());
+    if (d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER)
+      f.tensors.emplace_back(d.name, Tensor::fromBytes(dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank),
+                                                       in_[i], d.bytes));
   }
   const int64_t n = steps();
   nlohmann::json names = nlohmann::json::array();
@@ -100,16 +102,16 @@ SafetensorsFile Trainer::checkpoint() const {
   f.metadata["build_id"] = p.build_id ? p.build_id : "";
   int r = rngStateIndex(p);
   if (r >= 0) {
-    const int64_t *rs = owned_[r].data<int64_t>();
+    const int64_t *rs = static_cast<const int64_t *>(in_[r]);
     f.metadata["rng"] = nlohmann::json{{"seed", rs[0]}, {"offset", rs[1]}}.dump();
   }
   return f;
 }
 
 void Trainer::save(const std::string &path) const {
-  if (const aotc_state_desc *c = findState("accum.count"))
-    if (*reinterpret_cast<const float *>(state_.data() + c->offset) != 0)
-      throw RuntimeError(path + ": cannot save in the middle of a gradient accumulation (call step() first)");
+  if (accumulating())
+    throw RuntimeError(path + ": cannot save in the middle of a gradient accumulation (call step() first)",
+                       AOTC_RT_ERROR_STATE);
   SafetensorsFile f = checkpoint();
   std::vector<NamedTensorRef> refs;
   for (auto &[name, t] : f.tensors) refs.push_back({name, &t});
@@ -122,9 +124,13 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   const aotc_program &p = *program_;
   const aotc_train &t = *p.train;
   const std::string name = progName(p);
+  if (accumulating())
+    throw RuntimeError(what + ": cannot load a checkpoint in the middle of a gradient accumulation (call step() first)",
+                       AOTC_RT_ERROR_STATE);
   auto mismatch = [&](const std::string &tensor, const std::string &why) {
     throw RuntimeError(what + ": " + why + " (tensor '" + tensor + "'): the checkpoint is not one of " + name +
-                       "'s (its model or optimizer differs)");
+                           "'s (its model or optimizer differs)",
+                       AOTC_RT_ERROR_IO);
   };
   auto check = [&](const std::string &tname, DType dt, const std::vector<int64_t> &shape) -> const Tensor & {
     const Tensor *x = ck.find(tname);
@@ -232,7 +238,7 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   for (int i = 0; i < p.num_inputs; ++i) {
     const aotc_tensor_desc &d = p.inputs[i];
     if (d.role == AOTC_ROLE_PARAMETER || d.role == AOTC_ROLE_BUFFER)
-      std::memcpy(owned_[i].data(), ck.get(d.name).data(), (size_t)d.bytes);
+      std::memcpy(in_[i], ck.get(d.name).data(), (size_t)d.bytes);
   }
   std::memset(state_.data(), 0, (size_t)state_.size());
   for (int s = 0; s < t.num_state; ++s) {
@@ -242,7 +248,7 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   }
   int r = rngStateIndex(p);
   if (r >= 0) {
-    int64_t *rs = owned_[r].data<int64_t>();
+    int64_t *rs = static_cast<int64_t *>(in_[r]);
     rs[0] = (int64_t)seed_;
     rs[1] = 0;
     if (const std::string *rng = meta("rng")) {

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 // The CUDA entry points read these two fields at fixed offsets (lib/Codegen/CudaHost.cpp).
@@ -39,17 +40,81 @@ const char *roleWord(int32_t role) {
   return "tensor";
 }
 
-std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p) {
+void checkProgram(const aotc_program *pp) {
+  if (!pp) throw RuntimeError("aotc runtime: the program is NULL", AOTC_RT_ERROR_ABI);
+  const aotc_program &p = *pp;
   const std::string name = progName(p);
-  if (p.abi_version != AOTC_ABI_VERSION)
-    throw RuntimeError("aotc runtime: program '" + name + "' has ABI version " + std::to_string(p.abi_version) +
-                       ", this runtime expects " + std::to_string(AOTC_ABI_VERSION) +
-                       " (recompile it with the matching aotc)");
-  if (!p.context_create || !p.context_destroy)
-    throw RuntimeError("aotc runtime: program '" + name + "' has no context functions");
+  if (aotc_abi_major(p.abi_version) != AOTC_ABI_MAJOR)
+    throw RuntimeError("aotc runtime: program '" + name + "' has ABI version " + std::to_string(aotc_abi_major(p.abi_version)) +
+                           "." + std::to_string(aotc_abi_minor(p.abi_version)) + ", this runtime runs major version " +
+                           std::to_string(AOTC_ABI_MAJOR) + " (recompile it with the matching aotc; docs/abi.md \"Versions\")",
+                       AOTC_RT_ERROR_ABI);
+  auto bad = [&](const std::string &why) {
+    throw RuntimeError("aotc runtime: program '" + name + "': invalid descriptor (" + why + ")", AOTC_RT_ERROR_ABI);
+  };
+  auto table = [&](int32_t n, const void *ptr, const char *what) {
+    if (n < 0 || (n > 0 && !ptr)) bad(std::string(what) + ": count " + std::to_string(n) + ", null table");
+  };
+  table(p.num_inputs, p.inputs, "inputs");
+  table(p.num_outputs, p.outputs, "outputs");
+  table(p.num_grads, p.grads, "grads");
+  table(p.num_grads, p.grad_input_index, "grad_input_index");
+  table(p.num_errors, p.errors, "errors");
+  if (p.saved_bytes < 0 || p.scratch_bytes < 0) bad("negative saved_bytes or scratch_bytes");
+  // -1: no value (no errors, or a CUDA object's: abi.h).
+  if (p.error_value_offset < -1 || (p.error_value_offset >= 0 && p.error_value_offset + 8 > p.scratch_bytes))
+    bad("error_value_offset " + std::to_string(p.error_value_offset) + " outside the scratch arena");
+  for (int j = 0; j < p.num_grads; ++j)
+    if (p.grad_input_index[j] < 0 || p.grad_input_index[j] >= p.num_inputs)
+      bad("grad " + std::to_string(j) + " refers to input " + std::to_string(p.grad_input_index[j]));
+  for (const auto &list : {std::make_pair(p.inputs, p.num_inputs), std::make_pair(p.outputs, p.num_outputs),
+                           std::make_pair(p.grads, p.num_grads)})
+    for (int i = 0; i < list.second; ++i) {
+      const aotc_tensor_desc &d = list.first[i];
+      if (!d.name || d.rank < 0 || (d.rank > 0 && !d.shape) || d.bytes < 0) bad("tensor descriptor " + std::to_string(i));
+    }
+  for (int i = 0; i < p.num_outputs; ++i)
+    if (p.outputs[i].updates_input >= p.num_inputs) bad("output " + std::to_string(i) + " updates a missing input");
+  if (!p.context_create || !p.context_destroy) bad("no context functions");
+}
+
+std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p) {
+  checkProgram(&p);
   std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx{p.context_create(), p.context_destroy};
-  if (!ctx) throw RuntimeError("aotc runtime: " + name + "_context_create failed (out of memory)");
+  if (!ctx) throw RuntimeError("aotc runtime: " + progName(p) + "_context_create failed (out of memory)", AOTC_RT_ERROR_NOMEM);
   return ctx;
+}
+
+std::string inputWhat(const aotc_program &p, int i) {
+  return std::string(roleWord(p.inputs[i].role)) + " '" + p.inputs[i].name + "' (input " + std::to_string(i) + ")";
+}
+
+void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,
+                      const std::string &what) {
+  auto typeOf = [](const aotc_rt_tensor &x) {
+    std::string s;
+    switch (x.dtype) {
+    case AOTC_F32: case AOTC_F64: case AOTC_I64: case AOTC_BOOL: case AOTC_I32: case AOTC_U8:
+      s = dtypeName((DType)x.dtype);
+      break;
+    default: s = "dtype " + std::to_string(x.dtype);
+    }
+    s += "[";
+    for (int k = 0; k < x.rank && x.shape; ++k) s += (k ? ", " : "") + std::to_string(x.shape[k]);
+    return s + "]";
+  };
+  if (!t.data) throw RuntimeError(progName(p) + ": " + what + " is null");
+  bool same = t.dtype == d.dtype && t.rank == d.rank && (t.rank == 0 || t.shape);
+  for (int k = 0; same && k < d.rank; ++k) same = t.shape[k] == d.shape[k];
+  if (!same)
+    throw RuntimeError(progName(p) + ": " + what + " must be " + descTypeString(d) + ", got " +
+                       (t.rank < 0 || (t.rank > 0 && !t.shape) ? std::string("a tensor of rank ") + std::to_string(t.rank) +
+                                                                    " without a shape"
+                                                              : typeOf(t)));
+  char low[8];
+  std::snprintf(low, sizeof low, "%02x", (unsigned)(reinterpret_cast<uintptr_t>(t.data) & 0xFF));
+  throw RuntimeError(progName(p) + ": " + what + " is not " + std::to_string(AOTC_ALIGNMENT) +
+                     "-byte aligned (its address ends in 0x" + low + ")");
 }
 
 void pinBlasToOneThread() {
@@ -71,36 +136,54 @@ void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, s
   }
 }
 
-std::string entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
-                            int64_t scratchBytes, const aotc_context *ctx) {
-  std::string msg = std::string(p.name) + "_" + entry + " failed with code " + std::to_string(rc);
+void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, std::span<const aotc_rt_tensor> inputs,
+                    std::vector<void *> &in, const char *what) {
+  if (inputs.size() != userInputs.size())
+    throw RuntimeError(progName(p) + ": " + what + " " + std::to_string(userInputs.size()) + " user inputs, got " +
+                       std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    checkTensor(p, p.inputs[userInputs[k]], inputs[k], [&] { return inputWhat(p, userInputs[k]); });
+    in[userInputs[k]] = inputs[k].data;
+  }
+}
+
+void throwEntryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch, int64_t scratchBytes,
+                          const aotc_context *ctx) {
+  std::string msg = progName(p) + "_" + entry + " failed with code " + std::to_string(rc);
+  std::string node, library;
+  int64_t value = 0;
   if (rc == AOTC_ERROR_CONTEXT) {
-    msg += " (AOTC_ERROR_CONTEXT: the context is not one of this program's)";
+    node = "AOTC_ERROR_CONTEXT: the context is not one of this program's";
+    msg += " (" + node + ")";
   } else if (rc == AOTC_ERROR_NO_ACCUMULATION) {
-    msg += " (AOTC_ERROR_NO_ACCUMULATION: the object was compiled without --grad-accumulation)";
+    node = "AOTC_ERROR_NO_ACCUMULATION: the object was compiled without --grad-accumulation";
+    msg += " (" + node + ")";
   } else if (rc > 0 && rc <= p.num_errors && p.errors) {
-    msg += ": ";
-    msg += p.errors[rc - 1];
+    node = p.errors[rc - 1] ? p.errors[rc - 1] : "";
+    msg += ": " + node;
     // The value of this call: in the caller's scratch arena (abi.h).
     if (p.error_value_offset >= 0 && p.error_value_offset + 8 <= scratchBytes) {
-      int64_t v;
-      std::memcpy(&v, static_cast<const uint8_t *>(scratch) + p.error_value_offset, sizeof v);
-      msg += " (value " + std::to_string(v) + ")";
+      std::memcpy(&value, static_cast<const uint8_t *>(scratch) + p.error_value_offset, sizeof value);
+      msg += " (value " + std::to_string(value) + ")";
     }
     // A library call's failure (ABI 5): the library's own message, kept in the context.
     if (p.context_error)
-      if (const char *why = p.context_error(ctx))
-        msg += std::string(": ") + why;
+      if (const char *why = p.context_error(ctx)) {
+        library = why;
+        msg += ": " + library;
+      }
   } else {
-    msg += " (not a documented error code of this program)";
+    node = "not a documented error code of this program";
+    msg += " (" + node + ")";
   }
-  return msg;
+  throw EntryPointError(msg, entry, rc, value, node, library);
 }
 
 } // namespace detail
 
 namespace {
 
+using detail::progName;
 using detail::roleWord;
 
 bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
@@ -111,10 +194,23 @@ bool isDifferentiableOutput(const aotc_tensor_desc &d) { return isFloatingAbi(d.
 } // namespace
 
 DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : program_(&program) {
-  if (!program.forward || !program.backward)
-    throw RuntimeError("aotc runtime: program '" + detail::progName(program) + "' has no forward/backward entry point");
   context_ = detail::openProgram(program);
+  if (!program.forward || !program.backward)
+    throw RuntimeError("aotc runtime: program '" + detail::progName(program) + "' has no forward/backward entry point",
+                       AOTC_RT_ERROR_ABI);
   scratch_ = AlignedBuffer(program.scratch_bytes);
+  in_.resize(program.num_inputs);
+  spareIn_.reserve(program.num_inputs);
+  out_.resize(program.num_outputs);
+  tangents_.resize(program.num_outputs);
+  grads_.resize(program.num_grads);
+  defaultTangents_.resize(program.num_outputs);
+  for (int i = 0; i < program.num_outputs; ++i) {
+    const aotc_tensor_desc &d = program.outputs[i];
+    if (isDifferentiableOutput(d))
+      defaultTangents_[i] = Tensor::full(dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank),
+                                         d.rank == 0 ? 1.0 : 0.0);
+  }
   detail::pinBlasToOneThread();
 }
 
@@ -151,7 +247,7 @@ void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inpu
 }
 
 void DifferentiableFunction::entryPointFailed(const char *entry, int rc) const {
-  throw RuntimeError(detail::entryPointError(*program_, entry, rc, scratch_.data(), scratch_.size(), context_.get()));
+  detail::throwEntryPointError(*program_, entry, rc, scratch_.data(), scratch_.size(), context_.get());
 }
 
 DifferentiableFunction::ForwardResult
@@ -160,21 +256,71 @@ DifferentiableFunction::forward(const std::vector<const Tensor *> &inputs) {
   const aotc_program &p = *program_;
   ForwardResult r;
   r.outputs.reserve(p.num_outputs);
-  std::vector<void *> outPtrs;
   for (int i = 0; i < p.num_outputs; ++i) {
     r.outputs.push_back(Tensor::like(p.outputs[i]));
-    outPtrs.push_back(r.outputs.back().data());
+    out_[i] = r.outputs.back().data();
   }
   r.state.program_ = &p;
   // One program, one saved_bytes: the spare (empty once moved out) always fits.
   r.state.saved_ = spareSaved_.data() ? std::move(spareSaved_) : AlignedBuffer(p.saved_bytes);
+  r.state.inputs_ = std::move(spareIn_); // its capacity: no allocation after the first backward
+  r.state.inputs_.clear();
   for (const Tensor *t : inputs)
     r.state.inputs_.push_back(t->data());
-  int rc = p.forward(context_.get(), r.state.inputs_.data(), outPtrs.data(), r.state.saved_.data(),
-                     scratch_.data());
+  int rc = p.forward(context_.get(), r.state.inputs_.data(), out_.data(), r.state.saved_.data(), scratch_.data());
   if (rc != 0)
     entryPointFailed("forward", rc);
   return r;
+}
+
+void DifferentiableFunction::bindTangents(const std::vector<const Tensor *> &outputGrads) {
+  const aotc_program &p = *program_;
+  if ((int64_t)outputGrads.size() > p.num_outputs)
+    throw RuntimeError(std::string(p.name) + ": backward got " + std::to_string(outputGrads.size()) +
+                       " output gradients for " + std::to_string(p.num_outputs) + " outputs");
+  for (int i = 0; i < p.num_outputs; ++i) {
+    const aotc_tensor_desc &d = p.outputs[i];
+    const Tensor *g = i < (int)outputGrads.size() ? outputGrads[i] : nullptr;
+    aotc_rt_tensor ref{};
+    if (g) {
+      if (!isDifferentiableOutput(d) || !g->matches(d)) ref = g->ref(); // checked (and refused) below
+      else {
+        tangents_[i] = g->data();
+        continue;
+      }
+    }
+    bindTangents(std::span<const aotc_rt_tensor>(&ref, 1).subspan(0, g ? 1 : 0), i);
+  }
+}
+
+void DifferentiableFunction::bindTangents(std::span<const aotc_rt_tensor> tangents, int only) {
+  const aotc_program &p = *program_;
+  if ((int64_t)tangents.size() > p.num_outputs)
+    throw RuntimeError(std::string(p.name) + ": backward got " + std::to_string(tangents.size()) +
+                       " output gradients for " + std::to_string(p.num_outputs) + " outputs");
+  const int lo = only < 0 ? 0 : only, hi = only < 0 ? p.num_outputs : only + 1;
+  for (int i = lo; i < hi; ++i) {
+    const aotc_tensor_desc &d = p.outputs[i];
+    const size_t k = only < 0 ? (size_t)i : 0;
+    const aotc_rt_tensor *g = k < tangents.size() && tangents[k].data ? &tangents[k] : nullptr;
+    if (!isDifferentiableOutput(d)) {
+      if (g)
+        throw RuntimeError(std::string(p.name) + ": output '" + d.name + "' (output " + std::to_string(i) + ") is " +
+                           (d.updates_input >= 0 ? std::string("the new value of input '") + p.inputs[d.updates_input].name + "'"
+                                                 : descTypeString(d)) +
+                           ", not differentiable; pass nullptr as its gradient");
+      tangents_[i] = nullptr;
+      continue;
+    }
+    if (g) {
+      detail::checkTensor(p, d, *g, [&] {
+        return "gradient of output '" + std::string(d.name) + "' (output " + std::to_string(i) + ")";
+      });
+      tangents_[i] = g->data;
+    } else {
+      tangents_[i] = defaultTangents_[i].data();
+    }
+  }
 }
 
 std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
@@ -186,53 +332,94 @@ std::vector<Tensor> DifferentiableFunction::backward(SavedState &state,
   if (state.program_ != &p)
     throw RuntimeError(std::string(p.name) + ": the saved state comes from program '" +
                        state.program_->name + "'");
-  if ((int64_t)outputGrads.size() > p.num_outputs)
-    throw RuntimeError(std::string(p.name) + ": backward got " + std::to_string(outputGrads.size()) +
-                       " output gradients for " + std::to_string(p.num_outputs) + " outputs");
-  std::vector<Tensor> defaults;
-  defaults.reserve(p.num_outputs);
-  std::vector<const void *> tangents(p.num_outputs, nullptr);
-  for (int i = 0; i < p.num_outputs; ++i) {
-    const aotc_tensor_desc &d = p.outputs[i];
-    const Tensor *g = i < (int)outputGrads.size() ? outputGrads[i] : nullptr;
-    if (!isDifferentiableOutput(d)) {
-      if (g)
-        throw RuntimeError(std::string(p.name) + ": output '" + d.name + "' (output " +
-                           std::to_string(i) + ") is " +
-                           (d.updates_input >= 0 ? std::string("the new value of input '") +
-                                                       p.inputs[d.updates_input].name + "'"
-                                                 : descTypeString(d)) +
-                           ", not differentiable; pass nullptr as its gradient");
-      continue;
-    }
-    if (g) {
-      if (!g->matches(d))
-        throw RuntimeError(std::string(p.name) + ": gradient of output '" + d.name + "' (output " +
-                           std::to_string(i) + ") must be " + descTypeString(d) + ", got " +
-                           g->typeString());
-      tangents[i] = g->data();
-    } else {
-      defaults.push_back(Tensor::full(dtypeFromAbi(d.dtype),
-                                      std::vector<int64_t>(d.shape, d.shape + d.rank),
-                                      d.rank == 0 ? 1.0 : 0.0));
-      tangents[i] = defaults.back().data();
-    }
-  }
+  bindTangents(outputGrads);
   std::vector<Tensor> grads;
-  std::vector<void *> gradPtrs;
   grads.reserve(p.num_grads);
   for (int j = 0; j < p.num_grads; ++j) {
     grads.push_back(Tensor::like(p.grads[j]));
-    gradPtrs.push_back(grads.back().data());
+    grads_[j] = grads.back().data();
   }
   SavedState consumed = std::move(state);
   state = SavedState(); // moved-from states are explicitly invalid
-  int rc = p.backward(context_.get(), consumed.inputs_.data(), consumed.saved_.data(), tangents.data(),
-                      gradPtrs.data(), scratch_.data());
+  int rc = p.backward(context_.get(), consumed.inputs_.data(), consumed.saved_.data(), tangents_.data(),
+                      grads_.data(), scratch_.data());
   if (rc != 0)
     entryPointFailed("backward", rc);
   spareSaved_ = std::move(consumed.saved_); // the next forward's saved area
+  spareIn_ = std::move(consumed.inputs_);
   return grads;
+}
+
+void DifferentiableFunction::bindRaw(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out,
+                                     const char *entry, bool withOutputs) {
+  const aotc_program &p = *program_;
+  if ((int64_t)in.size() != p.num_inputs)
+    throw RuntimeError(progName(p) + ": " + entry + " expects " + std::to_string(p.num_inputs) + " inputs, got " +
+                       std::to_string(in.size()));
+  for (int i = 0; i < p.num_inputs; ++i) {
+    detail::checkTensor(p, p.inputs[i], in[i], [&] { return detail::inputWhat(p, i); });
+    in_[i] = in[i].data;
+  }
+  if (!withOutputs) return; // backward
+  if ((int64_t)out.size() != p.num_outputs)
+    throw RuntimeError(progName(p) + ": " + entry + " expects " + std::to_string(p.num_outputs) + " outputs, got " +
+                       std::to_string(out.size()));
+  for (int i = 0; i < p.num_outputs; ++i) {
+    detail::checkTensor(p, p.outputs[i], out[i], [&] {
+      return "output '" + std::string(p.outputs[i].name) + "' (output " + std::to_string(i) + ")";
+    });
+    out_[i] = out[i].data;
+  }
+}
+
+namespace {
+
+void checkSaved(const aotc_program &p, const void *saved, int64_t savedBytes) {
+  if (savedBytes != p.saved_bytes)
+    throw RuntimeError(progName(p) + ": the saved area must be " + std::to_string(p.saved_bytes) + " bytes, got " +
+                       std::to_string(savedBytes));
+  if (p.saved_bytes > 0 && !saved) throw RuntimeError(progName(p) + ": the saved area is null");
+  if (reinterpret_cast<uintptr_t>(saved) % AOTC_ALIGNMENT != 0)
+    throw RuntimeError(progName(p) + ": the saved area is not " + std::to_string(AOTC_ALIGNMENT) + "-byte aligned");
+}
+
+} // namespace
+
+void DifferentiableFunction::forward(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out,
+                                     void *saved, int64_t savedBytes) {
+  const aotc_program &p = *program_;
+  bindRaw(in, out, "forward", true);
+  checkSaved(p, saved, savedBytes);
+  int rc = p.forward(context_.get(), in_.data(), out_.data(), saved, scratch_.data());
+  if (rc != 0) entryPointFailed("forward", rc);
+}
+
+void DifferentiableFunction::backward(std::span<const aotc_rt_tensor> in, const void *saved, int64_t savedBytes,
+                                      std::span<const aotc_rt_tensor> tangents, std::span<const aotc_rt_tensor> grads) {
+  const aotc_program &p = *program_;
+  bindRaw(in, {}, "backward", false);
+  checkSaved(p, saved, savedBytes);
+  bindTangents(tangents, -1);
+  if ((int64_t)grads.size() != p.num_grads)
+    throw RuntimeError(progName(p) + ": backward expects " + std::to_string(p.num_grads) + " gradients, got " +
+                       std::to_string(grads.size()));
+  for (int j = 0; j < p.num_grads; ++j) {
+    detail::checkTensor(p, p.grads[j], grads[j], [&] {
+      return "gradient '" + std::string(p.grads[j].name) + "' (grad " + std::to_string(j) + ")";
+    });
+    grads_[j] = grads[j].data;
+  }
+  int rc = p.backward(context_.get(), in_.data(), saved, tangents_.data(), grads_.data(), scratch_.data());
+  if (rc != 0) entryPointFailed("backward", rc);
+}
+
+void DifferentiableFunction::eval(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out) {
+  const aotc_program &p = *program_;
+  if (!p.eval)
+    throw RuntimeError(progName(p) + ": the object has no eval entry point (a CUDA object's)", AOTC_RT_ERROR_ABI);
+  bindRaw(in, out, "eval", true);
+  int rc = p.eval(context_.get(), in_.data(), out_.data(), scratch_.data());
+  if (rc != 0) entryPointFailed("eval", rc);
 }
 
 int DifferentiableFunction::writeBack(const std::vector<Tensor *> &inputs,

@@ -9,6 +9,7 @@
 
 #include "Internal.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace aotc::rt {
@@ -30,14 +31,21 @@ Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program, const 
       userInputs_.push_back(i);
     } else if (d.role == AOTC_ROLE_RNG_STATE) {
       for (int j = 0; j < tp.num_inputs && !ptr; ++j)
-        if (tp.inputs[j].role == AOTC_ROLE_RNG_STATE) ptr = const_cast<void *>(trainer.owned_[j].data());
+        if (tp.inputs[j].role == AOTC_ROLE_RNG_STATE) ptr = trainer.in_[j];
       if (!ptr)
         throw RuntimeError(name + ": input '" + d.name + "' is an RNG state input but '" + progName(tp) +
                            "' has none");
     } else {
-      const Tensor *t = nullptr;
-      for (int j = 0; j < tp.num_inputs && !t; ++j)
-        if (aotc_role_is_weight(tp.inputs[j].role) && std::string(tp.inputs[j].name) == d.name) t = &trainer.owned_[j];
+      // The trainer's weight of that name: its buffer (owned or borrowed) and descriptor.
+      const aotc_tensor_desc *td = nullptr;
+      for (int j = 0; j < tp.num_inputs && !ptr; ++j)
+        if (aotc_role_is_weight(tp.inputs[j].role) && std::string(tp.inputs[j].name) == d.name) {
+          ptr = trainer.in_[j];
+          td = &tp.inputs[j];
+        }
+      auto sameType = [](const aotc_tensor_desc &a, const aotc_tensor_desc &b) {
+        return a.dtype == b.dtype && a.rank == b.rank && std::equal(a.shape, a.shape + a.rank, b.shape);
+      };
       // Lifted constants are named by their order in each export (lifted_tensor_0, ...), so a
       // name says nothing across two exports: their values come from the eval program's own
       // weights file (the trainer's tensor is shared when it holds the same bytes).
@@ -47,18 +55,18 @@ Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program, const 
           throw RuntimeError(name + ": constant '" + d.name + "' (" + descTypeString(d) + ") " +
                              (constants ? "is not in the weights file given" : "needs the eval program's weights file") +
                              " (Evaluator's third argument: readWeights(" + name + "_program, ...))");
-        if (!(t && t->matches(d) && std::memcmp(t->data(), own->data(), (size_t)d.bytes) == 0)) {
+        if (!(ptr && sameType(*td, d) && std::memcmp(ptr, own->data(), (size_t)d.bytes) == 0)) {
           owned_.push_back(own->clone());
-          t = &owned_.back();
+          ptr = owned_.back().data();
+          td = &d;
         }
       }
-      if (!t)
+      if (!ptr)
         throw RuntimeError(name + ": " + detail::roleWord(d.role) + " '" + d.name + "' (" + descTypeString(d) +
                            ") is not one of '" + progName(tp) + "''s weights: pair exports of the same model");
-      if (!t->matches(d))
+      if (!sameType(*td, d))
         throw RuntimeError(name + ": " + detail::roleWord(d.role) + " '" + d.name + "' is " + descTypeString(d) +
-                           " but '" + progName(tp) + "' has " + t->typeString());
-      ptr = const_cast<void *>(t->data());
+                           " but '" + progName(tp) + "' has " + descTypeString(*td));
     }
     in_.push_back(ptr);
   }
@@ -74,7 +82,7 @@ const std::vector<Tensor> &Evaluator::run(std::span<const Tensor *const> inputs)
   const aotc_program &p = *program_;
   detail::bindUserInputs(p, userInputs_, inputs, in_, "eval takes");
   int rc = p.eval(context_.get(), in_.data(), out_.data(), scratch_.data());
-  if (rc != 0) throw RuntimeError(detail::entryPointError(p, "eval", rc, scratch_.data(), scratch_.size(), context_.get()));
+  if (rc != 0) detail::throwEntryPointError(p, "eval", rc, scratch_.data(), scratch_.size(), context_.get());
   return outputs_;
 }
 

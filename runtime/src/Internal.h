@@ -3,6 +3,7 @@
 
 #include "aotc/runtime.h"
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,10 +16,38 @@ namespace aotc::rt::detail {
 /// OpenBLAS (when the process links it) is pinned to one thread.
 void pinBlasToOneThread();
 
-/// The message of a failed entry point call: `<name>_<entry> failed with code rc`, then the
-/// program's error text, the offending value (from `scratch`) and the library's message.
-std::string entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
-                            int64_t scratchBytes, const aotc_context *ctx);
+/// Throws the EntryPointError of a failed entry point call: `<name>_<entry> failed with code
+/// rc`, then the program's error text, the offending value (from `scratch`) and the library's
+/// message.
+[[noreturn]] void throwEntryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
+                                       int64_t scratchBytes, const aotc_context *ctx);
+
+/// RuntimeError (kind AOTC_RT_ERROR_ABI) for NULL, another ABI major version or an invalid
+/// descriptor (negative counts, NULL tables, indices out of range, no context functions).
+void checkProgram(const aotc_program *p);
+
+/// "parameter 'fc1.weight' (input 0)".
+std::string inputWhat(const aotc_program &p, int i);
+
+/// True when t is non-NULL, of d's dtype and shape, and 64-byte aligned.
+inline bool tensorFits(const aotc_tensor_desc &d, const aotc_rt_tensor &t) {
+  if (!t.data || t.dtype != d.dtype || t.rank != d.rank || (t.rank > 0 && !t.shape) ||
+      reinterpret_cast<uintptr_t>(t.data) % AOTC_ALIGNMENT != 0)
+    return false;
+  for (int k = 0; k < d.rank; ++k)
+    if (t.shape[k] != d.shape[k]) return false;
+  return true;
+}
+/// The RuntimeError of a tensor that does not fit: "<program>: <what> is null / must be f32[4],
+/// got f64[4] / is not 64-byte aligned (...)".
+[[noreturn]] void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,
+                                   const std::string &what);
+/// RuntimeError naming what() unless t fits d; what() is only called (and its string only
+/// built) on failure, so a call that passes allocates nothing.
+template <class What>
+void checkTensor(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t, What &&what) {
+  if (!tensorFits(d, t)) tensorDoesNotFit(p, d, t, what());
+}
 
 /// "parameter", "buffer", "input", ... (abi.h roles, for messages).
 const char *roleWord(int32_t role);
@@ -34,6 +63,9 @@ std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_pr
 /// order; RuntimeError naming the first mismatch, `what` as in "a step takes 2 user inputs")
 /// and points in[userInputs[k]] at inputs[k] (read only: user inputs are never written).
 void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, std::span<const Tensor *const> inputs,
+                    std::vector<void *> &in, const char *what);
+/// The same for caller-owned buffers (checkTensor: also NULL and alignment).
+void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, std::span<const aotc_rt_tensor> inputs,
                     std::vector<void *> &in, const char *what);
 
 } // namespace aotc::rt::detail

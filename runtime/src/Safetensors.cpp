@@ -20,7 +20,7 @@ namespace aotc::rt {
 namespace {
 
 [[noreturn]] void fail(const std::string &what, const std::string &msg) {
-  throw RuntimeError(what + ": safetensors: " + msg);
+  throw RuntimeError(what + ": safetensors: " + msg, AOTC_RT_ERROR_IO);
 }
 
 /// A header value for a message: scalars as JSON text, containers by type name (dump()
@@ -84,7 +84,7 @@ Tensor *SafetensorsFile::find(const std::string &name) {
 const Tensor &SafetensorsFile::get(const std::string &name, const std::string &what) const {
   if (const Tensor *t = find(name))
     return *t;
-  throw RuntimeError(what + ": no tensor '" + name + "'");
+  throw RuntimeError(what + ": no tensor '" + name + "'", AOTC_RT_ERROR_IO);
 }
 
 SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::string &what) {
@@ -195,10 +195,10 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
 SafetensorsFile readSafetensors(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw RuntimeError(path + ": cannot open file");
+    throw RuntimeError(path + ": cannot open file", AOTC_RT_ERROR_IO);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad())
-    throw RuntimeError(path + ": read error");
+    throw RuntimeError(path + ": read error", AOTC_RT_ERROR_IO);
   return parseSafetensors(bytes.data(), bytes.size(), path);
 }
 
@@ -243,18 +243,18 @@ void writeSafetensors(const std::string &path, const std::vector<NamedTensorRef>
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      throw RuntimeError(path + ": cannot open " + tmp + " for writing");
+      throw RuntimeError(path + ": cannot open " + tmp + " for writing", AOTC_RT_ERROR_IO);
     out.write(reinterpret_cast<const char *>(bytes.data()), (std::streamsize)bytes.size());
     out.flush();
     if (!out) {
       out.close();
       std::remove(tmp.c_str());
-      throw RuntimeError(path + ": write error");
+      throw RuntimeError(path + ": write error", AOTC_RT_ERROR_IO);
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    throw RuntimeError(path + ": cannot rename " + tmp + " into place");
+    throw RuntimeError(path + ": cannot rename " + tmp + " into place", AOTC_RT_ERROR_IO);
   }
 }
 

@@ -26,30 +26,16 @@ std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int6
 
 } // namespace
 
-Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed)
-    : program_(&program), seed_(seed) {
-  const std::string name = progName(program);
+void Trainer::init(const aotc_program &program) {
   context_ = detail::openProgram(program); // the ABI version first: older descriptors have no `train`
   if (!program.train || !program.train->train_step)
-    throw RuntimeError("aotc runtime: program '" + name +
-                       "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)");
+    throw RuntimeError("aotc runtime: program '" + progName(program) +
+                           "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)",
+                       AOTC_RT_ERROR_ABI);
   owned_.resize(program.num_inputs);
-  for (int i = 0; i < program.num_inputs; ++i) {
-    const aotc_tensor_desc &d = program.inputs[i];
-    if (d.role == AOTC_ROLE_USER_INPUT) {
-      userInputs_.push_back(i);
-    } else if (d.role == AOTC_ROLE_RNG_STATE) {
-      owned_[i] = rngState(seed);
-    } else {
-      const Tensor *t = weights.find(d.name);
-      if (!t) throw RuntimeError(name + ": the weights have no tensor '" + d.name + "' (" + descTypeString(d) + ")");
-      if (!t->matches(d))
-        throw RuntimeError(name + ": weight '" + d.name + "' is " + t->typeString() + ", the program expects " +
-                           descTypeString(d));
-      owned_[i] = t->clone();
-    }
-    in_.push_back(owned_[i].data());
-  }
+  in_.assign(program.num_inputs, nullptr);
+  for (int i = 0; i < program.num_inputs; ++i)
+    if (program.inputs[i].role == AOTC_ROLE_USER_INPUT) userInputs_.push_back(i);
   for (int k = 0; k < program.num_outputs; ++k) {
     outputs_.push_back(Tensor::like(program.outputs[k]));
     out_.push_back(outputs_.back().data());
@@ -62,22 +48,94 @@ Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, ui
   detail::pinBlasToOneThread();
 }
 
-double Trainer::run(std::span<const Tensor *const> inputs, uint32_t flags) {
+Trainer::Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed)
+    : program_(&program), seed_(seed) {
+  init(program);
+  const std::string name = progName(program);
+  for (int i = 0; i < program.num_inputs; ++i) {
+    const aotc_tensor_desc &d = program.inputs[i];
+    if (d.role == AOTC_ROLE_USER_INPUT) continue;
+    if (d.role == AOTC_ROLE_RNG_STATE) {
+      owned_[i] = rngState(seed);
+    } else {
+      const Tensor *t = weights.find(d.name);
+      if (!t) throw RuntimeError(name + ": the weights have no tensor '" + d.name + "' (" + descTypeString(d) + ")");
+      if (!t->matches(d))
+        throw RuntimeError(name + ": weight '" + d.name + "' is " + t->typeString() + ", the program expects " +
+                           descTypeString(d));
+      owned_[i] = t->clone();
+    }
+    in_[i] = owned_[i].data();
+  }
+}
+
+Trainer::Trainer(const aotc_program &program, std::span<const aotc_rt_tensor> weights, uint64_t seed)
+    : program_(&program), borrowed_(true), seed_(seed) {
+  init(program);
+  if ((int64_t)weights.size() != program.num_inputs)
+    throw RuntimeError(progName(program) + ": a trainer takes " + std::to_string(program.num_inputs) +
+                       " inputs' buffers (NULL for user inputs), got " + std::to_string(weights.size()));
+  for (int i = 0; i < program.num_inputs; ++i) {
+    const aotc_tensor_desc &d = program.inputs[i];
+    if (d.role == AOTC_ROLE_USER_INPUT) {
+      if (weights[i].data)
+        throw RuntimeError(progName(program) + ": " + detail::inputWhat(program, i) +
+                           " is a user input: give it to each step, not to the trainer (data NULL)");
+      continue;
+    }
+    if (d.role == AOTC_ROLE_RNG_STATE && !weights[i].data) {
+      owned_[i] = rngState(seed);
+      in_[i] = owned_[i].data();
+      continue;
+    }
+    detail::checkTensor(program, d, weights[i], [&] { return detail::inputWhat(program, i); });
+    in_[i] = weights[i].data;
+  }
+}
+
+void Trainer::bind(int i, const aotc_rt_tensor &weight) {
   const aotc_program &p = *program_;
-  detail::bindUserInputs(p, userInputs_, inputs, in_, "a step takes");
+  if (!borrowed_)
+    throw RuntimeError(progName(p) + ": this trainer owns its weights (made from a weights file); only a trainer made "
+                                     "from the caller's buffers rebinds them",
+                       AOTC_RT_ERROR_STATE);
+  if (i < 0 || i >= p.num_inputs)
+    throw RuntimeError(progName(p) + ": no input " + std::to_string(i) + " (the program has " +
+                       std::to_string(p.num_inputs) + ")");
+  if (userInputDesc(i))
+    throw RuntimeError(progName(p) + ": " + detail::inputWhat(p, i) + " is a user input: give it to each step");
+  detail::checkTensor(p, p.inputs[i], weight, [&] { return detail::inputWhat(p, i); });
+  in_[i] = weight.data;
+}
+
+double Trainer::call(uint32_t flags) {
+  const aotc_program &p = *program_;
+  if ((flags & AOTC_STEP_ACCUMULATE) && !p.train->grad_accumulation)
+    throw RuntimeError(progName(p) + ": accumulate() needs an object compiled with --grad-accumulation");
   int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),
                                scratch_.data(), flags);
   if (rc != 0)
-    throw RuntimeError(detail::entryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get()));
+    detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
   return outputs_[0].at(0);
+}
+
+double Trainer::run(std::span<const Tensor *const> inputs, uint32_t flags) {
+  detail::bindUserInputs(*program_, userInputs_, inputs, in_, "a step takes");
+  return call(flags);
+}
+
+double Trainer::step(std::span<const aotc_rt_tensor> inputs, uint32_t flags) {
+  detail::bindUserInputs(*program_, userInputs_, inputs, in_, "a step takes");
+  return call(flags);
 }
 
 double Trainer::step(std::span<const Tensor *const> inputs) { return run(inputs, 0); }
 
-double Trainer::accumulate(std::span<const Tensor *const> inputs) {
-  if (!program_->train->grad_accumulation)
-    throw RuntimeError(progName(*program_) + ": accumulate() needs an object compiled with --grad-accumulation");
-  return run(inputs, AOTC_STEP_ACCUMULATE);
+double Trainer::accumulate(std::span<const Tensor *const> inputs) { return run(inputs, AOTC_STEP_ACCUMULATE); }
+
+bool Trainer::accumulating() const {
+  const aotc_state_desc *c = findState("accum.count");
+  return c && *reinterpret_cast<const float *>(state_.data() + c->offset) != 0;
 }
 
 const aotc_state_desc *Trainer::findState(const std::string &name) const {
@@ -133,6 +191,10 @@ void Trainer::setHyper(const std::string &name, double value) {
 double Trainer::hyper(const std::string &name) const { return hyper_[hyperIndex(name)]; }
 
 const Tensor &Trainer::weight(const std::string &fqn) const {
+  if (borrowed_)
+    throw RuntimeError(progName(*program_) + ": weight('" + fqn + "'): this trainer borrows its weights (read them in "
+                                             "the caller's buffers)",
+                       AOTC_RT_ERROR_STATE);
   for (int i = 0; i < program_->num_inputs; ++i)
     if (aotc_role_is_weight(program_->inputs[i].role) && fqn == program_->inputs[i].name) return owned_[i];
   throw RuntimeError(progName(*program_) + ": no parameter, buffer or constant '" + fqn + "'");

@@ -19,17 +19,17 @@ SafetensorsFile readWeights(const aotc_program &program, const std::string &path
     throw RuntimeError(path + " is from aotc build " + (got.empty() ? "(none)" : got) + " but the linked " +
                        name + "_program is build " + want +
                        ": the object and its weights come from different aotc runs; use the .o, .h "
-                       "and .weights.safetensors of one run");
+                       "and .weights.safetensors of one run", AOTC_RT_ERROR_IO);
   for (int i = 0; i < program.num_inputs; ++i) {
     const aotc_tensor_desc &d = program.inputs[i];
     if (!aotc_role_is_weight(d.role)) continue;
     const Tensor *t = f.find(d.name);
     if (!t)
       throw RuntimeError(path + ": no tensor '" + d.name + "' (" + descTypeString(d) + ") for " + name +
-                         "_program");
+                         "_program", AOTC_RT_ERROR_IO);
     if (!t->matches(d))
       throw RuntimeError(path + ": '" + d.name + "' is " + t->typeString() + ", " + name +
-                         "_program expects " + descTypeString(d));
+                         "_program expects " + descTypeString(d), AOTC_RT_ERROR_IO);
   }
   return f;
 }

@@ -95,7 +95,19 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 9
+/** ABI versions (docs/abi.md "Versions"): abi_version = AOTC_ABI_MINOR << 16 | AOTC_ABI_MAJOR.
+ *  A runtime runs every object of its major version, older or newer minor: a minor version only
+ *  appends fields at the end of a struct (read only when the object's minor is new enough) or
+ *  adds meanings to reserved fields that are 0 in older objects. Anything else (a field moved,
+ *  removed or retyped, an entry point's signature changed) is a new major, refused by the
+ *  runtime with a message asking for a recompile. Major 9 is the ninth incompatible layout;
+ *  minor 0 is every object since it (ABI 9 before this scheme: the same value, 9). */
+#define AOTC_ABI_MAJOR 9
+#define AOTC_ABI_MINOR 0
+#define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
+/** The major / minor parts of an aotc_program::abi_version. */
+static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
+static inline uint32_t aotc_abi_minor(uint32_t version) { return version >> 16; }
 /** Alignment, in bytes, of every buffer passed to an entry point. */
 #define AOTC_ALIGNMENT 64
 
@@ -240,7 +252,7 @@ typedef struct aotc_train {
 } aotc_train;
 
 typedef struct aotc_program {
-  uint32_t abi_version;          /**< AOTC_ABI_VERSION */
+  uint32_t abi_version;          /**< AOTC_ABI_VERSION of the compiling aotc (minor << 16 | major) */
   const char *name;              /**< <name> */
   int32_t num_inputs;
   const aotc_tensor_desc *inputs;

@@ -22,20 +22,42 @@
 #pragma once
 
 #include "aotc/abi.h"
+#include "aotc/capi.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace aotc::rt {
 
-/// What the runtime throws. The message is complete (no prefix needs adding).
+/// What the runtime throws. The message is complete (no prefix needs adding). kind() is the
+/// C API's status (capi.h aotc_rt_status) the error maps to.
 class RuntimeError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit RuntimeError(const std::string &message, aotc_rt_status kind = AOTC_RT_ERROR_ARGUMENT)
+      : std::runtime_error(message), kind_(kind) {}
+  aotc_rt_status kind() const { return kind_; }
+
+private:
+  aotc_rt_status kind_;
+};
+
+/// An entry point returned non-zero (kind AOTC_RT_ERROR_PROGRAM): abi.h's code, the offending
+/// value of that call, the descriptor's message for the code and the library's text.
+class EntryPointError : public RuntimeError {
+public:
+  EntryPointError(const std::string &message, std::string entry, int code, int64_t value, std::string nodeMessage,
+                  std::string libraryMessage)
+      : RuntimeError(message, AOTC_RT_ERROR_PROGRAM), entry(std::move(entry)), code(code), value(value),
+        nodeMessage(std::move(nodeMessage)), libraryMessage(std::move(libraryMessage)) {}
+  std::string entry; ///< "forward", "backward", "eval", "train_step"
+  int code;
+  int64_t value;
+  std::string nodeMessage, libraryMessage;
 };
 
 /// Element types of the ABI, numerically equal to aotc_dtype.
@@ -114,6 +136,10 @@ public:
   bool matches(const aotc_tensor_desc &desc) const;
   /// A deep copy.
   Tensor clone() const;
+  /// A non-owning view for the raw calls (capi.h aotc_rt_tensor); valid while *this lives.
+  aotc_rt_tensor ref() const {
+    return {const_cast<void *>(data()), (int32_t)dtype_, (int32_t)shape_.size(), shape_.data()};
+  }
 
 private:
   DType dtype_ = DType::F32;
@@ -151,15 +177,18 @@ private:
 /// A compiled training step: forward + backward of one aotc_program.
 /// Owns the program's ABI context (created once, in the constructor) and the scratch
 /// arena (reused by every call), so one instance is not thread-safe; use one instance
-/// per thread. Saved states are independent: any number of forwards may be outstanding
+/// per thread. Two ways to call it: on Tensors (outputs, saved area and gradients are
+/// allocated and returned; the saved area is recycled, below), or on caller-owned buffers
+/// (aotc_rt_tensor, capi.h; what the C API and Python call), which allocates nothing: the
+/// pointer tables and the default cotangents are made in the constructor. Saved states are independent: any number of forwards may be outstanding
 /// and their backwards may run in any order. The saved area of the last state backward()
 /// consumed is kept and handed to the next forward(), not zeroed (the forward writes every
 /// saved tensor before the backward reads it): a step-after-step loop allocates no saved
 /// area after the first (nanoGPT large: 105 MB, whose fresh pages were 12 % of the step).
 class DifferentiableFunction {
 public:
-  /// Throws RuntimeError when the program's abi_version differs from AOTC_ABI_VERSION, or
-  /// when its context cannot be created.
+  /// Throws RuntimeError when the program's ABI major version differs from AOTC_ABI_MAJOR
+  /// (abi.h "Versions"), its descriptor is invalid, or its context cannot be created.
   explicit DifferentiableFunction(const aotc_program &program);
 
   const aotc_program &program() const { return *program_; }
@@ -194,6 +223,15 @@ public:
   /// mutable), `outputs` its ForwardResult::outputs. Returns how many inputs were written.
   int writeBack(const std::vector<Tensor *> &inputs, const std::vector<Tensor> &outputs) const;
 
+  /// The raw calls on caller-owned buffers (capi.h aotc_rt_forward / _backward / _eval, whose
+  /// comments give the rules): every tensor is checked (count, NULL, dtype, shape, 64-byte
+  /// alignment; RuntimeError naming it) before anything runs. They allocate nothing.
+  void forward(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out, void *saved,
+               int64_t savedBytes);
+  void backward(std::span<const aotc_rt_tensor> in, const void *saved, int64_t savedBytes,
+                std::span<const aotc_rt_tensor> tangents, std::span<const aotc_rt_tensor> grads);
+  void eval(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out);
+
   /// Fills the scratch arena, and the kept saved area the next forward reuses, with 0xFF
   /// bytes (NaN for f32/f64). Test hook: the ABI promises scratch need not survive between
   /// calls, and that a forward writes every saved tensor before the backward reads it.
@@ -204,12 +242,20 @@ public:
 
 private:
   void checkInputs(const std::vector<const Tensor *> &inputs) const;
+  void bindRaw(std::span<const aotc_rt_tensor> in, std::span<const aotc_rt_tensor> out, const char *entry,
+               bool withOutputs);
+  void bindTangents(std::span<const aotc_rt_tensor> tangents, int only);
+  void bindTangents(const std::vector<const Tensor *> &outputGrads);
   [[noreturn]] void entryPointFailed(const char *entry, int rc) const;
 
   const aotc_program *program_;
   std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
   AlignedBuffer scratch_;
-  AlignedBuffer spareSaved_; ///< The last consumed state's saved area (empty: none).
+  AlignedBuffer spareSaved_;          ///< The last consumed state's saved area (empty: none).
+  std::vector<const void *> spareIn_; ///< Its input table (capacity num_inputs).
+  std::vector<const void *> in_, tangents_;
+  std::vector<void *> out_, grads_;
+  std::vector<Tensor> defaultTangents_; ///< Per output: 1 (0-d) or zeros; empty if not differentiable.
 };
 
 /// The RNG state input (AOTC_ROLE_RNG_STATE) of a program that draws random numbers: an

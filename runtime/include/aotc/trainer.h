@@ -42,6 +42,11 @@ public:
   /// shapes as readWeights checks them). `seed`: the RNG state {seed, 0} of a program that draws
   /// random numbers (dropout).
   Trainer(const aotc_program &program, const SafetensorsFile &weights, uint64_t seed = 0);
+  /// A trainer that borrows its weights: weights[i] for every program input, in order (data
+  /// NULL for user inputs; parameters, buffers and constants given, checked as capi.h says;
+  /// the RNG state may be NULL: then owned, {seed, 0}). Each step updates them in place; they
+  /// must outlive the trainer (what the Python module's parameters are).
+  Trainer(const aotc_program &program, std::span<const aotc_rt_tensor> weights, uint64_t seed = 0);
   Trainer(const Trainer &) = delete;
   Trainer &operator=(const Trainer &) = delete;
 
@@ -50,12 +55,21 @@ public:
 
   /// The user inputs step() takes, in program order (abi.h role AOTC_ROLE_USER_INPUT).
   const std::vector<int> &userInputs() const { return userInputs_; }
+  /// The buffer input i is bound to (owned or borrowed weight, RNG state); nullptr for a user input.
+  void *inputData(int i) const { return userInputDesc(i) ? nullptr : in_.at(i); }
+  /// True for a trainer made from borrowed buffers.
+  bool borrowsWeights() const { return borrowed_; }
+  /// Rebinds weight i of a borrowing trainer to another buffer (checked; RuntimeError of kind
+  /// AOTC_RT_ERROR_STATE for a trainer that owns its weights).
+  void bind(int i, const aotc_rt_tensor &weight);
 
   /// One training step on one batch: forward, backward, update. `inputs` are the user inputs
   /// in program order (dtype and shape as the descriptors; RuntimeError naming a mismatch).
   /// Returns the loss (output 0), as double. Allocates nothing.
   double step(std::span<const Tensor *const> inputs);
   double step(std::initializer_list<const Tensor *> inputs) { return step(std::span(inputs.begin(), inputs.size())); }
+  /// step() / accumulate() (flags AOTC_STEP_ACCUMULATE) on caller-owned buffers (capi.h checks).
+  double step(std::span<const aotc_rt_tensor> inputs, uint32_t flags);
   /// One micro-batch: forward and backward, the gradients added to the accumulators; the next
   /// step() updates with the sum of its own and the accumulated gradients (as torch's
   /// p.grad accumulation before optimizer.step()). Needs an object compiled with
@@ -74,6 +88,8 @@ public:
   Status status() const;
   /// Updates done so far (the optimizer's step count; skipped steps do not count).
   int64_t steps() const;
+  /// Micro-batches are in the accumulators (the next step() updates with them).
+  bool accumulating() const;
 
   /// Run-time hyperparameters (names as abi.h aotc_hyper_desc). RuntimeError for a name the
   /// object does not have or a value outside its range.
@@ -84,7 +100,8 @@ public:
 
   /// Output k of the last step (out[k]; 0 is the loss).
   const Tensor &output(int k) const { return outputs_.at(k); }
-  /// The current value of a parameter, buffer or constant by FQN (RuntimeError when absent).
+  /// The current value of a parameter, buffer or constant by FQN (RuntimeError when absent, or
+  /// for a trainer that borrows its weights: read them where they are).
   const Tensor &weight(const std::string &fqn) const;
   Tensor &weight(const std::string &fqn);
   /// A state tensor by its aotc_state_desc name ("optimizer.state.fc1.weight.exp_avg").
@@ -111,12 +128,16 @@ public:
 private:
   friend class Evaluator;
   double run(std::span<const Tensor *const> inputs, uint32_t flags);
+  double call(uint32_t flags);
+  void init(const aotc_program &program);
+  bool userInputDesc(int i) const { return program_->inputs[i].role == AOTC_ROLE_USER_INPUT; }
   int hyperIndex(const std::string &name) const;
   const aotc_state_desc *findState(const std::string &name) const;
 
   const aotc_program *program_;
   std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
-  std::vector<Tensor> owned_;        ///< Per input: the owned tensor (empty for user inputs).
+  std::vector<Tensor> owned_;        ///< Per input: the owned tensor (empty for user inputs and borrowed weights).
+  bool borrowed_ = false;
   std::vector<int> userInputs_;
   std::vector<void *> in_, out_;
   std::vector<Tensor> outputs_;

@@ -14,7 +14,8 @@
 //     that 1 - beta^step is 1 (the update without its bias corrections).
 //   optim_driver noalloc WEIGHTS FIXTURE [STEPS]
 //     Under the LD_PRELOAD interposer (alloc_counter.c): 3 warm-up steps, then STEPS (default
-//     10) steps (each with an eval) must make no malloc/calloc/realloc/posix_memalign/
+//     10) steps (each with an eval, a C API step on caller buffers and a C API forward + backward)
+//     must make no malloc/calloc/realloc/posix_memalign/
 //     aligned_alloc/mmap call. One exception, bounded and not per step: OpenBLAS maps one more
 //     buffer of its pool the first time more GEMM calls overlap (parallel GEMM blocks on
 //     several threads) than ever before, which a loaded machine can delay past the warm-up; a
@@ -33,6 +34,11 @@
 //   optim_driver nonfinite WEIGHTS FIXTURE
 //     A batch whose floating inputs are NaN: the step must report status().nonfinite and,
 //     with --skip-nonfinite, leave parameters, state and steps() unchanged.
+//   optim_driver capi WEIGHTS FIXTURE [STEPS]
+//     The C API (aotc/capi.h) against the C++ Trainer: STEPS (default 6) steps of a Trainer vs
+//     STEPS/2 steps of aotc_rt_trainer_create on the caller's buffers, its checkpoint image
+//     restored into aotc_rt_trainer_create_from_file(WEIGHTS), the other steps: bit-identical
+//     losses, parameters and buffers; misuse returns the documented status.
 //   optim_driver bench WEIGHTS FIXTURE [ITERS]
 //     Median ms of train_step and of forward + backward + runtime sgdStep (the loop before the
 //     train step existed) on the same program, ITERS (default 20) each after 3 warm-ups.
@@ -40,6 +46,7 @@
 //===----------------------------------------------------------------------===//
 #include AOTC_E2E_HEADER
 
+#include "aotc/capi.h"
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
 #include "aotc/trainer.h"
@@ -49,6 +56,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -176,6 +184,30 @@ int golden(const SafetensorsFile &w, const SafetensorsFile &fx, const std::strin
   return 0;
 }
 
+/// The caller's buffers of a borrowing C API trainer: a copy of every weight, in program order
+/// (the RNG state left to the trainer), and the tensors naming them.
+struct CBuffers {
+  std::vector<Tensor> owned;
+  std::vector<aotc_rt_tensor> refs;
+  CBuffers(const SafetensorsFile &w) : owned(kProg.num_inputs), refs(kProg.num_inputs) {
+    for (int i = 0; i < kProg.num_inputs; ++i) {
+      const aotc_tensor_desc &d = kProg.inputs[i];
+      if (aotc_role_is_weight(d.role)) {
+        owned[i] = w.get(d.name).clone();
+        refs[i] = owned[i].ref();
+      } else {
+        refs[i] = {nullptr, d.dtype, 0, nullptr};
+      }
+    }
+  }
+};
+
+std::vector<aotc_rt_tensor> refs(const std::vector<Tensor> &b) {
+  std::vector<aotc_rt_tensor> r;
+  for (const Tensor &t : b) r.push_back(t.ref());
+  return r;
+}
+
 int noalloc(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
   if (!aotc_alloc_count_start || !aotc_alloc_count_stop)
     return fail("run under the interposer: LD_PRELOAD=libaotc_alloc_counter.so");
@@ -183,13 +215,51 @@ int noalloc(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
   std::vector<const Tensor *> p = ptrs(b);
   Trainer t(kProg, w);
   aotc::rt::Evaluator ev(t);
-  for (int k = 0; k < 3; ++k) t.step(p), ev.run(p);
+  // The C API's step on the caller's buffers allocates nothing either.
+  CBuffers buf(w);
+  std::vector<aotc_rt_tensor> in = refs(b);
+  aotc_rt_trainer *ct = nullptr;
+  if (aotc_rt_trainer_create(&kProg, buf.refs.data(), (int32_t)buf.refs.size(), 0, &ct) != AOTC_RT_OK)
+    return fail(aotc_rt_last_error());
+  std::unique_ptr<aotc_rt_trainer, void (*)(aotc_rt_trainer *)> own(ct, aotc_rt_trainer_destroy);
+  auto cstep = [&] {
+    double l = 0;
+    if (aotc_rt_trainer_step(ct, in.data(), (int32_t)in.size(), 0, &l) != AOTC_RT_OK) l = NAN;
+    return l;
+  };
+  // And the C API's forward + backward on caller buffers (DifferentiableFunction's raw calls).
+  aotc_rt_function *fn = nullptr;
+  if (aotc_rt_function_create(&kProg, &fn) != AOTC_RT_OK) return fail(aotc_rt_last_error());
+  std::unique_ptr<aotc_rt_function, void (*)(aotc_rt_function *)> ownFn(fn, aotc_rt_function_destroy);
+  std::vector<Tensor> outs, grads;
+  std::vector<aotc_rt_tensor> fin(buf.refs), fout, fgrads;
+  for (size_t k = 0, u = 0; k < fin.size(); ++k)
+    if (!fin[k].data) fin[k] = in[u++]; // user inputs; the RNG state is a weight-like input here
+  Tensor rng = aotc::rt::rngState(1);
+  if (int r = aotc::rt::rngStateIndex(kProg); r >= 0) fin[r] = rng.ref();
+  for (int k = 0; k < kProg.num_outputs; ++k) outs.push_back(Tensor::like(kProg.outputs[k]));
+  for (int k = 0; k < kProg.num_grads; ++k) grads.push_back(Tensor::like(kProg.grads[k]));
+  fout = refs(outs);
+  fgrads = refs(grads);
+  aotc::rt::AlignedBuffer saved(kProg.saved_bytes);
+  auto fwdBwd = [&] {
+    int st = aotc_rt_forward(fn, fin.data(), (int32_t)fin.size(), fout.data(), (int32_t)fout.size(), saved.data(),
+                             saved.size());
+    if (st == AOTC_RT_OK)
+      st = aotc_rt_backward(fn, fin.data(), (int32_t)fin.size(), saved.data(), saved.size(), nullptr, 0, fgrads.data(),
+                            (int32_t)fgrads.size());
+    return st == AOTC_RT_OK ? outs[0].at(0) : NAN;
+  };
+  for (int k = 0; k < 3; ++k) t.step(p), ev.run(p), cstep(), fwdBwd();
   for (int window = 1; window <= 3; ++window) {
     aotc_alloc_count_start();
     double sum = 0;
-    for (int k = 0; k < steps; ++k) sum += t.step(p) + ev.run(p)[0].at(0);
+    for (int k = 0; k < steps; ++k) sum += t.step(p) + ev.run(p)[0].at(0) + cstep() + fwdBwd();
     long n = aotc_alloc_count_stop();
-    std::printf("%s: %ld heap/mmap allocations in %d steps + evals after %d warm-up ones (loss sum %.6g)\n", kProg.name,
+    if (std::isnan(sum)) return fail(std::string("a C API call failed: ") + aotc_rt_last_error());
+    std::printf("%s: %ld heap/mmap allocations in %d steps + evals + C API steps + C API forward/backward after %d "
+                "warm-up ones (loss sum %.6g)\n",
+                kProg.name,
                 n, steps, 3 + (window - 1) * steps, sum);
     if (n == 0) return 0;
     if (!aotc_alloc_count_outside || aotc_alloc_count_outside("libopenblas") != 0)
@@ -197,6 +267,71 @@ int noalloc(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
     std::printf("%s: all of them OpenBLAS's buffer pool growing (not per step): another window\n", kProg.name);
   }
   return fail("OpenBLAS allocated in 3 windows in a row: not a one-time pool growth");
+}
+
+int capi(const SafetensorsFile &w, const SafetensorsFile &fx, const std::string &weightsPath, int steps) {
+  std::vector<Tensor> b = batch(fx, "input.");
+  std::vector<const Tensor *> p = ptrs(b);
+  std::vector<aotc_rt_tensor> in = refs(b);
+  auto check = [](int st, int want, const char *what) {
+    if (st == want) return true;
+    std::fprintf(stderr, "FAIL: %s: status %d (expected %d): %s\n", what, st, want, aotc_rt_last_error());
+    return false;
+  };
+  Trainer a(kProg, w);
+  std::vector<double> la, lb;
+  for (int k = 0; k < steps; ++k) la.push_back(a.step(p));
+  CBuffers buf(w);
+  aotc_rt_trainer *t1 = nullptr, *t2 = nullptr;
+  if (!check(aotc_rt_trainer_create(&kProg, buf.refs.data(), (int32_t)buf.refs.size(), 0, &t1), AOTC_RT_OK, "create"))
+    return 1;
+  for (int k = 0; k < steps / 2; ++k) {
+    double l = 0;
+    if (!check(aotc_rt_trainer_step(t1, in.data(), (int32_t)in.size(), 0, &l), AOTC_RT_OK, "step")) return 1;
+    lb.push_back(l);
+  }
+  void *image = nullptr;
+  int64_t size = 0;
+  if (!check(aotc_rt_trainer_checkpoint(t1, &image, &size), AOTC_RT_OK, "checkpoint")) return 1;
+  if (!check(aotc_rt_trainer_create_from_file(&kProg, weightsPath.c_str(), 0, &t2), AOTC_RT_OK, "create_from_file"))
+    return 1;
+  if (!check(aotc_rt_trainer_restore(t2, image, size, "image"), AOTC_RT_OK, "restore")) return 1;
+  aotc_rt_free(image);
+  for (int k = steps / 2; k < steps; ++k) {
+    double l = 0;
+    if (!check(aotc_rt_trainer_step(t2, in.data(), (int32_t)in.size(), 0, &l), AOTC_RT_OK, "step after restore"))
+      return 1;
+    lb.push_back(l);
+  }
+  if (std::memcmp(la.data(), lb.data(), la.size() * sizeof(double)) != 0)
+    return fail("C API losses differ from the C++ Trainer's");
+  aotc_rt_train_status st{};
+  if (!check(aotc_rt_trainer_status(t2, &st), AOTC_RT_OK, "status")) return 1;
+  if (st.steps != a.steps()) return fail("C API steps " + std::to_string(st.steps) + " vs " + std::to_string(a.steps()));
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    if (d.role != AOTC_ROLE_PARAMETER && d.role != AOTC_ROLE_BUFFER) continue;
+    void *data = nullptr;
+    if (!check(aotc_rt_trainer_input(t2, i, &data), AOTC_RT_OK, "input")) return 1;
+    if (std::memcmp(data, a.weight(d.name).data(), (size_t)d.bytes) != 0)
+      return fail(std::string("'") + d.name + "' differs between the C API and the C++ Trainer");
+  }
+  // Misuse: the documented statuses, nothing run.
+  bool ok = check(aotc_rt_trainer_step(t1, in.data(), (int32_t)in.size() - 1, 0, nullptr), AOTC_RT_ERROR_ARGUMENT,
+                  "one user input short");
+  ok &= check(aotc_rt_trainer_bind(t2, 0, &buf.refs[0]), AOTC_RT_ERROR_STATE, "bind on an owning trainer");
+  ok &= check(aotc_rt_trainer_set_hyper(t1, "lr", -1), AOTC_RT_ERROR_ARGUMENT, "negative lr");
+  ok &= check(aotc_rt_trainer_set_hyper(t1, "no_such", 1), AOTC_RT_ERROR_ARGUMENT, "unknown hyperparameter");
+  ok &= check(aotc_rt_trainer_restore(t1, "garbage!", 8, "garbage"), AOTC_RT_ERROR_IO, "restore of garbage");
+  aotc_rt_trainer *none = nullptr;
+  ok &= check(aotc_rt_trainer_create(&kProg, buf.refs.data(), 1, 0, &none), AOTC_RT_ERROR_ARGUMENT, "one weight");
+  aotc_rt_trainer_destroy(t1);
+  aotc_rt_trainer_destroy(t2);
+  if (!ok) return 1;
+  std::printf("%s: %d steps through the C API (borrowed buffers, checkpoint image restored at %d): bit-identical to "
+              "Trainer (loss %.9g)\n",
+              kProg.name, steps, steps / 2, la.back());
+  return 0;
 }
 
 int poison(const SafetensorsFile &w, const SafetensorsFile &fx, int steps) {
@@ -340,7 +475,7 @@ int bench(const SafetensorsFile &w, const SafetensorsFile &fx, int iters) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s golden|noalloc|poison|resume|save|load-fails|nonfinite|bench WEIGHTS FIXTURE ...\n",
+    std::fprintf(stderr, "usage: %s golden|noalloc|poison|resume|save|load-fails|nonfinite|bench|capi WEIGHTS FIXTURE ...\n",
                  argv[0]);
     return 2;
   }
@@ -357,6 +492,7 @@ int main(int argc, char **argv) {
     if (mode == "load-fails" && argc == 6) return loadFails(w, argv[4], argv[5]);
     if (mode == "nonfinite") return nonfinite(w, fx);
     if (mode == "bench") return bench(w, fx, intArg(4, 20));
+    if (mode == "capi") return capi(w, fx, argv[2], intArg(4, 6));
     std::fprintf(stderr, "optim_driver: bad arguments for mode '%s'\n", mode.c_str());
     return 2;
   } catch (const std::exception &e) {

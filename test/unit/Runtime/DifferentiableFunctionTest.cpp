@@ -9,6 +9,7 @@
 // (the value = index, stored at scratch + 16 = error_value_offset), like a generated
 // bounds check.
 //===----------------------------------------------------------------------===//
+#include "aotc/capi.h"
 #include "aotc/runtime.h"
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 using namespace aotc::rt;
 
@@ -357,4 +360,157 @@ TEST_CASE("writeBack copies a mutated buffer's new value after the backward; it 
   Tensor x = vec4(1, 1, 1, 1);
   auto p = plain.forward({&w, &x});
   CHECK(plain.writeBack({&w, &x}, p.outputs) == 0);
+}
+
+//===--- The C API (aotc/capi.h) over the same fake program ---------------===//
+
+namespace {
+
+std::vector<Tensor> pair(const Tensor &a, const Tensor &b) {
+  std::vector<Tensor> v;
+  v.push_back(a.clone());
+  v.push_back(b.clone());
+  return v;
+}
+
+/// The calling thread's last error as (status, message).
+std::pair<int, std::string> lastError() {
+  aotc_rt_error_info info{};
+  int st = aotc_rt_last_error_info(&info);
+  return {st, info.message};
+}
+
+} // namespace
+
+TEST_CASE("C API: forward and backward on caller buffers match the reference and the C++ class") {
+  REQUIRE(aotc_rt_abi_version() == AOTC_ABI_VERSION);
+  aotc_rt_function *fn = nullptr;
+  REQUIRE(aotc_rt_function_create(&kFake, &fn) == AOTC_RT_OK);
+  Tensor w = vec4(0.5f, -1.0f, 2.0f, 0.25f), x = vec4(1.0f, 0.3f, -0.2f, 4.0f);
+  Tensor loss(DType::F32, {}), pos(DType::I64, {}), gw(DType::F32, {4}), gx(DType::F32, {4});
+  AlignedBuffer saved(kFake.saved_bytes);
+  aotc_rt_tensor in[] = {w.ref(), x.ref()}, out[] = {loss.ref(), pos.ref()}, grads[] = {gw.ref(), gx.ref()};
+  REQUIRE(aotc_rt_forward(fn, in, 2, out, 2, saved.data(), saved.size()) == AOTC_RT_OK);
+  const Ref r = reference(w, x, 1.0);
+  CHECK(loss.at(0) == Approx(r.loss).epsilon(1e-6));
+  // No tangents: the 0-d loss gets 1, the integer output NULL.
+  REQUIRE(aotc_rt_backward(fn, in, 2, saved.data(), saved.size(), nullptr, 0, grads, 2) == AOTC_RT_OK);
+  checkGrads(pair(gw, gx), r);
+  // An explicit cotangent 2 (and a NULL entry for the integer output).
+  Tensor two = Tensor::full(DType::F32, {}, 2.0);
+  aotc_rt_tensor tans[] = {two.ref(), {nullptr, AOTC_I64, 0, nullptr}};
+  REQUIRE(aotc_rt_backward(fn, in, 2, saved.data(), saved.size(), tans, 2, grads, 2) == AOTC_RT_OK);
+  checkGrads(pair(gw, gx), reference(w, x, 2.0));
+  // The C++ class on Tensors gives the same bits.
+  DifferentiableFunction f(kFake);
+  auto fr = f.forward({&w, &x});
+  CHECK(std::memcmp(fr.outputs[0].data(), loss.data(), 4) == 0);
+  aotc_rt_function_destroy(fn);
+  aotc_rt_function_destroy(nullptr);
+}
+
+TEST_CASE("C API: bad arguments are refused with a status and a message naming the tensor, and nothing runs") {
+  aotc_rt_function *fn = nullptr;
+  REQUIRE(aotc_rt_function_create(&kFake, &fn) == AOTC_RT_OK);
+  Tensor w = vec4(1, 2, 3, 4), x = vec4(1, 1, 1, 1), x5(DType::F32, {5}), x64(DType::F64, {4});
+  Tensor loss(DType::F32, {}), pos(DType::I64, {});
+  AlignedBuffer saved(kFake.saved_bytes);
+  aotc_rt_tensor out[] = {loss.ref(), pos.ref()};
+  auto forward = [&](std::vector<aotc_rt_tensor> in) {
+    return aotc_rt_forward(fn, in.data(), (int32_t)in.size(), out, 2, saved.data(), saved.size());
+  };
+  CHECK(forward({w.ref()}) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: forward expects 2 inputs, got 1");
+  CHECK(forward({w.ref(), x5.ref()}) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: input 'x' (input 1) must be f32[4], got f32[5]");
+  CHECK(forward({w.ref(), x64.ref()}) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: input 'x' (input 1) must be f32[4], got f64[4]");
+  aotc_rt_tensor nul = w.ref();
+  nul.data = nullptr;
+  CHECK(forward({nul, x.ref()}) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: parameter 'w' (input 0) is null");
+  AlignedBuffer raw(64 + 16);
+  aotc_rt_tensor odd = x.ref();
+  odd.data = raw.data() + 4;
+  CHECK(forward({w.ref(), odd}) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK_THAT(lastError().second, Catch::StartsWith("fake: input 'x' (input 1) is not 64-byte aligned"));
+  CHECK(aotc_rt_forward(fn, nullptr, 2, out, 2, saved.data(), saved.size()) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(aotc_rt_forward(fn, std::vector<aotc_rt_tensor>{w.ref(), x.ref()}.data(), 2, out, 2, saved.data(), 8) ==
+        AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: the saved area must be 16 bytes, got 8");
+  CHECK(aotc_rt_forward(nullptr, nullptr, 0, nullptr, 0, nullptr, 0) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "aotc_rt_forward: fn is NULL");
+  // A tangent for the integer output.
+  Tensor gi = Tensor::full(DType::I64, {}, 1.0), gw(DType::F32, {4}), gx(DType::F32, {4});
+  aotc_rt_tensor in[] = {w.ref(), x.ref()}, grads[] = {gw.ref(), gx.ref()};
+  aotc_rt_tensor tans[] = {{nullptr, AOTC_F32, 0, nullptr}, gi.ref()};
+  REQUIRE(forward({w.ref(), x.ref()}) == AOTC_RT_OK);
+  CHECK(aotc_rt_backward(fn, in, 2, saved.data(), saved.size(), tans, 2, grads, 2) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK_THAT(lastError().second, Catch::Contains("output 'output_1' (output 1) is i64[], not differentiable"));
+  CHECK(aotc_rt_backward(fn, in, 2, saved.data(), saved.size(), nullptr, 0, grads, 1) == AOTC_RT_ERROR_ARGUMENT);
+  CHECK(lastError().second == "fake: backward expects 2 gradients, got 1");
+  // This fake has no eval entry point.
+  CHECK(aotc_rt_eval(fn, in, 2, out, 2) == AOTC_RT_ERROR_ABI);
+  aotc_rt_function_destroy(fn);
+}
+
+TEST_CASE("C API: an entry point's error code and value reach the error info") {
+  aotc_program p = kFake;
+  p.context_error = fakeContextError;
+  aotc_rt_function *fn = nullptr;
+  REQUIRE(aotc_rt_function_create(&p, &fn) == AOTC_RT_OK);
+  Tensor w = vec4(1, 2, 3, 4), x = vec4(0, 0, 0, 5000), loss(DType::F32, {}), pos(DType::I64, {});
+  AlignedBuffer saved(p.saved_bytes);
+  aotc_rt_tensor in[] = {w.ref(), x.ref()}, out[] = {loss.ref(), pos.ref()};
+  CHECK(aotc_rt_forward(fn, in, 2, out, 2, saved.data(), saved.size()) == AOTC_RT_ERROR_PROGRAM);
+  aotc_rt_error_info info{};
+  CHECK(aotc_rt_last_error_info(&info) == AOTC_RT_ERROR_PROGRAM);
+  CHECK(info.entry_code == 2);
+  CHECK(info.value == 3);
+  CHECK(std::string(info.entry) == "forward");
+  CHECK(std::string(info.node_message) == "node 'gather' (aten.gather.default): index out of range");
+  CHECK_THAT(std::string(info.library_message), Catch::StartsWith("aotc_conv f32 forward"));
+  CHECK_THAT(std::string(aotc_rt_last_error()), Catch::StartsWith("fake_forward failed with code 2"));
+  // Errors are per thread: another thread has none.
+  std::string other = "unset";
+  std::thread([&] { other = aotc_rt_last_error(); }).join();
+  CHECK(other.empty());
+  aotc_rt_function_destroy(fn);
+}
+
+TEST_CASE("C API: programs are checked, another major version is refused, another minor runs") {
+  CHECK(aotc_rt_program_check(nullptr) == AOTC_RT_ERROR_ABI);
+  aotc_program p = kFake;
+  p.abi_version = (AOTC_ABI_MINOR + 1) << 16 | AOTC_ABI_MAJOR; // a newer minor: compatible additions
+  CHECK(aotc_rt_program_check(&p) == AOTC_RT_OK);
+  p.abi_version = AOTC_ABI_MAJOR + 1;
+  CHECK(aotc_rt_program_check(&p) == AOTC_RT_ERROR_ABI);
+  CHECK_THAT(std::string(aotc_rt_last_error()), Catch::Contains("has ABI version 10.0, this runtime runs major version 9"));
+  CHECK_THROWS_WITH(DifferentiableFunction(p), Catch::Contains("has ABI version 10.0"));
+  p.abi_version = AOTC_ABI_MAJOR - 1;
+  CHECK(aotc_rt_program_check(&p) == AOTC_RT_ERROR_ABI);
+  p = kFake;
+  p.num_inputs = -1;
+  CHECK(aotc_rt_program_check(&p) == AOTC_RT_ERROR_ABI);
+  CHECK_THAT(std::string(aotc_rt_last_error()), Catch::Contains("invalid descriptor (inputs: count -1"));
+  p = kFake;
+  p.error_value_offset = 20; // + 8 > scratch_bytes 24
+  CHECK(aotc_rt_program_check(&p) == AOTC_RT_ERROR_ABI);
+  aotc_rt_function *fn = reinterpret_cast<aotc_rt_function *>(1);
+  CHECK(aotc_rt_function_create(&p, &fn) == AOTC_RT_ERROR_ABI);
+  CHECK(fn == nullptr);
+}
+
+TEST_CASE("C API: the descriptor as JSON") {
+  size_t needed = 0;
+  CHECK(aotc_rt_program_describe(&kFake, nullptr, 0, &needed) == AOTC_RT_ERROR_ARGUMENT);
+  REQUIRE(needed > 100);
+  std::string buf(needed, '\0');
+  REQUIRE(aotc_rt_program_describe(&kFake, buf.data(), buf.size(), &needed) == AOTC_RT_OK);
+  const std::string j = buf.c_str();
+  CHECK_THAT(j, Catch::Contains(R"("name":"fake")"));
+  CHECK_THAT(j, Catch::Contains(R"({"bytes":16,"dtype":0,"name":"x","numel":4,"requires_grad":1,"role":2,"shape":[4],"updates_input":-1})"));
+  CHECK_THAT(j, Catch::Contains(R"("grad_input_index":[0,1])"));
+  CHECK_THAT(j, Catch::Contains(R"("train":null)"));
+  CHECK_THAT(j, Catch::Contains(R"("has_eval":false)"));
 }
