@@ -3,7 +3,8 @@
 // Builds and solves the flow network of PyTorch's
 // min_cut_rematerialization_partition / solve_min_cut
 // (torch/_functorch/partitioners.py; summary in
-// shared/reference/partitioner.md sections 1.2-1.3):
+// the project notes beside the repository, ../shared/reference/partitioner.md sections
+// 1.2-1.3; docs/stage-partition.md):
 //
 //  * every joint node X becomes X_in -> X_out with capacity weight(X); every
 //    data edge X -> U becomes X_out -> U_in with capacity INF;
