@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts aotc checkpoints (aotc::rt::Trainer::save, docs/training.md "Checkpoints") to and
-from PyTorch's state dicts. Needs torch and safetensors (the venv of tools/export/setup-venv.sh:
-run it with $(bash tools/export/torch-python.sh)).
+from PyTorch's state dicts. Needs torch (the venv of tools/export/setup-venv.sh: run it with
+$(bash tools/export/torch-python.sh)) and the repository's python/aotc (found beside this file).
 
   aotc_checkpoint.py to-torch CKPT --model MODEL.pt [--optimizer OPTIM.pt]
       MODEL.pt: torch.save of the model's state_dict() (parameters and buffers by FQN);
@@ -18,8 +18,12 @@ run it with $(bash tools/export/torch-python.sh)).
       dropped; any other is an error. Only torch.optim's own param-group keys are kept (an LR
       scheduler's initial_lr is not).
 
-Writes are atomic (a temporary file in the target's directory, then rename). Exit 0 on
-success, 1 with "aotc_checkpoint.py: error: ..." on bad input.
+The conversion between the checkpoint's flat names and torch.optim's nested dict is
+python/aotc/_checkpoint.py (also what CompiledModule.optimizer_state_dict uses), the
+safetensors I/O python/aotc/_safetensors.py; what a checkpoint must hold for a program is
+checked when Trainer::load reads it (runtime/src/Checkpoint.cpp). Writes are atomic (a temporary
+file in the target's directory, then rename). Exit 0 on success, 1 with
+"aotc_checkpoint.py: error: ..." on bad input.
 """
 import argparse
 import json
@@ -28,18 +32,13 @@ import sys
 import tempfile
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import save_file
 
-FORMAT = "aotc-checkpoint-1"
-PREFIX = "optimizer.state."
-#: The keys of torch.optim's SGD / Adam / AdamW param groups that aotc knows.
-OPTIM_KEYS = {"lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad", "maximize",
-              "foreach", "capturable", "differentiable", "fused", "decoupled_weight_decay", "params"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from aotc import _checkpoint  # noqa: E402  (the repository's package: python/aotc)
+from aotc._checkpoint import PREFIX, CheckpointError  # noqa: E402
 
 
-class Error(Exception):
-    pass
+Error = CheckpointError
 
 
 def atomic(path, write):
@@ -59,39 +58,17 @@ def atomic(path, write):
 
 
 def read_ckpt(path):
-    try:
-        with safe_open(path, framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as e:  # safetensors raises its own types
-        raise Error(f"{path}: not a safetensors file ({e})") from None
-    if meta.get("format") != FORMAT:
-        raise Error(f"{path}: metadata format is {meta.get('format')!r}, not {FORMAT!r} (an aotc checkpoint)")
-    return tensors, meta
+    return _checkpoint.read(path)
 
 
 def to_torch(args):
     tensors, meta = read_ckpt(args.ckpt)
-    try:
-        names = json.loads(meta["param_names"])
-        groups = json.loads(meta["param_groups"])
-    except (KeyError, ValueError) as e:
-        raise Error(f"{args.ckpt}: metadata param_names / param_groups missing or not JSON ({e})") from None
-    model = {k: v for k, v in tensors.items() if not k.startswith(PREFIX)}
-    state = {}
-    for i, fqn in enumerate(names):
-        if fqn not in model:
-            raise Error(f"{args.ckpt}: param_names[{i}] '{fqn}' is not a tensor of the checkpoint")
-        entry = {k[len(PREFIX) + len(fqn) + 1:]: v for k, v in tensors.items()
-                 if k.startswith(f"{PREFIX}{fqn}.") and "." not in k[len(PREFIX) + len(fqn) + 1:]}
-        if entry or int(meta.get("step", "0")) > 0:
-            state[i] = entry
-    for g in groups:
-        if "betas" in g:
-            g["betas"] = tuple(g["betas"])
+    opt = _checkpoint.optimizer_to_torch(tensors, meta, args.ckpt)
+    model = _checkpoint.model_state(tensors)
+    state = opt["state"]
     atomic(args.model, lambda tmp: torch.save(model, tmp))
     if args.optimizer:
-        atomic(args.optimizer, lambda tmp: torch.save({"state": state, "param_groups": groups}, tmp))
+        atomic(args.optimizer, lambda tmp: torch.save(opt, tmp))
     print(f"{args.ckpt}: {len(model)} model tensors -> {args.model}"
           + (f", optimizer state of {len(state)} parameters (step {meta.get('step', '0')}) -> {args.optimizer}"
              if args.optimizer else ""))
@@ -119,44 +96,17 @@ def from_torch(args):
                 raise Error(f"{args.model}: '{k}' is not a tensor of {args.like} (another model?)")
             del model[k]  # tied to `alias`: the program has it once
     out = {k: v.detach().contiguous().clone() for k, v in model.items()}
-    meta = {"format": FORMAT}
+    meta = {"format": _checkpoint.FORMAT}
     if args.optimizer:
         opt = load_torch(args.optimizer, "optimizer state_dict")
-        if not isinstance(opt, dict) or "state" not in opt or "param_groups" not in opt:
-            raise Error(f"{args.optimizer}: expected torch.optim's state_dict ('state', 'param_groups')")
-        groups = opt["param_groups"]
-        if len(groups) != 1:
-            raise Error(f"{args.optimizer}: {len(groups)} param groups; an aotc object has one")
-        g = dict(groups[0])
-        ids = list(g["params"])
-        names = g.pop("param_names", None)
-        # torch.optim's own keys only (an LR scheduler adds initial_lr, which is no optimizer's).
-        g = {k: v for k, v in g.items() if k in OPTIM_KEYS}
-        if names is None and like:
+        names = None
+        if like:
             names = json.loads(like[1].get("param_names", "null") or "null")
-        if names is None:
-            raise Error(f"{args.optimizer}: the parameters' names are unknown: build the optimizer on "
-                        f"model.named_parameters() (torch >= 2.6 stores param_names) or pass --like CKPT")
-        if len(names) != len(ids):
-            raise Error(f"{args.optimizer}: {len(ids)} parameters but {len(names)} names")
-        step = 0
-        for pid, fqn in zip(ids, names):
-            if fqn not in out:
-                raise Error(f"{args.optimizer}: parameter '{fqn}' is not in {args.model}")
-            for key, v in opt["state"].get(pid, {}).items():
-                if not isinstance(v, torch.Tensor):
-                    if v is None:
-                        continue
-                    raise Error(f"{args.optimizer}: state '{key}' of '{fqn}' is a {type(v).__name__}")
-                if key == "step":
-                    v = v.to(torch.float32).reshape(())
-                    step = int(v.item())
-                out[f"{PREFIX}{fqn}.{key}"] = v.detach().contiguous().clone()
-        if opt["state"] and step == 0:
-            step = 1  # SGD keeps no step count; its momentum buffers mean a step was done
-        g["params"] = list(range(len(ids)))
-        meta.update(param_groups=json.dumps([g]), param_names=json.dumps(list(names)), step=str(step))
-    atomic(args.out, lambda tmp: save_file(out, tmp, metadata=meta))
+        flat, opt_meta = _checkpoint.optimizer_from_torch(opt, args.optimizer, model=out, model_what=args.model,
+                                                          names=names)
+        out.update(flat)
+        meta.update(opt_meta)
+    _checkpoint.write(args.out, out, meta)
     print(f"{args.model}: {len(out)} tensors -> {args.out}")
 
 

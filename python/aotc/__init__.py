@@ -1,4 +1,5 @@
-"""aotc from Python: compiled training steps as ctypes programs or torch modules.
+"""aotc from Python: compiled training steps run by libaotc_runtime.so (its C API, aotc/capi.h,
+through ctypes), as programs or torch modules.
 
 Torch-free (standard library; numpy optional):
   Program(lib, name=None)      load a shared library made from an aotc object; forward /
@@ -13,17 +14,18 @@ With torch (imported on first use):
 
 See docs/python.md.
 """
-from ._core import (ABI_VERSION, ALIGNMENT, AbiError, AlignedBuffer, AotcError, Context, Error, SavedState,
+from ._core import (ALIGNMENT, AbiError, AlignedBuffer, AotcError, Context, Error, SavedState,
                     InputError, Program, Tensor, TensorDesc, get_num_threads, load,
                     set_num_threads)
-from ._build import BuildResult, CompileError, build_library, c_name, default_cache_dir, find_aotc
+from ._build import (BuildResult, CompileError, build_library, c_name, default_cache_dir, find_aotc,
+                     runtime_library)
 from ._safetensors import SafetensorsError, read as read_safetensors
 
 __all__ = [
     "ABI_VERSION", "ALIGNMENT", "AbiError", "AlignedBuffer", "AotcError", "BuildResult",
     "CompileError", "Context", "Error", "SavedState", "InputError", "Program", "SafetensorsError", "Tensor",
     "TensorDesc", "build_library", "c_name", "compile", "default_cache_dir", "find_aotc",
-    "get_num_threads", "load", "load_module", "read_safetensors", "set_num_threads",
+    "get_num_threads", "load", "load_module", "read_safetensors", "runtime_library", "set_num_threads",
 ]
 
 
@@ -41,6 +43,9 @@ def load_module(library, weights=None, name=None):
 
 
 def __getattr__(name):
+    if name == "ABI_VERSION":  # AOTC_ABI_VERSION of the runtime (aotc_rt_abi_version): loads it
+        from . import _core
+        return _core.ABI_VERSION
     if name in ("CompiledModule", "AotcFunction"):
         from . import _torch
         return getattr(_torch, name)

@@ -19,6 +19,8 @@ Environment:
   AOTC_OMP_LIB    LLVM's libomp.so (default: libomp.so.5 in the linker's and the loader's
                   paths, -l:libomp.so.5; Debian's libomp5-19 puts it there)
   AOTC_KERNELS_LIB libaotc_kernels.so (default: beside the aotc binary, see kernels_library)
+  AOTC_RUNTIME_LIB libaotc_runtime.so, which the package loads to run programs (default: see
+                  runtime_library)
 """
 import hashlib
 import json
@@ -117,19 +119,48 @@ def _file_sha256(path):
     return h
 
 
+def _beside_aotc(aotc_bin, filename):
+    """Where a library of the runtime lies next to an aotc binary: its build tree
+    (build/tools/aotc/aotc -> build/runtime/) or its installation (P/bin/aotc -> P/lib/)."""
+    bindir = os.path.dirname(os.path.realpath(aotc_bin))
+    return [os.path.normpath(os.path.join(bindir, "..", "..", "runtime", filename)),
+            os.path.normpath(os.path.join(bindir, "..", "lib", filename))]
+
+
 def kernels_library(aotc_bin):
     """libaotc_kernels.so (the convolutions an object calls, aotc/kernels.h): $AOTC_KERNELS_LIB,
     else beside the aotc binary's build tree (build/runtime/) or install prefix (lib/)."""
     env = os.environ.get("AOTC_KERNELS_LIB")
     if env:
         return os.path.abspath(env)
-    bindir = os.path.dirname(os.path.realpath(aotc_bin))
-    for cand in (os.path.join(bindir, "..", "..", "runtime", "libaotc_kernels.so"),
-                 os.path.join(bindir, "..", "lib", "libaotc_kernels.so")):
+    for cand in _beside_aotc(aotc_bin, "libaotc_kernels.so"):
         if os.path.isfile(cand):
-            return os.path.normpath(cand)
+            return cand
     raise Error(f"no libaotc_kernels.so next to {aotc_bin} (build/runtime/ or ../lib/); "
                 f"set AOTC_KERNELS_LIB")
+
+
+def runtime_library():
+    """libaotc_runtime.so, the runtime whose C API (aotc/capi.h) the package calls:
+    $AOTC_RUNTIME_LIB, else <package>/lib/, else <repo>/build/runtime/ of this source tree,
+    else beside the aotc binary (find_aotc) as kernels_library. Raises Error naming the
+    places tried."""
+    env = os.environ.get("AOTC_RUNTIME_LIB")
+    if env:
+        if not os.path.isfile(env):
+            raise Error(f"AOTC_RUNTIME_LIB={env} is not a file")
+        return os.path.abspath(env)
+    name = "libaotc_runtime.so"
+    tried = [os.path.join(_PKG_DIR, "lib", name), os.path.join(_REPO_ROOT, "build", "runtime", name)]
+    try:
+        tried += _beside_aotc(find_aotc(), name)
+    except Error as e:
+        tried.append(f"(beside the aotc binary: {e})")
+    for cand in tried:
+        if os.path.isfile(cand):
+            return cand
+    raise Error(f"{name} not found: set AOTC_RUNTIME_LIB, or build it (scripts/build.sh puts it in "
+                f"build/runtime/; `cmake --install` in P/lib/); tried " + ", ".join(tried))
 
 
 def _link_command(obj, lib, kernels):

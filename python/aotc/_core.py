@@ -1,31 +1,31 @@
-"""The torch-free core: load a shared library made from an aotc object and call it.
+"""The torch-free core: run a program of an aotc object through the runtime's C API.
 
-An object written by `aotc IN -o OUT.o` (docs/abi.md) exports, for a program named
-<name>, `<name>_forward`, `<name>_backward` and the descriptor `<name>_program`
-(`aotc_program` in runtime/include/aotc/abi.h). Linked into a shared library
-(`cc -shared OUT.o -lopenblas -lomp -lm`, see `aotc.build_library`), this module
-reads the descriptor through ctypes, checks its ABI version, and runs the entry points
-on 64-byte aligned, dense, row-major buffers. Standard library only; numpy arrays are
-accepted when numpy is installed, never required.
+An object written by `aotc IN -o OUT.o` (docs/abi.md) exports the descriptor
+`<name>_program` (`aotc_program` in runtime/include/aotc/abi.h). Linked into a shared
+library (`aotc.build_library`) and loaded here with ctypes, it is run by libaotc_runtime.so,
+the runtime's shared library, through its stable C API (runtime/include/aotc/capi.h: the
+aotc_rt_* functions the C++ classes are made of): the descriptor as JSON
+(aotc_rt_program_describe), the ABI check, forward / backward / eval with every tensor checked
+(count, dtype, shape, alignment: a message naming the tensor), the train step with its state,
+checkpoints, and errors as status codes and messages. The runtime library is loaded once per
+process (runtime_library(): $AOTC_RUNTIME_LIB, beside the package, the source tree's build,
+beside the aotc binary).
 
-Semantics follow the C++ runtime (`aotc::rt::DifferentiableFunction`, docs/runtime.md):
-inputs are checked against their descriptors, `forward` returns the outputs and a
-context owning the saved area, `backward` consumes the context; a missing cotangent is
-1 for a 0-d output (a loss) and 0 otherwise; a non-zero return code becomes an
-`AotcError` naming the node and the offending value (`errors[k-1]`, and the int64 at
-`scratch + error_value_offset` of that call).
+What stays here is Python's: turning Python values (aotc.Tensor, numpy arrays, safetensors
+tensors, bytes) into 64-byte aligned buffers, the descriptor as Python objects, one
+aotc_rt_function per calling thread, and statuses as exceptions. Standard library only; numpy
+arrays are accepted when numpy is installed, never required.
 """
 import array
 import ctypes
 import ctypes.util
+import json
 import math
 import os
 import struct
 import threading
 from collections.abc import Mapping
 
-#: AOTC_ABI_VERSION of runtime/include/aotc/abi.h that this module implements.
-ABI_VERSION = 9
 #: AOTC_ALIGNMENT: every buffer passed to an entry point is aligned to this many bytes.
 ALIGNMENT = 64
 
@@ -34,223 +34,21 @@ _DTYPES = {0: ("f32", 4, "f"), 1: ("f64", 8, "d"), 2: ("i64", 8, "q"), 3: ("bool
            4: ("i32", 4, "i"), 5: ("u8", 1, "B")}
 DTYPE_ITEMSIZE = {name: size for (name, size, _) in _DTYPES.values()}
 _FORMAT = {name: fmt for (name, _, fmt) in _DTYPES.values()}
+_DTYPE_CODE = {name: code for code, (name, _, _) in _DTYPES.items()}
 FLOATING = ("f32", "f64")
 # aotc_role code -> name
 _ROLES = {0: "parameter", 1: "buffer", 2: "user_input", 3: "output", 4: "grad", 5: "constant",
           6: "rng_state"}
 
-
-# ---- the structs of abi.h, field for field --------------------------------------------
-
-class aotc_tensor_desc(ctypes.Structure):
-    """Mirror of `aotc_tensor_desc` (abi.h)."""
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int32),
-        ("role", ctypes.c_int32),
-        ("rank", ctypes.c_int32),
-        ("requires_grad", ctypes.c_int32),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("numel", ctypes.c_int64),
-        ("bytes", ctypes.c_int64),
-        ("updates_input", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
-    ]
-
-
-#: AOTC_ERROR_CONTEXT of abi.h: an entry point was given no context or another program's.
-ERROR_CONTEXT = -100
-
-#: int (*)(aotc_context *ctx, const void *const *in, void *const *out, void *saved, void *scratch)
-aotc_forward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
-                                   ctypes.c_void_p)
-#: int (*)(aotc_context *ctx, const void *const *in, const void *saved,
-#:         const void *const *tangents, void *const *grads, void *scratch)
-aotc_backward_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
-#: int (*)(aotc_context *ctx, const void *const *in, void *const *out, void *scratch) (ABI 9)
-aotc_eval_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
-#: aotc_context *(*)(void)
-aotc_context_create_fn = ctypes.CFUNCTYPE(ctypes.c_void_p)
-#: void (*)(aotc_context *)
-aotc_context_destroy_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-#: const char *(*)(const aotc_context *) (ABI 5: the library's error text)
-aotc_context_error_fn = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
-
-
-class aotc_state_desc(ctypes.Structure):
-    """Mirror of `aotc_state_desc` (abi.h, ABI 8): one tensor of the train step's state area."""
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int32),
-        ("kind", ctypes.c_int32),
-        ("rank", ctypes.c_int32),
-        ("param_input", ctypes.c_int32),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("numel", ctypes.c_int64),
-        ("bytes", ctypes.c_int64),
-        ("offset", ctypes.c_int64),
-        ("key", ctypes.c_char_p),
-    ]
-
-
-class aotc_hyper_desc(ctypes.Structure):
-    """Mirror of `aotc_hyper_desc` (abi.h, ABI 8): one run-time hyperparameter."""
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("value", ctypes.c_double),
-        ("min", ctypes.c_double),
-        ("max", ctypes.c_double),
-        ("max_open", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
-    ]
-
-
-#: int (*)(ctx, void *const *in, void *const *out, void *saved, void *state, const double *hyper,
-#:         void *scratch, uint32_t flags) (abi.h aotc_train_step_fn, ABI 8)
-aotc_train_step_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                      ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_uint32)
-
-#: AOTC_STEP_ACCUMULATE and AOTC_ERROR_NO_ACCUMULATION of abi.h.
+#: AOTC_STEP_ACCUMULATE of abi.h (aotc_rt_trainer_step's flags).
 STEP_ACCUMULATE = 1
-ERROR_NO_ACCUMULATION = -101
 #: aotc_state_kind of abi.h.
 STATE_OPTIMIZER, STATE_STEP, STATE_ACCUM, STATE_ACCUM_COUNT, STATE_STATUS, STATE_ZEROS = range(6)
+_STATE_KINDS = {"optimizer": 0, "step": 1, "accum": 2, "accum_count": 3, "status": 4, "zeros": 5}
 
-
-class aotc_train(ctypes.Structure):
-    """Mirror of `aotc_train` (abi.h, ABI 8): the train step of an object compiled with --optimizer."""
-    _fields_ = [
-        ("optimizer", ctypes.c_char_p),
-        ("config", ctypes.c_char_p),
-        ("clip_grad_norm", ctypes.c_double),
-        ("skip_nonfinite", ctypes.c_int32),
-        ("grad_accumulation", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
-        ("num_params", ctypes.c_int32),
-        ("param_inputs", ctypes.POINTER(ctypes.c_int32)),
-        ("num_state", ctypes.c_int32),
-        ("num_hyper", ctypes.c_int32),
-        ("state", ctypes.POINTER(aotc_state_desc)),
-        ("hyper", ctypes.POINTER(aotc_hyper_desc)),
-        ("state_bytes", ctypes.c_int64),
-        ("scratch_bytes", ctypes.c_int64),
-        ("train_step", aotc_train_step_fn),
-    ]
-
-
-class StateDesc:
-    """One tensor of a train step's state area (aotc_state_desc): name ("optimizer.state.<fqn>.
-    <key>", "optimizer.step", ...), dtype, kind (STATE_*), shape, numel, nbytes, offset (bytes
-    into the state area), param_input (input index of its parameter, -1), key (torch.optim's)."""
-
-    __slots__ = ("name", "dtype", "kind", "shape", "numel", "nbytes", "offset", "param_input", "key")
-
-    def __init__(self, c, what):
-        if (not c.name or c.dtype not in _DTYPES or c.rank < 0 or c.offset < 0 or c.bytes < 0
-                or (c.rank and not c.shape)):
-            raise AbiError(f"{what}: invalid state descriptor")
-        self.name = c.name.decode("utf-8")
-        self.dtype = _DTYPES[c.dtype][0]
-        self.kind, self.param_input = c.kind, c.param_input
-        self.shape = tuple(c.shape[i] for i in range(c.rank))
-        self.numel, self.nbytes, self.offset = c.numel, c.bytes, c.offset
-        self.key = (c.key or b"").decode("utf-8")
-
-
-class HyperDesc:
-    """One run-time hyperparameter (aotc_hyper_desc): name, value (the compiled default) and
-    its range [min, max] (max excluded when max_open; no upper bound when max < min)."""
-
-    __slots__ = ("index", "name", "value", "min", "max", "max_open")
-
-    def __init__(self, index, c):
-        self.index, self.name, self.value = index, (c.name or b"?").decode("utf-8"), c.value
-        self.min, self.max, self.max_open = c.min, c.max, bool(c.max_open)
-
-    def check(self, value):
-        """value as float; InputError outside the range (or not finite)."""
-        v = float(value)
-        hi_ok = self.max < self.min or (v < self.max if self.max_open else v <= self.max)
-        if not (math.isfinite(v) and v >= self.min and hi_ok):
-            hi = "inf)" if self.max < self.min else f"{self.max}{')' if self.max_open else ']'}"
-            raise InputError(f"hyperparameter {self.name} = {v} is outside [{self.min}, {hi}")
-        return v
-
-
-class TrainInfo:
-    """program.train of an object compiled with --optimizer (aotc_train, ABI 8): optimizer
-    ('sgd', 'adam', 'adamw'), config (the canonical --optimizer text), clip_grad_norm (0: none),
-    skip_nonfinite, grad_accumulation (bools), param_inputs (input indices of the updated
-    parameters), state (StateDesc list), hyper (HyperDesc list, lr first), state_bytes,
-    scratch_bytes."""
-
-    def __init__(self, c, what, num_inputs):
-        if not c.optimizer or not c.config:
-            raise AbiError(f"{what}: invalid train descriptor")
-        self.optimizer = c.optimizer.decode("utf-8")
-        self.config = c.config.decode("utf-8")
-        self.clip_grad_norm = c.clip_grad_norm
-        self.skip_nonfinite, self.grad_accumulation = bool(c.skip_nonfinite), bool(c.grad_accumulation)
-        if (c.num_params < 0 or c.num_state < 0 or c.num_hyper < 0 or not c.train_step
-                or not c.optimizer or not c.config or c.state_bytes < 0 or c.scratch_bytes < 0
-                or (c.num_params and not c.param_inputs) or (c.num_state and not c.state)
-                or (c.num_hyper and not c.hyper)):
-            raise AbiError(f"{what}: invalid train descriptor")
-        self.param_inputs = [c.param_inputs[k] for k in range(c.num_params)]
-        self.state = [StateDesc(c.state[k], what) for k in range(c.num_state)]
-        self.hyper = [HyperDesc(k, c.hyper[k]) for k in range(c.num_hyper)]
-        self.state_bytes, self.scratch_bytes = c.state_bytes, c.scratch_bytes
-        if any(not 0 <= i < num_inputs for i in self.param_inputs) or any(
-                s.offset + s.nbytes > self.state_bytes or not -1 <= s.param_input < num_inputs
-                for s in self.state):
-            raise AbiError(f"{what}: invalid train descriptor (an index or offset out of range)")
-        self._fn = c.train_step
-
-    def flag(self, key):
-        """A structural option of config ("nesterov", "amsgrad", "maximize") as bool."""
-        return f",{key}=1" in self.config
-
-    def hyper_desc(self, name):
-        for h in self.hyper:
-            if h.name == name:
-                return h
-        raise InputError(f"hyperparameter '{name}' is not compiled into this object "
-                         f"({self.config}; has {', '.join(h.name for h in self.hyper)})")
-
-
-class aotc_program(ctypes.Structure):
-    """Mirror of `aotc_program` (abi.h)."""
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32),
-        ("name", ctypes.c_char_p),
-        ("num_inputs", ctypes.c_int32),
-        ("inputs", ctypes.POINTER(aotc_tensor_desc)),
-        ("num_outputs", ctypes.c_int32),
-        ("outputs", ctypes.POINTER(aotc_tensor_desc)),
-        ("num_grads", ctypes.c_int32),
-        ("grads", ctypes.POINTER(aotc_tensor_desc)),
-        ("grad_input_index", ctypes.POINTER(ctypes.c_int32)),
-        ("saved_bytes", ctypes.c_int64),
-        ("scratch_bytes", ctypes.c_int64),
-        ("forward", aotc_forward_fn),
-        ("backward", aotc_backward_fn),
-        ("num_errors", ctypes.c_int32),
-        ("errors", ctypes.POINTER(ctypes.c_char_p)),
-        ("error_value_offset", ctypes.c_int64),
-        ("build_id", ctypes.c_char_p),
-        ("flags", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
-        ("context_create", aotc_context_create_fn),
-        ("context_destroy", aotc_context_destroy_fn),
-        ("context_error", aotc_context_error_fn),
-        ("train", ctypes.POINTER(aotc_train)),
-        ("eval", aotc_eval_fn),
-    ]
+# aotc_rt_status of capi.h.
+RT_OK, RT_ERROR_ARGUMENT, RT_ERROR_PROGRAM, RT_ERROR_ABI, RT_ERROR_IO, RT_ERROR_STATE, \
+    RT_ERROR_NOMEM, RT_ERROR_INTERNAL = range(8)
 
 
 # ---- errors ----------------------------------------------------------------------------
@@ -260,29 +58,161 @@ class Error(RuntimeError):
 
 
 class AbiError(Error):
-    """The library is not an aotc program this module can call (symbol, ABI version)."""
+    """The library is not an aotc program the runtime can call (symbol, ABI version, an
+    invalid descriptor, an entry point the object does not have)."""
 
 
 class InputError(Error, ValueError):
-    """A caller's tensor does not match the program's descriptor (dtype, shape, count)."""
+    """A caller's value does not match the program's descriptor (dtype, shape, count, ...)."""
 
 
 class AotcError(Error):
     """An entry point returned a non-zero code k.
 
-    Attributes: program, entry ('forward' or 'backward'), code (k), node_message
-    (errors[k-1], naming the node, e.g. an out-of-range gather index), value
-    (the int64 at scratch + error_value_offset of the failed call, the offending value; for
-    a library call, its status) and library_message (the library's text of a failed call,
-    `context_error(ctx)` of abi.h, e.g. why oneDNN refused a convolution; else None).
+    Attributes: program, entry ('forward', 'backward', 'eval' or 'train_step'), code (k),
+    node_message (errors[k-1], naming the node, e.g. an out-of-range gather index), value
+    (the offending value of the failed call; for a library call, its status) and
+    library_message (the library's text of a failed call, `context_error(ctx)` of abi.h, e.g.
+    why oneDNN refused a convolution; else None). The message is the runtime's.
     """
 
-    def __init__(self, program, entry, code, node_message, value, library_message=None):
+    def __init__(self, program, entry, code, node_message, value, library_message=None, message=None):
         self.program, self.entry, self.code = program, entry, code
         self.node_message, self.value = node_message, value
         self.library_message = library_message
-        super().__init__(f"{program}_{entry} failed with code {code}: {node_message} "
-                         f"(value {value})" + (f": {library_message}" if library_message else ""))
+        super().__init__(message or (f"{program}_{entry} failed with code {code}: {node_message} "
+                                     f"(value {value})" + (f": {library_message}" if library_message else "")))
+
+
+# ---- the C API (capi.h) ----------------------------------------------------------------
+
+class RtTensor(ctypes.Structure):
+    """`aotc_rt_tensor` of capi.h: a caller-owned buffer and what it holds."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64))]
+
+
+class RtErrorInfo(ctypes.Structure):
+    """`aotc_rt_error_info` of capi.h: the calling thread's last error."""
+    _fields_ = [("status", ctypes.c_int32), ("entry_code", ctypes.c_int32), ("value", ctypes.c_int64),
+                ("message", ctypes.c_char_p), ("entry", ctypes.c_char_p), ("node_message", ctypes.c_char_p),
+                ("library_message", ctypes.c_char_p)]
+
+
+class RtTrainStatus(ctypes.Structure):
+    """`aotc_rt_train_status` of capi.h."""
+    _fields_ = [("grad_norm", ctypes.c_double), ("steps", ctypes.c_int64), ("nonfinite", ctypes.c_int32),
+                ("skipped", ctypes.c_int32), ("accumulating", ctypes.c_int32), ("reserved", ctypes.c_int32)]
+
+
+_P = ctypes.c_void_p  # a program's address, a handle, a buffer
+_T = ctypes.POINTER(RtTensor)
+_I, _I32, _I64, _VP = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)
+#: name -> (restype, argtypes) of every aotc_rt_* function this package calls.
+_PROTOTYPES = {
+    "aotc_rt_last_error": (ctypes.c_char_p, []),
+    "aotc_rt_last_error_info": (_I, [ctypes.POINTER(RtErrorInfo)]),
+    "aotc_rt_abi_version": (ctypes.c_uint32, []),
+    "aotc_rt_program_check": (_I, [_P]),
+    "aotc_rt_program_describe": (_I, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "aotc_rt_function_create": (_I, [_P, _VP]),
+    "aotc_rt_function_destroy": (None, [_P]),
+    "aotc_rt_forward": (_I, [_P, _T, _I32, _T, _I32, _P, _I64]),
+    "aotc_rt_backward": (_I, [_P, _T, _I32, _P, _I64, _T, _I32, _T, _I32]),
+    "aotc_rt_eval": (_I, [_P, _T, _I32, _T, _I32]),
+    "aotc_rt_function_poison_scratch": (_I, [_P]),
+    "aotc_rt_trainer_create": (_I, [_P, _T, _I32, ctypes.c_uint64, _VP]),
+    "aotc_rt_trainer_destroy": (None, [_P]),
+    "aotc_rt_trainer_input": (_I, [_P, _I32, _VP]),
+    "aotc_rt_trainer_bind": (_I, [_P, _I32, _T]),
+    "aotc_rt_trainer_output": (_I, [_P, _I32, _VP]),
+    "aotc_rt_trainer_step": (_I, [_P, _T, _I32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_double)]),
+    "aotc_rt_trainer_set_hyper": (_I, [_P, ctypes.c_char_p, ctypes.c_double]),
+    "aotc_rt_trainer_get_hyper": (_I, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)]),
+    "aotc_rt_trainer_status": (_I, [_P, ctypes.POINTER(RtTrainStatus)]),
+    "aotc_rt_trainer_checkpoint": (_I, [_P, _VP, ctypes.POINTER(_I64)]),
+    "aotc_rt_trainer_restore": (_I, [_P, ctypes.c_char_p, _I64, ctypes.c_char_p]),
+    "aotc_rt_trainer_save": (_I, [_P, ctypes.c_char_p]),
+    "aotc_rt_trainer_load": (_I, [_P, ctypes.c_char_p]),
+    "aotc_rt_trainer_poison_scratch": (_I, [_P]),
+    "aotc_rt_free": (None, [_P]),
+}
+
+
+def _text(b):
+    return b.decode("utf-8", "replace") if b else ""
+
+
+class Runtime:
+    """libaotc_runtime.so loaded with ctypes: `rt.<function>` is `aotc_rt_<function>` with its
+    argtypes and restype set (capi.h). One per process: see runtime()."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            try:
+                fn = getattr(self.lib, name)
+            except AttributeError:
+                raise Error(f"{path}: no function {name}: a libaotc_runtime.so without the C API of "
+                            f"aotc/capi.h (an older build?)") from None
+            fn.restype, fn.argtypes = restype, argtypes
+            setattr(self, name[len("aotc_rt_"):], fn)
+
+    def check(self, status, program=None):
+        """Raises the exception of a non-zero aotc_rt_status (message: aotc_rt_last_error())."""
+        if status == RT_OK:
+            return
+        msg = _text(self.last_error()) or f"aotc runtime: status {status}"
+        if status == RT_ERROR_ARGUMENT:
+            raise InputError(msg)
+        if status == RT_ERROR_PROGRAM:
+            info = RtErrorInfo()
+            self.last_error_info(ctypes.byref(info))
+            raise AotcError(program, _text(info.entry), info.entry_code, _text(info.node_message), info.value,
+                            _text(info.library_message) or None, message=msg)
+        if status == RT_ERROR_ABI:
+            raise AbiError(msg)
+        if status == RT_ERROR_NOMEM:
+            raise MemoryError(msg)
+        raise Error(msg)  # IO, STATE, INTERNAL
+
+
+_RUNTIME = None
+_RUNTIME_LOCK = threading.Lock()
+
+
+def runtime():
+    """The process's Runtime (libaotc_runtime.so, found by aotc._build.runtime_library and
+    loaded at the first call). Raises Error naming the places tried when it is absent."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        with _RUNTIME_LOCK:
+            if _RUNTIME is None:
+                from ._build import runtime_library
+                rt = Runtime(runtime_library())
+                with _LIBS_LOCK:
+                    _LOADED_LIBS.append(rt.lib)
+                _RUNTIME = rt
+    return _RUNTIME
+
+
+def __getattr__(name):
+    if name == "ABI_VERSION":  # the runtime's AOTC_ABI_VERSION (minor << 16 | major), loaded lazily
+        return runtime().abi_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _shape_array(shape):
+    return (ctypes.c_int64 * max(1, len(shape)))(*shape)
+
+
+def _table(entries):
+    """An aotc_rt_tensor array from (data address or None, dtype code, shape array, rank)."""
+    arr = (RtTensor * max(1, len(entries)))()
+    for t, (ptr, dtype, shape, rank) in zip(arr, entries):
+        t.data, t.dtype, t.shape, t.rank = ptr, dtype, shape, rank
+    return arr
 
 
 # ---- aligned buffers and tensors -------------------------------------------------------
@@ -320,7 +250,7 @@ def _check_shape(shape):
 class Tensor:
     """A dense, row-major tensor in a 64-byte aligned buffer (what the entry points take).
 
-    dtype: 'f32', 'f64', 'i64' or 'bool' (1 byte); shape: tuple (() for 0-d).
+    dtype: 'f32', 'f64', 'i64', 'bool' (1 byte), 'i32' or 'u8'; shape: tuple (() for 0-d).
     `data` (optional): bytes-like of exactly nbytes bytes, or a flat sequence of numel
     numbers. Without it the tensor is zero-filled.
     """
@@ -329,7 +259,7 @@ class Tensor:
 
     def __init__(self, dtype, shape, data=None):
         if dtype not in DTYPE_ITEMSIZE:
-            raise ValueError(f"unknown dtype {dtype!r} (f32, f64, i64, bool)")
+            raise ValueError(f"unknown dtype {dtype!r} (f32, f64, i64, bool, i32, u8)")
         self.dtype, self.shape = dtype, _check_shape(shape)
         self.buffer = AlignedBuffer(self.numel * DTYPE_ITEMSIZE[dtype])
         if data is not None:
@@ -364,7 +294,7 @@ class Tensor:
         return self.buffer.ptr
 
     def memoryview(self):
-        """A flat, writable memoryview of the elements (format f/d/q/?)."""
+        """A flat, writable memoryview of the elements (format f/d/q/?/i/B)."""
         return self.buffer.memory.cast(_FORMAT[self.dtype])
 
     def tolist(self):
@@ -393,37 +323,47 @@ class Tensor:
 _NUMPY_DTYPE = {"f32": "<f4", "f64": "<f8", "i64": "<i8", "bool": "?", "i32": "<i4", "u8": "u1"}
 
 
-# ---- descriptors -----------------------------------------------------------------------
+# ---- descriptors (from aotc_rt_program_describe's JSON) --------------------------------
+
+def _dtype_name(v):
+    return _DTYPES[v][0] if isinstance(v, int) and v in _DTYPES else str(v)
+
+
+def _role_name(v):
+    return _ROLES.get(v, str(v)) if isinstance(v, int) else str(v)
+
+
+def _number(v, default):
+    """A JSON number; null (how JSON writes inf and NaN) is `default`."""
+    return default if v is None else float(v)
+
 
 class TensorDesc:
-    """One entry of a program's inputs, outputs or grads (from aotc_tensor_desc).
+    """One entry of a program's inputs, outputs or grads (aotc_tensor_desc).
 
     name (FQN for parameters/buffers), dtype ('f32'...), role ('parameter', 'buffer',
-    'user_input', 'output', 'grad'), shape (tuple), numel, nbytes, requires_grad (bool;
-    inputs only), updates_input (outputs only: the index of the input whose new value this
-    output is, e.g. batch norm's running_mean; else -1), differentiable (outputs: gets a
-    tangent: floating and not a mutated input's new value), index (position in its list).
+    'user_input', 'output', 'grad', 'constant', 'rng_state'), shape (tuple), numel, nbytes,
+    requires_grad (bool; inputs only), updates_input (outputs only: the index of the input
+    whose new value this output is, e.g. batch norm's running_mean; else -1), differentiable
+    (outputs: gets a tangent: floating and not a mutated input's new value), index (position
+    in its list).
     """
 
     __slots__ = ("index", "name", "dtype", "role", "shape", "numel", "nbytes", "requires_grad",
-                 "updates_input")
+                 "updates_input", "_rt")
 
-    def __init__(self, index, c, what):
-        if c.dtype not in _DTYPES or c.role not in _ROLES or c.rank < 0:
-            raise AbiError(f"{what}: invalid descriptor (dtype {c.dtype}, role {c.role}, "
-                           f"rank {c.rank})")
+    def __init__(self, index, d):
         self.index = index
-        self.name = c.name.decode("utf-8") if c.name else f"#{index}"
-        self.dtype = _DTYPES[c.dtype][0]
-        self.role = _ROLES[c.role]
-        self.shape = tuple(c.shape[i] for i in range(c.rank))
-        self.numel, self.nbytes = c.numel, c.bytes
-        self.requires_grad = bool(c.requires_grad)
-        self.updates_input = int(c.updates_input)
-        if (self.numel != math.prod(self.shape) or
-                self.nbytes != self.numel * DTYPE_ITEMSIZE[self.dtype]):
-            raise AbiError(f"{what}: descriptor of '{self.name}' is inconsistent "
-                           f"(shape {list(self.shape)}, numel {self.numel}, bytes {self.nbytes})")
+        self.name = d["name"]
+        self.dtype = _dtype_name(d["dtype"])
+        self.role = _role_name(d["role"])
+        self.shape = tuple(int(x) for x in d["shape"])
+        self.numel = int(d.get("numel", math.prod(self.shape)))
+        self.nbytes = int(d["bytes"])
+        self.requires_grad = bool(d.get("requires_grad", False))
+        self.updates_input = int(d.get("updates_input", -1))
+        # (dtype code, shape array, rank) of an aotc_rt_tensor described by this entry
+        self._rt = (_DTYPE_CODE.get(self.dtype, -1), _shape_array(self.shape), len(self.shape))
 
     @property
     def differentiable(self):
@@ -439,6 +379,66 @@ class TensorDesc:
         return f"TensorDesc({self.index}: {self.name!r} {self.type_str} {self.role})"
 
 
+class StateDesc:
+    """One tensor of a train step's state area (aotc_state_desc): name ("optimizer.state.<fqn>.
+    <key>", "optimizer.step", ...), dtype, kind (STATE_*), shape, numel, nbytes, offset (bytes
+    into the state area), param_input (input index of its parameter, -1), key (torch.optim's)."""
+
+    __slots__ = ("name", "dtype", "kind", "shape", "numel", "nbytes", "offset", "param_input", "key")
+
+    def __init__(self, d):
+        self.name = d["name"]
+        self.dtype = _dtype_name(d["dtype"])
+        k = d["kind"]
+        self.kind = _STATE_KINDS.get(k, k) if isinstance(k, str) else int(k)
+        self.shape = tuple(int(x) for x in d["shape"])
+        self.numel = math.prod(self.shape)
+        self.nbytes, self.offset = int(d["bytes"]), int(d["offset"])
+        self.param_input = int(d.get("param_input", -1))
+        self.key = d.get("key") or ""
+
+    def __repr__(self):
+        return f"StateDesc({self.name!r} {self.dtype}{list(self.shape)})"
+
+
+class HyperDesc:
+    """One run-time hyperparameter (aotc_hyper_desc): name, value (the compiled default) and
+    its range [min, max] (max excluded when max_open; no upper bound when max < min). The
+    runtime checks the range (aotc_rt_trainer_set_hyper)."""
+
+    __slots__ = ("index", "name", "value", "min", "max", "max_open")
+
+    def __init__(self, index, d):
+        self.index, self.name, self.value = index, d["name"], _number(d["value"], math.nan)
+        self.min, self.max = _number(d.get("min"), -math.inf), _number(d.get("max"), -math.inf)
+        self.max_open = bool(d.get("max_open", False))
+
+    def __repr__(self):
+        return f"HyperDesc({self.name!r} = {self.value})"
+
+
+class TrainInfo:
+    """program.train of an object compiled with --optimizer (aotc_train): optimizer ('sgd',
+    'adam', 'adamw'), config (the canonical --optimizer text), clip_grad_norm (0: none),
+    skip_nonfinite, grad_accumulation (bools), param_inputs (input indices of the updated
+    parameters), state (StateDesc list), hyper (HyperDesc list, lr first), state_bytes,
+    scratch_bytes."""
+
+    def __init__(self, d):
+        self.optimizer, self.config = d["optimizer"], d["config"]
+        self.clip_grad_norm = _number(d.get("clip_grad_norm"), 0.0)
+        self.skip_nonfinite = bool(d.get("skip_nonfinite", False))
+        self.grad_accumulation = bool(d.get("grad_accumulation", False))
+        self.param_inputs = [int(i) for i in d["param_inputs"]]
+        self.state = [StateDesc(s) for s in d.get("state", [])]
+        self.hyper = [HyperDesc(k, h) for k, h in enumerate(d.get("hyper", []))]
+        self.state_bytes, self.scratch_bytes = int(d["state_bytes"]), int(d["scratch_bytes"])
+
+    def flag(self, key):
+        """A structural option of config ("nesterov", "amsgrad", "maximize") as bool."""
+        return f",{key}=1" in self.config
+
+
 # ---- threads ---------------------------------------------------------------------------
 
 # libomp's threads spin for KMP_BLOCKTIME (default 200 ms) after every parallel region. In a
@@ -449,7 +449,7 @@ class TensorDesc:
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 _LIBS_LOCK = threading.Lock()
-_LOADED_LIBS = []   # CDLL handles of loaded programs (their libomp/OpenBLAS are used)
+_LOADED_LIBS = []   # CDLL handles of loaded programs and the runtime (their libomp/OpenBLAS are used)
 _RUNTIME_LIBS = {}  # 'omp' / 'openblas' -> CDLL or None
 
 
@@ -550,13 +550,13 @@ class SavedState:
 
     The inputs are referenced (not copied): they must stay alive and unchanged until
     `Program.backward(state)`, which consumes it. Not the ABI context (abi.h's
-    aotc_context: library state a Program keeps, one per thread, created once).
+    aotc_context: library state of the runtime's function handle, one per thread).
     """
 
-    __slots__ = ("saved", "inputs", "in_ptrs", "outputs", "consumed")
+    __slots__ = ("saved", "inputs", "in_table", "outputs", "consumed")
 
-    def __init__(self, saved, inputs, in_ptrs, outputs):
-        self.saved, self.inputs, self.in_ptrs, self.outputs = saved, inputs, in_ptrs, outputs
+    def __init__(self, saved, inputs, in_table, outputs):
+        self.saved, self.inputs, self.in_table, self.outputs = saved, inputs, in_table, outputs
         self.consumed = False
 
 
@@ -564,38 +564,61 @@ class SavedState:
 Context = SavedState
 
 
-class _OwnedContext:
-    """One aotc_context, destroyed with this object (kept in a threading.local, so when its
-    thread ends or its Program is collected). The library stays loaded (_LOADED_LIBS)."""
+class _Function:
+    """This thread's aotc_rt_function of a Program (its ABI context and scratch arena) with the
+    aotc_rt_tensor tables of the raw calls (descriptor dtype and shape, data set per call).
+    Destroyed with this object: when its thread ends or its Program is collected."""
 
-    __slots__ = ("ptr", "_destroy")
+    __slots__ = ("ptr", "_rt", "ins", "outs", "tans", "grads", "__weakref__")
 
-    def __init__(self, create, destroy, name):
-        self.ptr = create()
-        if not self.ptr:
-            raise MemoryError(f"{name}_context_create returned NULL")
-        self._destroy = destroy
+    def __init__(self, rt, program):
+        h = ctypes.c_void_p()
+        rt.check(rt.function_create(program.address, ctypes.byref(h)), program.name)
+        self.ptr, self._rt = h.value, rt
+        self.ins = _table([(None,) + d._rt for d in program.inputs])
+        self.outs = _table([(None,) + d._rt for d in program.outputs])
+        self.tans = _table([(None,) + d._rt for d in program.outputs])
+        self.grads = _table([(None,) + d._rt for d in program.grads])
 
     def __del__(self):
-        if self.ptr:
-            self._destroy(self.ptr)
-            self.ptr = None
+        ptr, self.ptr = self.ptr, None
+        if ptr:
+            try:
+                self._rt.function_destroy(ptr)
+            except Exception:  # interpreter shutdown
+                pass
+
+
+def _set_data(table, ptrs, descs=None):
+    """The aotc_rt_tensor table of a raw call: `table` (the descriptors' dtypes and shapes) with
+    the data addresses `ptrs` (None stays NULL: the runtime accepts it for a 0-byte tensor, as
+    torch's empty tensors have), or, when the count differs from the descriptors', a new table of
+    len(ptrs) entries (the runtime then refuses the count)."""
+    if descs is not None and len(ptrs) != len(descs):
+        extra = [(-1, None, 0)] * max(0, len(ptrs) - len(descs))
+        return _table([(p,) + r for p, r in zip(ptrs, [d._rt for d in descs] + extra)])
+    for t, p in zip(table, ptrs):
+        t.data = p
+    return table
 
 
 class Program:
     """An aotc program in a shared library: `Program(path, name=None)`.
 
     `name` defaults to the file name without a leading 'lib' up to the first '.'
-    (libmlp.so -> mlp). Reads `<name>_program`, checks `abi_version == ABI_VERSION`,
-    and pins OpenBLAS to one thread as the C++ runtime does (see set_num_threads).
+    (libmlp.so -> mlp). Finds `<name>_program`, has the runtime check it
+    (aotc_rt_program_check: ABI major version, a valid descriptor) and reads it
+    (aotc_rt_program_describe).
 
-    Attributes: name, path, abi_version, inputs / outputs / grads (lists of TensorDesc),
-    grad_input_index (list of ints), saved_bytes, scratch_bytes, errors (list of str).
-    One Program owns one scratch arena; calls without an explicit scratch serialize on
-    a lock, so a Program may be shared between threads. It owns one ABI context per
-    thread that calls it (`<name>_context_create`, made at the thread's first call and
-    destroyed when that thread ends or the Program is collected).
-    Raises OSError (cannot load) or AbiError (no descriptor, other ABI version).
+    Attributes: name, path, address (of `<name>_program`), abi_version, inputs / outputs /
+    grads (lists of TensorDesc), grad_input_index (list of ints), saved_bytes, scratch_bytes,
+    errors (list of str), build_id, flags, has_eval, train (TrainInfo or None).
+    Each thread that calls a Program gets its own runtime function handle (aotc_rt_function:
+    an ABI context and a scratch arena), made at its first call and destroyed when the thread
+    ends or the Program is collected; so a Program (and a compiled module) may be shared
+    between threads, which run concurrently. ctypes releases the GIL during calls.
+    Raises OSError (cannot load), AbiError (no descriptor, other ABI version), Error (no
+    libaotc_runtime.so).
     """
 
     def __init__(self, path, name=None):
@@ -604,56 +627,44 @@ class Program:
         self._lib = ctypes.CDLL(os.path.abspath(self.path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
         sym = f"{name}_program"
         try:
-            version = ctypes.c_uint32.in_dll(self._lib, sym).value
+            self.address = ctypes.addressof(ctypes.c_char.in_dll(self._lib, sym))
         except ValueError:
             raise AbiError(f"{self.path}: no symbol '{sym}' (a library linked from "
                            f"`aotc ... --name {name}` exports it)") from None
-        if version != ABI_VERSION:
-            raise AbiError(f"program '{name}' in {self.path} has ABI version {version}, "
-                           f"this module expects {ABI_VERSION} (recompile it with this aotc)")
-        c = aotc_program.in_dll(self._lib, sym)
-        self._c = c
-        self.abi_version = version
-        self.name = c.name.decode("utf-8") if c.name else name
-        what = f"{self.path}: {sym}"
-        for count, ptr in ((c.num_inputs, c.inputs), (c.num_outputs, c.outputs),
-                           (c.num_grads, c.grads), (c.num_errors, c.errors)):
-            if count < 0 or (count > 0 and not ptr):
-                raise AbiError(f"{what}: invalid descriptor (count {count}, null table)")
-        if c.num_grads > 0 and not c.grad_input_index:
-            raise AbiError(f"{what}: invalid descriptor (no grad_input_index)")
-        if (c.saved_bytes < 0 or c.scratch_bytes < 0 or not c.forward or not c.backward
-                or not c.context_create or not c.context_destroy):
-            raise AbiError(f"{what}: invalid descriptor (sizes or entry points)")
-        self.inputs = [TensorDesc(i, c.inputs[i], what) for i in range(c.num_inputs)]
-        self.outputs = [TensorDesc(i, c.outputs[i], what) for i in range(c.num_outputs)]
-        self.grads = [TensorDesc(j, c.grads[j], what) for j in range(c.num_grads)]
-        self.grad_input_index = [c.grad_input_index[j] for j in range(c.num_grads)]
-        for j, i in enumerate(self.grad_input_index):
-            if not 0 <= i < len(self.inputs):
-                raise AbiError(f"{what}: grad {j} refers to input {i} of {len(self.inputs)}")
-        self.saved_bytes, self.scratch_bytes = c.saved_bytes, c.scratch_bytes
-        self.error_value_offset = c.error_value_offset
-        if c.num_errors > 0 and not 0 <= c.error_value_offset <= c.scratch_bytes - 8:
-            raise AbiError(f"{what}: invalid descriptor (error_value_offset "
-                           f"{c.error_value_offset} outside the scratch arena)")
-        self.build_id = (c.build_id or b"").decode("ascii", "replace")
-        self.flags = c.flags
-        self.errors = [(c.errors[k] or b"").decode("utf-8", "replace")
-                       for k in range(c.num_errors)]
-        self._forward, self._backward = c.forward, c.backward
-        #: TrainInfo of an object compiled with --optimizer, else None (ABI 8).
-        self.train = TrainInfo(c.train.contents, what, c.num_inputs) if c.train else None
-        self._eval = c.eval if c.eval else None  # <name>_eval (ABI 9); None for CUDA objects
-        self._train_scratch = None
-        self._context_create, self._context_destroy = c.context_create, c.context_destroy
-        self._context_error = c.context_error if c.context_error else None
-        self._contexts = threading.local()  # .ctx: this thread's _OwnedContext
-        self._scratch = AlignedBuffer(self.scratch_bytes)
-        self._lock = threading.Lock()
+        rt = self._rt = runtime()
+        self.name = name
+        rt.check(rt.program_check(self.address), name)
+        d = json.loads(self._describe())
+        self.description = d  #: the descriptor as JSON (docs/abi.md "The descriptor as JSON")
+        self.name = d.get("name") or name
+        self.abi_version = int(d["abi_version"])
+        self.inputs = [TensorDesc(i, x) for i, x in enumerate(d["inputs"])]
+        self.outputs = [TensorDesc(i, x) for i, x in enumerate(d["outputs"])]
+        self.grads = [TensorDesc(j, x) for j, x in enumerate(d["grads"])]
+        self.grad_input_index = [int(i) for i in d["grad_input_index"]]
+        self.saved_bytes, self.scratch_bytes = int(d["saved_bytes"]), int(d["scratch_bytes"])
+        self.build_id = d.get("build_id") or ""
+        self.flags = int(d.get("flags", 0))
+        self.errors = list(d.get("errors", []))
+        self.has_eval = bool(d.get("has_eval", False))  #: <name>_eval (every CPU object since ABI 9)
+        #: TrainInfo of an object compiled with --optimizer, else None.
+        self.train = TrainInfo(d["train"]) if d.get("train") else None
+        self._functions = threading.local()  # .fn: this thread's _Function
         with _LIBS_LOCK:
-            _LOADED_LIBS.append(self._lib)
+            _LOADED_LIBS.append(self._lib)  # never unloaded: handles may outlive the Program
         _set_blas_threads(1)
+
+    def _describe(self):
+        rt, need = self._rt, ctypes.c_size_t(0)
+        cap = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(cap)
+            status = rt.program_describe(self.address, buf, cap, ctypes.byref(need))
+            if status == RT_ERROR_ARGUMENT and need.value > cap:
+                cap = need.value
+                continue
+            rt.check(status, self.name)
+            return buf.value.decode("utf-8")
 
     # -- lookup ------------------------------------------------------------------------
     def input_index(self, name):
@@ -663,15 +674,6 @@ class Program:
     def grad_index(self, name):
         """Position in `grads` of the gradient of input `name`, -1 when absent."""
         return next((d.index for d in self.grads if d.name == name), -1)
-
-    def error_value(self, scratch_ptr=None):
-        """The offending value of the last failed call that used scratch arena
-        `scratch_ptr` (None: this Program's own arena): the int64 at
-        scratch + error_value_offset (per call, abi.h)."""
-        if self.error_value_offset < 0:
-            return 0
-        base = self._scratch.ptr if scratch_ptr is None else scratch_ptr
-        return ctypes.c_int64.from_address(base + self.error_value_offset).value
 
     def check_weights(self, metadata, path):
         """Raises InputError when a weights file's metadata carries another aotc run's
@@ -688,127 +690,84 @@ class Program:
         return (f"aotc.Program({self.name!r}: {len(self.inputs)} inputs, "
                 f"{len(self.outputs)} outputs, {len(self.grads)} grads)")
 
-    # -- the ABI context -----------------------------------------------------------------
-    def context(self):
-        """This thread's ABI context (the address of an aotc_context), made on first use.
-        It is destroyed when the thread ends or the Program goes away, whichever is first."""
-        owned = getattr(self._contexts, "ctx", None)
-        if owned is None:
-            owned = _OwnedContext(self._context_create, self._context_destroy, self.name)
-            self._contexts.ctx = owned
-        return owned.ptr
+    # -- the runtime's function handle, one per thread ---------------------------------
+    def function(self):
+        """This thread's runtime function handle (aotc_rt_function: one ABI context and one
+        scratch arena; `.ptr` its address), made at the thread's first call. It is destroyed
+        when the thread ends or the Program goes away, whichever is first."""
+        fn = getattr(self._functions, "fn", None)
+        if fn is None:
+            fn = self._functions.fn = _Function(self._rt, self)
+        return fn
 
-    # -- raw entry points ----------------------------------------------------------------
-    def _check_rc(self, entry, rc, scratch_ptr=None):
-        if rc == 0:
-            return
-        msg = (self.errors[rc - 1] if 0 < rc <= len(self.errors)
-               else "AOTC_ERROR_CONTEXT: no context or another program's" if rc == ERROR_CONTEXT
-               else f"unknown error code (the program lists {len(self.errors)})")
-        value = 0 if rc == ERROR_CONTEXT else self.error_value(scratch_ptr)  # no value was written
-        why = None
-        if 0 < rc <= len(self.errors) and self._context_error:  # a library call's text (ABI 5)
-            text = self._context_error(self.context())
-            why = text.decode("utf-8", "replace") if text else None
-        raise AotcError(self.name, entry, rc, msg, value, why)
+    def poison_scratch(self):
+        """Test hook: fills this thread's scratch arena with 0xFF bytes (NaN); a call must give
+        the same bits after it (aotc_rt_function_poison_scratch)."""
+        self._rt.check(self._rt.function_poison_scratch(self.function().ptr), self.name)
 
-    def call_forward(self, in_ptrs, out_ptrs, saved_ptr, scratch_ptr=None):
-        """`<name>_forward` on raw addresses (ints; every buffer 64-byte aligned and of
-        its descriptor's size). scratch_ptr None: this Program's arena, under its lock.
-        Raises AotcError on a non-zero return code."""
-        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
-        outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
-        if scratch_ptr is None:
-            with self._lock:  # the error value is read from the arena under the lock
-                self._check_rc("forward", self._forward(self.context(), ins, outs, saved_ptr,
-                                                        self._scratch.ptr))
-        else:
-            self._check_rc("forward", self._forward(self.context(), ins, outs, saved_ptr, scratch_ptr),
-                           scratch_ptr)
+    def _saved(self, saved_ptr):
+        return (saved_ptr or None, self.saved_bytes) if self.saved_bytes else (None, 0)
 
-    def call_backward(self, in_ptrs, saved_ptr, tangent_ptrs, grad_ptrs, scratch_ptr=None):
-        """`<name>_backward` on raw addresses; tangent_ptrs entries may be None (NULL) for
-        non-floating outputs. Raises AotcError on a non-zero return code."""
-        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
-        tans = (ctypes.c_void_p * max(1, len(tangent_ptrs)))(*tangent_ptrs)
-        grads = (ctypes.c_void_p * max(1, len(grad_ptrs)))(*grad_ptrs)
-        if scratch_ptr is None:
-            with self._lock:
-                self._check_rc("backward", self._backward(self.context(), ins, saved_ptr, tans, grads,
-                                                          self._scratch.ptr))
-        else:
-            self._check_rc("backward",
-                           self._backward(self.context(), ins, saved_ptr, tans, grads, scratch_ptr),
-                           scratch_ptr)
+    # -- raw entry points (the descriptor's dtypes and shapes) -------------------------
+    def call_forward(self, in_ptrs, out_ptrs, saved_ptr):
+        """aotc_rt_forward on raw addresses (ints; each buffer 64-byte aligned and of its
+        descriptor's dtype and shape, which the caller has checked; saved_ptr: saved_bytes
+        bytes). Raises InputError (counts, NULL, alignment), AotcError (a non-zero code)."""
+        fn = self.function()
+        ins = _set_data(fn.ins, in_ptrs, self.inputs)
+        outs = _set_data(fn.outs, out_ptrs, self.outputs)
+        self._rt.check(self._rt.forward(fn.ptr, ins, len(in_ptrs), outs, len(out_ptrs),
+                                        *self._saved(saved_ptr)), self.name)
 
-    @property
-    def has_eval(self):
-        """Whether the object has <name>_eval (every CPU object since ABI 9)."""
-        return self._eval is not None
+    def call_backward(self, in_ptrs, saved_ptr, tangent_ptrs, grad_ptrs):
+        """aotc_rt_backward on raw addresses; a tangent_ptrs entry None is the default
+        cotangent (1 for a 0-d output, zeros otherwise; None for non-differentiable outputs).
+        Raises AotcError on a non-zero code."""
+        fn = self.function()
+        ins = _set_data(fn.ins, in_ptrs, self.inputs)
+        tans = _set_data(fn.tans, tangent_ptrs) if len(tangent_ptrs) <= len(self.outputs) else \
+            _set_data(None, tangent_ptrs, self.outputs)
+        grads = _set_data(fn.grads, grad_ptrs, self.grads)
+        self._rt.check(self._rt.backward(fn.ptr, ins, len(in_ptrs), *self._saved(saved_ptr), tans,
+                                         len(tangent_ptrs), grads, len(grad_ptrs)), self.name)
 
-    def call_eval(self, in_ptrs, out_ptrs, scratch_ptr=None):
-        """`<name>_eval` (the forward without a saved area) on raw addresses. Raises Error when
-        the object has none, AotcError on a non-zero return code."""
-        if self._eval is None:
-            raise Error(f"{self.name}: the object has no eval entry point (a CUDA object's)")
-        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
-        outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
-        if scratch_ptr is None:
-            with self._lock:
-                self._check_rc("eval", self._eval(self.context(), ins, outs, self._scratch.ptr))
-        else:
-            self._check_rc("eval", self._eval(self.context(), ins, outs, scratch_ptr), scratch_ptr)
+    def call_eval(self, in_ptrs, out_ptrs):
+        """aotc_rt_eval (the forward without a saved area) on raw addresses. Raises AbiError
+        when the object has no eval entry point, AotcError on a non-zero code."""
+        fn = self.function()
+        ins = _set_data(fn.ins, in_ptrs, self.inputs)
+        outs = _set_data(fn.outs, out_ptrs, self.outputs)
+        self._rt.check(self._rt.eval(fn.ptr, ins, len(in_ptrs), outs, len(out_ptrs)), self.name)
 
-    def call_train_step(self, in_ptrs, out_ptrs, saved_ptr, state_ptr, hyper, scratch_ptr, flags=0):
-        """`<name>_train_step` on raw addresses (abi.h): in_ptrs' parameters, buffers and
-        RNG state are updated in place; state_ptr is train.state_bytes (zeroed before the first
-        step), hyper a ctypes c_double array of len(train.hyper), scratch_ptr
-        train.scratch_bytes. Raises Error (no train step), AotcError (non-zero code)."""
-        if self.train is None:
-            raise Error(f"{self.name}: the object has no train step (compile with --optimizer=...)")
-        ins = (ctypes.c_void_p * max(1, len(in_ptrs)))(*in_ptrs)
-        outs = (ctypes.c_void_p * max(1, len(out_ptrs)))(*out_ptrs)
-        rc = self.train._fn(self.context(), ins, outs, saved_ptr, state_ptr, hyper, scratch_ptr, flags)
-        if rc == ERROR_NO_ACCUMULATION:
-            raise Error(f"{self.name}: accumulate needs an object compiled with --grad-accumulation")
-        self._check_rc("train_step", rc, scratch_ptr)
-
-    # -- checked calls -----------------------------------------------------------------
-    def _as_tensor(self, value, desc, what):
-        """(object to keep alive, aligned address) for a caller value matching `desc`."""
-        want = desc.type_str
+    # -- checked calls (each value's own dtype and shape: the runtime checks them) ------
+    def _as_rt(self, value, desc, what):
+        """(object to keep alive, (address, dtype code, shape array, rank)) for a caller value.
+        The runtime compares dtype and shape with `desc`; here only what it cannot see: a
+        Python object that is no tensor, bytes of the wrong size, a dtype it has no code for."""
         if isinstance(value, Tensor):
-            if value.dtype != desc.dtype or value.shape != desc.shape:
-                raise InputError(f"{self.name}: {what} must be {want}, got "
-                                 f"{value.dtype}[{', '.join(map(str, value.shape))}]")
-            return value, value.ptr
+            return value, (value.ptr, _DTYPE_CODE[value.dtype], _shape_array(value.shape), len(value.shape))
+        dtype = shape = data = None
         if _is_numpy(value):
-            got = _numpy_dtype_name(value)
-            if got != desc.dtype or tuple(value.shape) != desc.shape:
-                raise InputError(f"{self.name}: {what} must be {want}, got "
-                                 f"{got}[{', '.join(map(str, value.shape))}]")
-            if value.flags["C_CONTIGUOUS"] and value.ctypes.data % ALIGNMENT == 0:
-                return value, value.ctypes.data
-            return self._copy_in(memoryview(value.tobytes()), desc)
-        if hasattr(value, "dtype") and hasattr(value, "data") and hasattr(value, "shape"):
-            # a safetensors tensor (StTensor): bytes + dtype + shape
-            if value.dtype != desc.dtype or tuple(value.shape) != desc.shape:
-                raise InputError(f"{self.name}: {what} must be {want}, got "
-                                 f"{value.dtype}[{', '.join(map(str, value.shape))}]")
-            return self._copy_in(memoryview(value.data), desc)
-        if isinstance(value, (bytes, bytearray, memoryview, array.array)):
+            dtype, shape = _numpy_dtype_name(value), tuple(value.shape)
+            if dtype in _DTYPE_CODE and value.flags["C_CONTIGUOUS"] and value.ctypes.data % ALIGNMENT == 0:
+                return value, (value.ctypes.data, _DTYPE_CODE[dtype], _shape_array(shape), len(shape))
+            data = memoryview(value.tobytes()) if dtype in _DTYPE_CODE else None
+        elif hasattr(value, "dtype") and hasattr(value, "data") and hasattr(value, "shape"):
+            dtype, shape, data = value.dtype, tuple(value.shape), memoryview(value.data)  # a safetensors tensor
+        elif isinstance(value, (bytes, bytearray, memoryview, array.array)):
             mv = memoryview(value).cast("B")
             if mv.nbytes != desc.nbytes:
-                raise InputError(f"{self.name}: {what} must be {want} ({desc.nbytes} bytes), "
+                raise InputError(f"{self.name}: {what} must be {desc.type_str} ({desc.nbytes} bytes), "
                                  f"got {mv.nbytes} bytes")
-            return self._copy_in(mv, desc)
-        raise InputError(f"{self.name}: {what} must be {want}; got a {type(value).__name__} "
-                         f"(pass an aotc.Tensor, a numpy array or bytes)")
-
-    @staticmethod
-    def _copy_in(mv, desc):
-        t = Tensor(desc.dtype, desc.shape, mv)
-        return t, t.ptr
+            dtype, shape, data = desc.dtype, desc.shape, mv
+        else:
+            raise InputError(f"{self.name}: {what} must be {desc.type_str}; got a {type(value).__name__} "
+                             f"(pass an aotc.Tensor, a numpy array or bytes)")
+        if dtype not in _DTYPE_CODE:
+            raise InputError(f"{self.name}: {what} must be {desc.type_str}, got "
+                             f"{dtype}[{', '.join(map(str, shape))}]")
+        t = Tensor(dtype, shape, data)
+        return t, (t.ptr, _DTYPE_CODE[dtype], _shape_array(shape), len(shape))
 
     def _bind_inputs(self, inputs):
         if isinstance(inputs, Mapping):
@@ -820,77 +779,75 @@ class Program:
                 d = missing[0]
                 raise InputError(f"{self.name}: missing input '{d.name}' ({d.type_str})")
             inputs = [inputs[d.name] for d in self.inputs]
-        inputs = list(inputs)
-        if len(inputs) != len(self.inputs):
-            raise InputError(f"{self.name}: forward expects {len(self.inputs)} inputs, "
-                             f"got {len(inputs)}")
-        kept, ptrs = [], []
-        for d, v in zip(self.inputs, inputs):
-            obj, ptr = self._as_tensor(v, d, f"input '{d.name}' (input {d.index})")
+        kept, entries = [], []
+        for k, v in enumerate(inputs):
+            if k >= len(self.inputs):  # too many: the runtime names the count
+                entries.append((None, -1, None, 0))
+                continue
+            d = self.inputs[k]
+            obj, entry = self._as_rt(v, d, f"input '{d.name}' (input {d.index})")
             kept.append(obj)
-            ptrs.append(ptr)
-        return kept, ptrs
+            entries.append(entry)
+        return kept, _table(entries), len(entries)
 
     def forward(self, inputs):
         """Runs the forward. `inputs`: a sequence in `self.inputs` order, or a mapping by
         name (FQN for parameters); each an aotc.Tensor, a numpy array, a safetensors
         tensor or bytes of the right size (unaligned / non-contiguous ones are copied).
         Returns (outputs: list of Tensor, state: SavedState). Raises InputError, AotcError."""
-        kept, ptrs = self._bind_inputs(inputs)
+        kept, ins, n = self._bind_inputs(inputs)
         outs = [Tensor(d.dtype, d.shape) for d in self.outputs]
+        out_table = _table([(o.ptr,) + d._rt for o, d in zip(outs, self.outputs)])
         saved = AlignedBuffer(self.saved_bytes)
-        self.call_forward(ptrs, [o.ptr for o in outs], saved.ptr)
-        return outs, SavedState(saved, kept, ptrs, outs)
+        self._rt.check(self._rt.forward(self.function().ptr, ins, n, out_table, len(outs),
+                                        *self._saved(saved.ptr)), self.name)
+        return outs, SavedState(saved, kept, (ins, n), outs)
 
     def eval(self, inputs):
         """Runs <name>_eval: the outputs of forward() without a saved area (nothing to
         differentiate). `inputs` as for forward(). Returns the list of output Tensors."""
-        kept, ptrs = self._bind_inputs(inputs)
+        kept, ins, n = self._bind_inputs(inputs)
         outs = [Tensor(d.dtype, d.shape) for d in self.outputs]
-        self.call_eval(ptrs, [o.ptr for o in outs])
+        out_table = _table([(o.ptr,) + d._rt for o, d in zip(outs, self.outputs)])
+        self._rt.check(self._rt.eval(self.function().ptr, ins, n, out_table, len(outs)), self.name)
         return outs
 
     def backward(self, ctx, tangents=None):
         """Runs the backward of the forward that produced `ctx` (consumed).
 
-        tangents: None, or one entry per output: None (1 for a 0-d floating output,
-        zeros for other differentiable outputs, NULL for integer/bool outputs and for the
-        new values of mutated inputs) or a value of the output's dtype and shape. Returns one Tensor per `self.grads` entry (the
-        gradient of input grad_input_index[j])."""
+        tangents: None, or up to one entry per output: None (1 for a 0-d floating output,
+        zeros for other differentiable outputs; integer/bool outputs and the new values of
+        mutated inputs take None) or a value of the output's dtype and shape. Returns one
+        Tensor per `self.grads` entry (the gradient of input grad_input_index[j])."""
         if not isinstance(ctx, SavedState) or ctx.consumed:
             raise InputError(f"{self.name}: backward needs a saved state from forward() that was "
                              f"not consumed yet")
-        tangents = list(tangents) if tangents is not None else [None] * len(self.outputs)
-        if len(tangents) != len(self.outputs):
-            raise InputError(f"{self.name}: backward expects {len(self.outputs)} output "
-                             f"gradients, got {len(tangents)}")
-        kept, tptrs = [], []
-        for d, t in zip(self.outputs, tangents):
-            if not d.differentiable:
-                if t is not None:
-                    raise InputError(f"{self.name}: output '{d.name}' (output {d.index}) is not "
-                                     f"differentiable; pass None as its gradient")
-                tptrs.append(None)
+        tangents = list(tangents) if tangents is not None else []
+        kept, entries = [], []
+        for k, t in enumerate(tangents):
+            d = self.outputs[k] if k < len(self.outputs) else None
+            if t is None or d is None:
+                entries.append((None,) + (d._rt if d else (-1, None, 0)))
                 continue
-            if t is None:
-                t = Tensor(d.dtype, d.shape, [1.0] if d.shape == () else None)
-            obj, ptr = self._as_tensor(t, d, f"gradient of output '{d.name}' (output {d.index})")
+            obj, entry = self._as_rt(t, d, f"gradient of output '{d.name}' (output {d.index})")
             kept.append(obj)
-            tptrs.append(ptr)
+            entries.append(entry)
         grads = [Tensor(d.dtype, d.shape) for d in self.grads]
-        self.call_backward(ctx.in_ptrs, ctx.saved.ptr, tptrs, [g.ptr for g in grads])
+        grad_table = _table([(g.ptr,) + d._rt for g, d in zip(grads, self.grads)])
+        ins, n = ctx.in_table
+        self._rt.check(self._rt.backward(self.function().ptr, ins, n, *self._saved(ctx.saved.ptr),
+                                         _table(entries), len(entries), grad_table, len(grads)), self.name)
         ctx.consumed = True
-        ctx.saved = ctx.inputs = ctx.in_ptrs = None
+        ctx.saved = ctx.inputs = ctx.in_table = None
         return grads
-
 
     def write_back(self, inputs, outputs):
         """Copies the new values of mutated inputs (outputs whose `updates_input` is k:
         batch norm's running statistics) into inputs[k], as PyTorch's in-place buffer update
         would. Call it after the backward (which reads the values the forward ran on).
         `inputs`: the forward's inputs (sequence or mapping by name); each updated one must
-        be a writable aotc.Tensor or numpy array. `outputs`: forward's outputs. Returns the
-        number of inputs written."""
+        be a writable aotc.Tensor or numpy array of its descriptor's dtype and shape.
+        `outputs`: forward's outputs (aotc.Tensor). Returns the number of inputs written."""
         if isinstance(inputs, Mapping):
             inputs = [inputs.get(d.name) for d in self.inputs]
         inputs, outputs = list(inputs), list(outputs)
@@ -904,18 +861,26 @@ class Program:
             dst_desc = self.inputs[d.updates_input]
             what = f"{dst_desc.role} '{dst_desc.name}' (input {dst_desc.index})"
             dst, src = inputs[d.updates_input], outputs[d.index]
-            _, src_ptr = self._as_tensor(src, d, f"output '{d.name}' (output {d.index})")
             if isinstance(dst, Tensor):
-                self._as_tensor(dst, dst_desc, what)
-                view = dst.buffer.memory
+                got, view = (dst.dtype, dst.shape), dst.buffer.memory
             elif _is_numpy(dst) and dst.flags["C_CONTIGUOUS"] and dst.flags["WRITEABLE"]:
-                self._as_tensor(dst, dst_desc, what)
-                view = memoryview(dst.reshape(-1).view("u1"))
+                got, view = (_numpy_dtype_name(dst), tuple(dst.shape)), memoryview(dst.reshape(-1).view("u1"))
             else:
                 raise InputError(f"{self.name}: {what} gets a new value but is not writable "
                                  f"(pass a writable aotc.Tensor or C-contiguous numpy array)")
-            if d.nbytes:
-                view[:d.nbytes] = memoryview((ctypes.c_ubyte * d.nbytes).from_address(src_ptr)).cast("B")
+            if got != (dst_desc.dtype, dst_desc.shape):
+                raise InputError(f"{self.name}: {what} must be {dst_desc.type_str}, got "
+                                 f"{got[0]}[{', '.join(map(str, got[1]))}]")
+            if isinstance(src, Tensor):
+                src_got, src_mem = (src.dtype, src.shape), src.buffer.memory
+            elif _is_numpy(src):
+                src_got, src_mem = (_numpy_dtype_name(src), tuple(src.shape)), memoryview(src.tobytes())
+            else:
+                src_got = src_mem = None
+            if src_got != (d.dtype, d.shape):
+                raise InputError(f"{self.name}: output '{d.name}' (output {d.index}) must be an "
+                                 f"aotc.Tensor or numpy array {d.type_str}")
+            view[:d.nbytes] = src_mem
             written += 1
         return written
 

@@ -10,27 +10,29 @@ the remaining (user) inputs are forward's arguments, in placeholder order.
   forward:  checks every tensor's dtype, shape, device (cpu), layout and contiguity
             against its descriptor (InputError), copies inputs whose address is not
             64-byte aligned, allocates aligned outputs and the saved area (a uint8
-            tensor of saved_bytes), calls <name>_forward; the inputs and the saved area
+            tensor of saved_bytes), calls the runtime's aotc_rt_forward (libaotc_runtime.so,
+            aotc/capi.h, on this thread's function handle); the inputs and the saved area
             are kept in ctx through ctx.save_for_backward (so autograd frees the area
             after the backward unless retain_graph, and modifying an input in place
             before the backward is caught by its version check); integer/bool outputs
             and mutated inputs' new values are marked non-differentiable; an input an
             output updates is saved as a copy (the module writes the new value back).
   backward: cotangents of differentiable outputs (zeros for outputs that received
-            none, NULL for integer/bool ones and mutated inputs' new values), <name>_backward, and the gradient of every
+            none, NULL for integer/bool ones and mutated inputs' new values), aotc_rt_backward, and the gradient of every
             input that needs one; None for the others (integer inputs, frozen
             parameters, inputs without requires_grad).
 An input that requires grad but whose gradient the program does not compute is an
 error at forward time (compile with requires_grad=[name]), never a silent zero.
 
 Without autograd (under torch.no_grad(), or when no input requires grad) forward runs
-<name>_eval instead: the same outputs, no saved area, no graph; module.eval() keeps autograd
+<name>_eval (aotc_rt_eval) instead: the same outputs, no saved area, no graph; module.eval() keeps autograd
 (as eager torch) and stops writing mutated buffers back. The graph is what was exported: a
 train-mode export keeps batch statistics and dropout after .eval() (torch.export specializes
 on the mode), so for eval behaviour compile the eval-mode export with
 share_weights=<the train module> (the same Parameter objects by FQN; docs/python.md).
 An object compiled with optimizer=... also has train_step / accumulate and torch.optim-format
-optimizer_state_dict / load_optimizer_state_dict (_train.py).
+optimizer_state_dict / load_optimizer_state_dict (_train.py: a runtime trainer on the module's
+tensors, checkpoints converted by _checkpoint.py).
 """
 import math
 import os

@@ -139,7 +139,24 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
       mismatch(tname, "'" + tname + "' is " + x->typeString() + ", " + name + " has " + typeString(dt, shape));
     return *x;
   };
-  // 1. Validate everything before changing anything.
+  // 1. Validate everything before changing anything: first the optimizer's flags of a torch
+  // param group (another optimizer's state then says so, not which tensor it lacks).
+  if (auto it = ck.metadata.find("param_groups"); it != ck.metadata.end() && !ck.metadata.count("hyper")) {
+    try {
+      nlohmann::json g = nlohmann::json::parse(it->second).at(0);
+      if (isAdam(t) && g.contains("decoupled_weight_decay") && g["decoupled_weight_decay"].is_boolean() &&
+          g["decoupled_weight_decay"].get<bool>() != (std::string(t.optimizer) == "adamw"))
+        throw RuntimeError(what + ": param_groups has decoupled_weight_decay=" +
+                           (g["decoupled_weight_decay"].get<bool>() ? "True (torch's AdamW)" : "False (torch's Adam)") +
+                           " but the object was compiled with " + t.config);
+      for (const char *flag : {"nesterov", "amsgrad", "maximize"})
+        if (g.contains(flag) && g[flag].is_boolean() && g[flag].get<bool>() != configFlag(t, flag))
+          throw RuntimeError(what + ": param_groups has " + flag + "=" + (g[flag].get<bool>() ? "True" : "False") +
+                             " but the object was compiled with " + t.config);
+    } catch (const nlohmann::json::exception &e) {
+      throw RuntimeError(what + ": malformed param_groups metadata: " + e.what(), AOTC_RT_ERROR_IO);
+    }
+  }
   std::vector<std::string> expected;
   for (int i = 0; i < p.num_inputs; ++i) {
     const aotc_tensor_desc &d = p.inputs[i];
@@ -184,7 +201,12 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
       std::string sn = "optimizer.state." + std::string(p.inputs[t.param_inputs[k]].name) + ".step";
       if (ck.get(sn).at(0) != step) mismatch(sn, "the step counts of the parameters differ");
     }
-  if (!hasState && step != 0) throw RuntimeError(what + ": step " + std::to_string(step) + " but no optimizer state");
+  // A step count without state tensors is only consistent for an optimizer that keeps none
+  // (plain SGD: no momentum).
+  bool keepsState = false;
+  for (int s = 0; s < t.num_state; ++s) keepsState |= t.state[s].kind == AOTC_STATE_OPTIMIZER;
+  if (!hasState && step != 0 && keepsState)
+    throw RuntimeError(what + ": step " + std::to_string(step) + " but no optimizer state", AOTC_RT_ERROR_IO);
   // Hyperparameters: "hyper" (exact, aotc's) else torch's param_groups.
   std::vector<double> hyper = hyper_;
   try {
@@ -201,15 +223,6 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
         hy["beta1"] = g["betas"][0];
         hy["beta2"] = g["betas"][1];
       }
-      if (isAdam(t) && g.contains("decoupled_weight_decay") && g["decoupled_weight_decay"].is_boolean() &&
-          g["decoupled_weight_decay"].get<bool>() != (std::string(t.optimizer) == "adamw"))
-        throw RuntimeError(what + ": param_groups has decoupled_weight_decay=" +
-                           (g["decoupled_weight_decay"].get<bool>() ? "True (torch's AdamW)" : "False (torch's Adam)") +
-                           " but the object was compiled with " + t.config);
-      for (const char *flag : {"nesterov", "amsgrad", "maximize"})
-        if (g.contains(flag) && g[flag].is_boolean() && g[flag].get<bool>() != configFlag(t, flag))
-          throw RuntimeError(what + ": param_groups has " + flag + "=" + (g[flag].get<bool>() ? "True" : "False") +
-                             " but the object was compiled with " + t.config);
       if (!hy.contains("weight_decay") || hy["weight_decay"].get<double>() == 0) hy.erase("weight_decay");
     }
     for (auto &[k, v] : hy.items()) {

@@ -103,7 +103,7 @@ void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const ao
     for (int k = 0; k < x.rank && x.shape; ++k) s += (k ? ", " : "") + std::to_string(x.shape[k]);
     return s + "]";
   };
-  if (!t.data) throw RuntimeError(progName(p) + ": " + what + " is null");
+  if (!t.data && d.bytes != 0) throw RuntimeError(progName(p) + ": " + what + " is null");
   bool same = t.dtype == d.dtype && t.rank == d.rank && (t.rank == 0 || t.shape);
   for (int k = 0; same && k < d.rank; ++k) same = t.shape[k] == d.shape[k];
   if (!same)
@@ -308,7 +308,7 @@ void DifferentiableFunction::bindTangents(std::span<const aotc_rt_tensor> tangen
         throw RuntimeError(std::string(p.name) + ": output '" + d.name + "' (output " + std::to_string(i) + ") is " +
                            (d.updates_input >= 0 ? std::string("the new value of input '") + p.inputs[d.updates_input].name + "'"
                                                  : descTypeString(d)) +
-                           ", not differentiable; pass nullptr as its gradient");
+                           ", not differentiable: give it no gradient (nullptr; None in Python)");
       tangents_[i] = nullptr;
       continue;
     }

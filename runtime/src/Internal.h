@@ -29,9 +29,10 @@ void checkProgram(const aotc_program *p);
 /// "parameter 'fc1.weight' (input 0)".
 std::string inputWhat(const aotc_program &p, int i);
 
-/// True when t is non-NULL, of d's dtype and shape, and 64-byte aligned.
+/// True when t is of d's dtype and shape, 64-byte aligned, and non-NULL unless d holds no bytes
+/// (torch's empty tensors have data_ptr() 0; entry points never touch a 0-byte buffer).
 inline bool tensorFits(const aotc_tensor_desc &d, const aotc_rt_tensor &t) {
-  if (!t.data || t.dtype != d.dtype || t.rank != d.rank || (t.rank > 0 && !t.shape) ||
+  if ((!t.data && d.bytes != 0) || t.dtype != d.dtype || t.rank != d.rank || (t.rank > 0 && !t.shape) ||
       reinterpret_cast<uintptr_t>(t.data) % AOTC_ALIGNMENT != 0)
     return false;
   for (int k = 0; k < d.rank; ++k)

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace aotc::rt {
@@ -23,6 +25,16 @@ using detail::progName;
 namespace {
 
 std::vector<int64_t> shapeOf(const aotc_state_desc &d) { return std::vector<int64_t>(d.shape, d.shape + d.rank); }
+
+/// A double as the shortest text that reads back the same ("1e-09", "0.9", "inf").
+std::string num(double v) {
+  char b[32];
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(b, sizeof b, "%.*g", prec, v);
+    if (std::strtod(b, nullptr) == v || std::isnan(v)) break;
+  }
+  return b;
+}
 
 } // namespace
 
@@ -182,9 +194,8 @@ void Trainer::setHyper(const std::string &name, double value) {
   bool bounded = d.max >= d.min;
   bool ok = std::isfinite(value) && value >= d.min && (!bounded || (d.max_open ? value < d.max : value <= d.max));
   if (!ok)
-    throw RuntimeError(progName(*program_) + ": " + name + " = " + std::to_string(value) + " is outside [" +
-                       std::to_string(d.min) + ", " + (bounded ? std::to_string(d.max) : std::string("inf")) +
-                       (d.max_open ? ")" : "]"));
+    throw RuntimeError(progName(*program_) + ": " + name + " = " + num(value) + " is outside [" + num(d.min) + ", " +
+                       (bounded ? num(d.max) : std::string("inf")) + (d.max_open ? ")" : "]"));
   hyper_[h] = value;
 }
 

@@ -6,7 +6,8 @@
 #   3. Debian's python3 -m venv + pip install ./python (offline: --no-build-isolation --no-index, the
 #      venv seeing Debian's setuptools and wheel: --system-site-packages), then,
 #      outside the source tree and with the prefix's bin/ on PATH, the installed package finds
-#      aotc, compiles and links the MLP and runs its forward vs the same golden's first loss.
+#      aotc and the prefix's libaotc_runtime.so, compiles and links the MLP and runs its forward
+#      vs the same golden's first loss.
 # Usage: run.sh BUILD SRC
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -36,7 +37,7 @@ cp -r "$src/python" "$tmp/python-src"  # setuptools writes build/ and *.egg-info
 "$tmp/venv/bin/pip" install -q --no-build-isolation --no-index --no-deps "$tmp/python-src" > "$tmp/pip.log" 2>&1 ||
   { cat "$tmp/pip.log"; exit 1; }
 cd "$tmp"
-env -u AOTC_BIN -u AOTC_KERNELS_LIB -u PYTHONPATH PATH="$prefix/bin:$PATH" AOTC_CACHE_DIR="$tmp/cache" \
+env -u AOTC_BIN -u AOTC_KERNELS_LIB -u AOTC_RUNTIME_LIB -u PYTHONPATH PATH="$prefix/bin:$PATH" AOTC_CACHE_DIR="$tmp/cache" \
   "$tmp/venv/bin/python" - "$src" "$prefix" <<'PY'
 import os, sys
 import aotc
@@ -44,6 +45,8 @@ src, prefix = sys.argv[1], sys.argv[2]
 assert not aotc.__file__.startswith(src), f"imported {aotc.__file__}, not the installed package"
 exe = aotc.find_aotc()
 assert exe == os.path.join(prefix, "bin", "aotc"), exe
+rt = aotc.runtime_library()  # the runtime the package runs programs with, beside the aotc binary
+assert rt == os.path.join(prefix, "lib", "libaotc_runtime.so"), rt
 r = aotc.build_library(os.path.join(src, "examples", "mlp", "mlp.pt2"))
 prog = aotc.load(r.library)
 golden = aotc.read_safetensors(os.path.join(src, "examples", "mlp", "golden.safetensors"))

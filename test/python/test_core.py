@@ -10,6 +10,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -94,23 +95,47 @@ class MlpSharedLibrary(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=os.path.join(testutil.SRC_ROOT, "python"))
         subprocess.run([sys.executable, "-c", code, self.lib], check=True, env=env)
 
-    def test_layout_matches_c(self):
+    def test_constants_match_c(self):
+        # ABI_VERSION is the runtime's (aotc_rt_abi_version: minor << 16 | major), the same as
+        # abi.h's AOTC_ABI_VERSION that the C loader was compiled with.
+        with open(os.path.join(testutil.SRC_ROOT, "runtime", "include", "aotc", "abi.h")) as f:
+            h = f.read()
+        major = int(re.search(r"#define AOTC_ABI_MAJOR (\d+)", h).group(1))
+        minor = int(re.search(r"#define AOTC_ABI_MINOR (\d+)", h).group(1))
+        self.assertEqual(aotc.ABI_VERSION, minor << 16 | major)  # 9 today (major 9, minor 0)
         exe = env_path("AOTC_TEST_DLOPEN_CHECK")
         if not exe:
             self.skipTest("AOTC_TEST_DLOPEN_CHECK not set (the C layout printer)")
-        c = json.loads(subprocess.run([exe, "--layout"], check=True, capture_output=True,
-                                      text=True).stdout)
+        p = subprocess.run([exe, "--layout"], capture_output=True, text=True)
+        if p.returncode != 0:
+            self.skipTest(f"dlopen_check --layout: {p.stderr.strip()}")
+        c = json.loads(p.stdout)
         self.assertEqual(c["AOTC_ABI_VERSION"], aotc.ABI_VERSION)
         self.assertEqual(c["AOTC_ALIGNMENT"], aotc.ALIGNMENT)
-        for cls in (_core.aotc_tensor_desc, _core.aotc_program, _core.aotc_state_desc,
-                    _core.aotc_hyper_desc, _core.aotc_train):
-            want = c[cls.__name__]
-            self.assertEqual(ctypes.sizeof(cls), want["sizeof"], cls.__name__)
-            names = [f[0] for f in cls._fields_]
-            self.assertEqual(names, list(want["fields"]), cls.__name__)
-            for name in names:
-                f = getattr(cls, name)
-                self.assertEqual([f.offset, f.size], want["fields"][name], f"{cls.__name__}.{name}")
+
+    def test_descriptor_matches_dlopen_check(self):
+        # The descriptor as the runtime's JSON gives it to Python (aotc_rt_program_describe) and
+        # as the C loader reads the struct itself: every tensor's name, dtype, shape, role,
+        # requires_grad, numel and bytes, and grad_input_index.
+        exe = env_path("AOTC_TEST_DLOPEN_CHECK")
+        if not exe:
+            self.skipTest("AOTC_TEST_DLOPEN_CHECK not set (the C loader)")
+        out = subprocess.run([exe, self.lib, "mlp"], check=True, capture_output=True, text=True).stdout
+        p = self.p
+        want = []
+        for kind, descs in (("in", p.inputs), ("out", p.outputs), ("grad", p.grads)):
+            for d in descs:
+                want.append(f"{kind}[{d.index}] {d.name} {d.type_str} {d.role} requires_grad="
+                            f"{int(d.requires_grad)} numel={d.numel} bytes={d.nbytes}")
+        got = [l for l in out.splitlines() if l.split("[", 1)[0] in ("in", "out", "grad") and "=" in l
+               and " requires_grad=" in l]
+        self.assertEqual(got, want)
+        gi = [int(l.rsplit(" ", 1)[1]) for l in out.splitlines() if " of input " in l]
+        self.assertEqual(gi, p.grad_input_index)
+        head = next(l for l in out.splitlines() if l.startswith("program "))
+        self.assertIn(f"program {p.name} abi_version={p.abi_version} inputs={len(p.inputs)} "
+                      f"outputs={len(p.outputs)} grads={len(p.grads)} saved_bytes={p.saved_bytes} "
+                      f"scratch_bytes={p.scratch_bytes} errors={len(p.errors)}", head)
 
     def test_descriptor_matches_golden(self):
         p, g = self.p, self.golden
@@ -170,31 +195,62 @@ class MlpSharedLibrary(unittest.TestCase):
         self.assertNotEqual(ref_a, ref_b)
         _, ctx_a = p.forward(a)
         _, ctx_b = p.forward(b)
-        p._scratch.memory[:] = b"\xff" * p._scratch.nbytes  # NaN scratch between calls
+        p.poison_scratch()  # NaN scratch between calls
         got_b = [t.tobytes() for t in p.backward(ctx_b)]
-        p._scratch.memory[:] = b"\xff" * p._scratch.nbytes
+        p.poison_scratch()
         got_a = [t.tobytes() for t in p.backward(ctx_a)]
         self.assertEqual(got_a, ref_a)
         self.assertEqual(got_b, ref_b)
         with self.assertRaisesRegex(aotc.InputError, "not consumed yet"):
             p.backward(ctx_a)
 
-    def test_abi_context_per_thread_created_once(self):
+    def test_function_handle_per_thread_created_once(self):
+        # One runtime function (aotc_rt_function: an ABI context and a scratch arena) per
+        # thread, made at its first call.
         p = self.p
         ins = golden_inputs(p, self.golden)
         run_step(p, ins)
-        ctx = p.context()
-        self.assertTrue(ctx)
+        fn = p.function().ptr
+        self.assertTrue(fn)
         run_step(p, ins)
-        self.assertEqual(p.context(), ctx)  # created once, not per call
+        self.assertEqual(p.function().ptr, fn)  # created once, not per call
         other = []
-        t = threading.Thread(target=lambda: other.append(p.context()))
+
+        def in_thread():
+            other.append([t.tobytes() for t in run_step(p, ins)[1]])
+            other.append(p.function().ptr)
+        t = threading.Thread(target=in_thread)
         t.start()
         t.join()
-        self.assertNotEqual(other[0], ctx)  # another thread gets its own
-        # An entry point given no context refuses to run (AOTC_ERROR_CONTEXT).
+        self.assertNotEqual(other[1], fn)  # another thread gets its own
+        self.assertEqual(other[0], [t.tobytes() for t in run_step(p, ins)[1]])
+        # The object's entry point given no context refuses to run (AOTC_ERROR_CONTEXT of abi.h),
+        # called through its exported symbol (the descriptor's, python.shared_lib.dlopen_mlp).
+        fwd = p._lib.mlp_forward
+        fwd.restype, fwd.argtypes = ctypes.c_int, [ctypes.c_void_p] * 5
         null = (ctypes.c_void_p * 1)()
-        self.assertEqual(p._forward(None, null, null, None, None), aotc._core.ERROR_CONTEXT)
+        self.assertEqual(fwd(None, null, null, None, None), -100)
+
+    def test_threads_run_concurrently(self):
+        # Four threads on one Program (a handle each, no lock): the same bits as one thread.
+        p = self.p
+        ins = golden_inputs(p, self.golden)
+        ref = [t.tobytes() for t in run_step(p, ins)[1]]
+        results, errors = [], []
+
+        def work():
+            try:
+                for _ in range(3):
+                    results.append([t.tobytes() for t in run_step(p, ins)[1]])
+            except Exception as e:  # reported below
+                errors.append(e)
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(results, [ref] * 12)
 
     def test_threads_bit_identical(self):
         p, g = self.p, self.golden
@@ -234,6 +290,28 @@ class MlpSharedLibrary(unittest.TestCase):
         with self.assertRaisesRegex(aotc.InputError, r"gradient of output 'div' \(output 0\) "
                                                      r"must be f32\[\], got f64\[\]"):
             p.backward(ctx, [aotc.Tensor("f64", ())])
+
+    def test_raw_calls_are_checked(self):
+        # call_forward (addresses, the descriptor's dtypes and shapes): the runtime still
+        # checks counts, NULL and alignment, naming the tensor.
+        p, g = self.p, self.golden
+        ins = [aotc.Tensor(v.dtype, v.shape, v.data) for v in golden_inputs(p, g).values()]
+        outs = [aotc.Tensor(d.dtype, d.shape) for d in p.outputs]
+        saved = aotc.AlignedBuffer(p.saved_bytes)
+        ptrs = [t.ptr for t in ins]
+        p.call_forward(ptrs, [o.ptr for o in outs], saved.ptr)
+        loss = outs[0].item()
+        with self.assertRaisesRegex(aotc.InputError, r"input 'x' \(input 4\).*align"):
+            p.call_forward(ptrs[:4] + [ptrs[4] + 4] + ptrs[5:], [o.ptr for o in outs], saved.ptr)
+        with self.assertRaisesRegex(aotc.InputError, r"input 'target' \(input 5\)"):
+            p.call_forward(ptrs[:5] + [None], [o.ptr for o in outs], saved.ptr)
+        with self.assertRaisesRegex(aotc.InputError, r"\b6\b.*\b5\b"):
+            p.call_forward(ptrs[:5], [o.ptr for o in outs], saved.ptr)
+        grads = [aotc.Tensor(d.dtype, d.shape) for d in p.grads]
+        p.call_backward(ptrs, saved.ptr, [None], [t.ptr for t in grads])  # default cotangent 1
+        ref = run_step(p, golden_inputs(p, g))
+        self.assertEqual(loss, ref[0][0].item())
+        self.assertEqual([t.tobytes() for t in grads], [t.tobytes() for t in ref[1]])
 
     def test_out_of_range_index_names_node_and_value(self):
         p, g = self.p, self.golden
@@ -335,10 +413,45 @@ class AbiChecks(unittest.TestCase):
                         os.path.join(testutil.SRC_ROOT, "runtime", "include")], check=True)
         return lib
 
+    def test_capi_struct_layout_matches_c(self):
+        # The three structs of aotc/capi.h that ctypes spells (RtTensor, RtErrorInfo,
+        # RtTrainStatus) against the C compiler's offsetof/sizeof.
+        cc = _cc()
+        d = testutil.work_dir("capi-layout")
+        structs = {"aotc_rt_tensor": _core.RtTensor, "aotc_rt_error_info": _core.RtErrorInfo,
+                   "aotc_rt_train_status": _core.RtTrainStatus}
+        lines = []
+        for cname, cls in structs.items():
+            lines.append(f'printf("{cname} sizeof %zu\\n", sizeof({cname}));')
+            for f, _ in cls._fields_:
+                lines.append(f'printf("{cname}.{f} %zu %zu\\n", offsetof({cname}, {f}), '
+                             f'sizeof((({cname} *)0)->{f}));')
+        src = os.path.join(d, "layout.c")
+        with open(src, "w") as fh:
+            fh.write("#include <stddef.h>\n#include <stdio.h>\n#include \"aotc/capi.h\"\n"
+                     "int main(void) {\n" + "\n".join(lines) + "\nreturn 0;\n}\n")
+        exe = os.path.join(d, "layout")
+        subprocess.run([cc, "-o", exe, src, "-I", os.path.join(testutil.SRC_ROOT, "runtime", "include")],
+                       check=True)
+        c = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.splitlines()
+        want = []
+        for cname, cls in structs.items():
+            want.append(f"{cname} sizeof {ctypes.sizeof(cls)}")
+            want += [f"{cname}.{f} {getattr(cls, f).offset} {getattr(cls, f).size}" for f, _ in cls._fields_]
+        self.assertEqual(c, want)
+
     def test_other_abi_version_is_refused(self):
-        with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' .* has ABI version 1, "
-                                                   rf"this module expects {aotc.ABI_VERSION}"):
+        # The runtime checks (aotc_rt_program_check): another major version is refused with its
+        # message; a newer minor version of the same major (compatible additions) runs.
+        major = aotc.ABI_VERSION & 0xFFFF
+        with self.assertRaisesRegex(aotc.AbiError, r"program 'fake' has ABI version 1\b.*"
+                                                   rf"major version {major}\b"):
             aotc.Program(self._fake(1), "fake")
+        with self.assertRaisesRegex(aotc.AbiError, rf"program 'fake' has ABI version {major + 1}\b"):
+            aotc.Program(self._fake(major + 1), "fake")
+        p = aotc.Program(self._fake((3 << 16) | major), "fake")
+        self.assertEqual(p.abi_version, (3 << 16) | major)
+        self.assertEqual(p.forward([])[0], [])
 
     def test_missing_symbol(self):
         lib = self._fake(aotc.ABI_VERSION)
@@ -349,6 +462,25 @@ class AbiChecks(unittest.TestCase):
             aotc.Program(lib)  # libfake5.so -> default name 'fake5'
         p = aotc.Program(lib, "fake")
         self.assertEqual((p.name, len(p.inputs)), ("fake", 0))
+
+    def test_missing_runtime_library_names_the_places_tried(self):
+        # A copy of the package outside the source tree, no aotc binary: Program() says where it
+        # looked for libaotc_runtime.so.
+        d = testutil.work_dir("pkgcopy")
+        shutil.copytree(os.path.join(testutil.SRC_ROOT, "python", "aotc"), os.path.join(d, "aotc"),
+                        ignore=shutil.ignore_patterns("__pycache__", "lib", "bin"))
+        env = {k: v for k, v in os.environ.items() if k not in ("AOTC_RUNTIME_LIB", "AOTC_BIN")}
+        env.update(PYTHONPATH=d, AOTC_BIN=os.path.join(d, "no-aotc"))
+        code = ("import sys, aotc\ntry:\n    aotc.Program(sys.argv[1], 'fake')\n"
+                "except aotc.Error as e:\n    print(e)\n")
+        out = subprocess.run([sys.executable, "-c", code, self._fake(9)], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        self.assertIn("libaotc_runtime.so not found: set AOTC_RUNTIME_LIB", out)
+        self.assertIn(os.path.join(d, "aotc", "lib", "libaotc_runtime.so"), out)
+        env["AOTC_RUNTIME_LIB"] = os.path.join(d, "missing.so")
+        out = subprocess.run([sys.executable, "-c", code, self._fake(9)], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        self.assertIn(f"AOTC_RUNTIME_LIB={d}/missing.so is not a file", out)
 
     def test_current_version_empty_program_runs_and_frees_its_context(self):
         p = aotc.Program(self._fake(aotc.ABI_VERSION), "fake")
@@ -456,7 +588,7 @@ class BuildLibrary(unittest.TestCase):
         self.assertEqual(p.inputs[buf].role, "buffer")
         inputs = [aotc.Tensor(v.dtype, v.shape, v.data) for v in golden_inputs(p, g).values()]
         outs, state = p.forward(inputs)
-        with self.assertRaisesRegex(aotc.InputError, r"output 'add' \(output 1\) is not "
+        with self.assertRaisesRegex(aotc.InputError, r"output 'add' \(output 1\) .*not "
                                                      r"differentiable"):
             p.backward(state, [None, outs[1]])
         grads = p.backward(state)

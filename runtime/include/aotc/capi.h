@@ -14,7 +14,8 @@
  * checks, in this order, and reports the first problem naming the tensor ("mlp: input 'x'
  * (input 4) must be f32[64, 784], got f32[32, 784]"): the count of tensors, a NULL data
  * pointer, the dtype, the rank and shape, and 64-byte alignment (AOTC_ALIGNMENT). Nothing is
- * run then. shape may be NULL when rank is 0.
+ * run then. shape may be NULL when rank is 0; data may be NULL when the tensor holds no bytes
+ * (numel 0: torch's empty tensors have data_ptr() 0; no entry point touches such a buffer).
  *
  * Errors: every function returns AOTC_RT_OK (0) or an aotc_rt_status. The calling thread's
  * last error (message and, for AOTC_RT_ERROR_PROGRAM, the entry point's code and offending
@@ -88,7 +89,7 @@ int aotc_rt_last_error_info(aotc_rt_error_info *info);
 uint32_t aotc_rt_abi_version(void);
 /** Checks `program` (see the top of this file). */
 int aotc_rt_program_check(const aotc_program *program);
-/** The whole descriptor as JSON (docs/abi.md "The descriptor as JSON"): name, abi_version,
+/** The whole descriptor as JSON (abi.h's fields by their names): name, abi_version,
  *  build_id, flags, saved_bytes, scratch_bytes, has_eval, inputs / outputs / grads ({name,
  *  dtype, role, shape, requires_grad, numel, bytes, updates_input}), grad_input_index, errors,
  *  and train (null, or {optimizer, config, clip_grad_norm, skip_nonfinite, grad_accumulation,
@@ -172,7 +173,8 @@ typedef struct aotc_rt_train_status {
 int aotc_rt_trainer_status(const aotc_rt_trainer *t, aotc_rt_train_status *out);
 
 /** The checkpoint (trainer.h save(); docs/training.md "Checkpoints": torch's names) as a
- *  safetensors image in memory: *bytes (free with aotc_rt_free) of *size bytes. */
+ *  safetensors image in memory: *bytes (free with aotc_rt_free) of *size bytes. Unlike save(),
+ *  allowed in the middle of a gradient accumulation (the accumulators are not part of it). */
 int aotc_rt_trainer_checkpoint(const aotc_rt_trainer *t, void **bytes, int64_t *size);
 /** Restores from an image (trainer.h restore(): everything validated first, nothing changed
  *  on error). `what` names it in messages. */
