@@ -73,7 +73,10 @@ void planScratch(KernelGraph &kg, int64_t redzone) {
   std::vector<std::pair<int, int>> live;
   std::vector<int64_t> sizes;
   std::vector<std::pair<int, int>> range(kg.buffers.size(), {-1, -1});
-  bool fail = false;
+  // The status slot (the {code, value} pair at 0, abi.h error_value_offset 8) exists whenever
+  // the graph has an error table, even if no kernel can fail any more (a bounds-checked access
+  // on an empty tensor is removed): the descriptor promises it inside the arena.
+  bool fail = !kg.errors.empty();
   for (size_t k = 0; k < kg.kernels.size(); ++k) {
     const Kernel &K = kg.kernels[k];
     fail = fail || K.mayFail() || K.callMayFail();
