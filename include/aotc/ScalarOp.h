@@ -34,7 +34,11 @@ enum class ScalarOp : uint8_t {
   Philox,  ///< Word `iconst` (0..3) of Philox 4x32-10 (include/aotc/Philox.h) with key a (the i64
            ///< seed) and counter {lo32(c), hi32(c), lo32(b), hi32(b)} (b: the i64 offset, c: the
            ///< i64 element index); the result is I64 in [0, 2^32).
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, ///< Floating unary libm functions.
 };
+/// True for the operations that are a libm call (exp, log, sin, atan2, ...): what a target's
+/// cost model counts as expensive.
+bool isLibmScalarOp(ScalarOp op);
 const char *scalarOpName(ScalarOp op);
 
 } // namespace aotc

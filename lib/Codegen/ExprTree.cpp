@@ -104,11 +104,7 @@ int exprCost(const ERef &root) {
     if (e->op != ScalarOp::Load && e->op != ScalarOp::Const && e->op != ScalarOp::Reg &&
         e->op != ScalarOp::Index) {
       ++cost;
-      if (e->op == ScalarOp::Exp || e->op == ScalarOp::Log || e->op == ScalarOp::Tanh ||
-          e->op == ScalarOp::Erf || e->op == ScalarOp::Pow || e->op == ScalarOp::Sin ||
-          e->op == ScalarOp::Cos || e->op == ScalarOp::Log1p || e->op == ScalarOp::Expm1 ||
-          e->op == ScalarOp::Atan2)
-        cost += 3;
+      if (isLibmScalarOp(e->op)) cost += 3;
       if (e->op == ScalarOp::Philox) cost += 40; // 10 rounds of 2 wide multiplies and 4 xors
     }
     for (auto &a : e->args) visit(a);

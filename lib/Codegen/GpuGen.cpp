@@ -669,9 +669,42 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
   b_.create<gpu::ReturnOp>(loc_);
 }
 
+/// The math ops LLVM 19's GPU-to-NVVM patterns leave unconverted although libdevice has them:
+/// each becomes a call of libdevice's __nv_<name>f (f32) / __nv_<name> (f64), linked by
+/// gpu-module-to-binary as the converted ones are.
+void mathToLibdevice(ModuleOp mod) {
+  std::vector<std::pair<Operation *, const char *>> todo;
+  mod.walk([&](Operation *op) {
+    const char *name = isa<math::AsinOp>(op)    ? "asin"
+                       : isa<math::AcosOp>(op)  ? "acos"
+                       : isa<math::SinhOp>(op)  ? "sinh"
+                       : isa<math::CoshOp>(op)  ? "cosh"
+                       : isa<math::AsinhOp>(op) ? "asinh"
+                       : isa<math::AcoshOp>(op) ? "acosh"
+                       : isa<math::AtanhOp>(op) ? "atanh"
+                                                : nullptr;
+    if (name) todo.emplace_back(op, name);
+  });
+  for (auto [op, base] : todo) {
+    Type t = op->getResult(0).getType();
+    auto gm = op->getParentOfType<gpu::GPUModuleOp>();
+    std::string name = std::string("__nv_") + base + (t.isF32() ? "f" : "");
+    auto fn = gm.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!fn) {
+      OpBuilder mb(gm.getBody(), gm.getBody()->begin());
+      fn = mb.create<LLVM::LLVMFuncOp>(op->getLoc(), name, LLVM::LLVMFunctionType::get(t, {t}));
+    }
+    OpBuilder b(op);
+    auto call = b.create<LLVM::CallOp>(op->getLoc(), fn, op->getOperands());
+    op->getResult(0).replaceAllUsesWith(call.getResult());
+    op->erase();
+  }
+}
+
 /// Lowers the gpu.module to PTX for `chip` (gpu-module-to-binary, format isa).
 std::string lowerToPtx(ModuleOp mod, const std::string &chip, const std::string &toolkit) {
   MLIRContext *ctx = mod.getContext();
+  mathToLibdevice(mod);
   std::string diag;
   llvm::raw_string_ostream diagOs(diag);
   ScopedDiagnosticHandler h(ctx, [&](Diagnostic &d) {

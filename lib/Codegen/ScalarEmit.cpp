@@ -285,6 +285,17 @@ Value ScalarEmitter::inst(int id) {
   case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;
   case ScalarOp::Expm1: r = b_.create<math::ExpM1Op>(loc_, A()); break;
   case ScalarOp::Atan2: r = b_.create<math::Atan2Op>(loc_, A(), B()); break;
+  case ScalarOp::Tan: r = b_.create<math::TanOp>(loc_, A()); break;
+  case ScalarOp::Asin: r = b_.create<math::AsinOp>(loc_, A()); break;
+  case ScalarOp::Acos: r = b_.create<math::AcosOp>(loc_, A()); break;
+  case ScalarOp::Atan: r = b_.create<math::AtanOp>(loc_, A()); break;
+  case ScalarOp::Sinh: r = b_.create<math::SinhOp>(loc_, A()); break;
+  case ScalarOp::Cosh: r = b_.create<math::CoshOp>(loc_, A()); break;
+  case ScalarOp::Asinh: r = b_.create<math::AsinhOp>(loc_, A()); break;
+  case ScalarOp::Acosh: r = b_.create<math::AcoshOp>(loc_, A()); break;
+  case ScalarOp::Atanh: r = b_.create<math::AtanhOp>(loc_, A()); break;
+  case ScalarOp::Log2: r = b_.create<math::Log2Op>(loc_, A()); break;
+  case ScalarOp::Log10: r = b_.create<math::Log10Op>(loc_, A()); break;
   case ScalarOp::Philox: r = philox(A(), B(), inst(in.c), in.iconst); break;
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
   case ScalarOp::Add: // bool: logical or (torch: True + True is True; addi on i1 would wrap)

@@ -8,8 +8,23 @@ const char *scalarOpName(ScalarOp op) {
                                 "tanh",  "sqrt", "erf", "not",  "add", "sub", "mul", "div",
                                 "pow",   "max",  "min", "eq",   "ne",  "lt",  "le",  "gt",
                                 "ge",    "and",  "or",  "select", "index", "sin",
-                                "cos",   "log1p", "expm1", "atan2", "philox"};
+                                "cos",   "log1p", "expm1", "atan2", "philox", "tan", "asin", "acos",
+                                "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10"};
+  static_assert(sizeof names / sizeof names[0] == (int)ScalarOp::Log10 + 1, "one name per ScalarOp");
   return names[(int)op];
+}
+
+bool isLibmScalarOp(ScalarOp op) {
+  switch (op) {
+  case ScalarOp::Exp: case ScalarOp::Log: case ScalarOp::Tanh: case ScalarOp::Erf: case ScalarOp::Pow:
+  case ScalarOp::Sin: case ScalarOp::Cos: case ScalarOp::Log1p: case ScalarOp::Expm1: case ScalarOp::Atan2:
+  case ScalarOp::Tan: case ScalarOp::Asin: case ScalarOp::Acos: case ScalarOp::Atan: case ScalarOp::Sinh:
+  case ScalarOp::Cosh: case ScalarOp::Asinh: case ScalarOp::Acosh: case ScalarOp::Atanh: case ScalarOp::Log2:
+  case ScalarOp::Log10:
+    return true;
+  default:
+    return false;
+  }
 }
 
 } // namespace aotc

@@ -586,6 +586,22 @@ def _isnan(dtype, make):
             (aten.isnan.default, (torch.tensor([True, False]),), {})]
 
 
+def _unary_edges(op, low, high, outside):
+    """A unary float function at the edges OpInfo's samples avoid: NaN, +-inf, +-0.0, the ends of
+    its domain [low, high] and `outside` (values outside it: NaN in torch), with gradients; and,
+    with the float32 samples, an integer tensor (promoted to the default dtype, float32: judged
+    with float32's tolerance)."""
+    def samples(dtype, make):
+        x = make((3, 6), low=low, high=high)
+        with torch.no_grad():
+            edges = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, low, high] + list(outside)
+            for k, v in enumerate(edges[:18]):
+                x.view(-1)[k] = v
+        ints = [(op, (torch.arange(1, 4),), {})] if dtype == torch.float32 else []
+        return [(op, (x,), {})] + ints
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -640,6 +656,17 @@ EXTRA = {
     "aten.bitwise_xor.Scalar": _bitwise(aten.bitwise_xor.Scalar),
     "aten.copy.default": _copy,
     "aten.isnan.default": _isnan,
+    "aten.tan.default": _unary_edges(aten.tan.default, -1.5, 1.5, [3.0, -20.0]),
+    "aten.asin.default": _unary_edges(aten.asin.default, -1.0, 1.0, [1.5, -2.0]),
+    "aten.acos.default": _unary_edges(aten.acos.default, -1.0, 1.0, [1.5, -2.0]),
+    "aten.atan.default": _unary_edges(aten.atan.default, -10.0, 10.0, [1e30, -1e30]),
+    "aten.sinh.default": _unary_edges(aten.sinh.default, -5.0, 5.0, [100.0, -100.0]),
+    "aten.cosh.default": _unary_edges(aten.cosh.default, -5.0, 5.0, [100.0, -100.0]),
+    "aten.asinh.default": _unary_edges(aten.asinh.default, -10.0, 10.0, [1e30, -1e30]),
+    "aten.acosh.default": _unary_edges(aten.acosh.default, 1.0, 10.0, [0.5, -2.0]),
+    "aten.atanh.default": _unary_edges(aten.atanh.default, -1.0, 1.0, [1.5, -2.0]),
+    "aten.log2.default": _unary_edges(aten.log2.default, 0.0, 10.0, [-1.0, 1e30]),
+    "aten.log10.default": _unary_edges(aten.log10.default, 0.0, 10.0, [-1.0, 1e30]),
     "aten.chunk.default": _chunk,
     "aten.clamp_max.default": _clamp_max,
     "aten.index.Tensor": _index,

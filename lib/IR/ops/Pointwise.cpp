@@ -230,6 +230,17 @@ void registerPointwiseOps(OpRegistry &r) {
   unaryFloat(r, "reciprocal(Tensor self) -> Tensor", [](double x) { return 1.0 / x; });
   unaryFloat(r, "sin(Tensor self) -> Tensor", [](double x) { return std::sin(x); }, ScalarOp::Sin);
   unaryFloat(r, "cos(Tensor self) -> Tensor", [](double x) { return std::cos(x); }, ScalarOp::Cos);
+  unaryFloat(r, "tan(Tensor self) -> Tensor", [](double x) { return std::tan(x); }, ScalarOp::Tan);
+  unaryFloat(r, "asin(Tensor self) -> Tensor", [](double x) { return std::asin(x); }, ScalarOp::Asin);
+  unaryFloat(r, "acos(Tensor self) -> Tensor", [](double x) { return std::acos(x); }, ScalarOp::Acos);
+  unaryFloat(r, "atan(Tensor self) -> Tensor", [](double x) { return std::atan(x); }, ScalarOp::Atan);
+  unaryFloat(r, "sinh(Tensor self) -> Tensor", [](double x) { return std::sinh(x); }, ScalarOp::Sinh);
+  unaryFloat(r, "cosh(Tensor self) -> Tensor", [](double x) { return std::cosh(x); }, ScalarOp::Cosh);
+  unaryFloat(r, "asinh(Tensor self) -> Tensor", [](double x) { return std::asinh(x); }, ScalarOp::Asinh);
+  unaryFloat(r, "acosh(Tensor self) -> Tensor", [](double x) { return std::acosh(x); }, ScalarOp::Acosh);
+  unaryFloat(r, "atanh(Tensor self) -> Tensor", [](double x) { return std::atanh(x); }, ScalarOp::Atanh);
+  unaryFloat(r, "log2(Tensor self) -> Tensor", [](double x) { return std::log2(x); }, ScalarOp::Log2);
+  unaryFloat(r, "log10(Tensor self) -> Tensor", [](double x) { return std::log10(x); }, ScalarOp::Log10);
 
   // Unary keeping the dtype.
   unarySame(r, "neg(Tensor self) -> Tensor", [](double x) { return -x; }, /*noBool=*/true, ScalarOp::Neg);

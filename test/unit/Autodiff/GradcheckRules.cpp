@@ -158,6 +158,29 @@ std::vector<Case> allCases() {
   v.push_back(unary("aten.sin.default", {2}));
   v.push_back(unary("aten.cos.default", {3, 4}, -3, 3));
   v.push_back(unary("aten.cos.default", {2}));
+  // Inside each domain, away from the poles where the gradient blows up.
+  v.push_back(unary("aten.tan.default", {3, 4}, -1.2, 1.2));
+  v.push_back(unary("aten.tan.default", {2}, -0.5, 0.5));
+  v.push_back(unary("aten.asin.default", {3, 4}, -0.9, 0.9));
+  v.push_back(unary("aten.asin.default", {2}, -0.3, 0.3));
+  v.push_back(unary("aten.acos.default", {3, 4}, -0.9, 0.9));
+  v.push_back(unary("aten.acos.default", {2}, -0.3, 0.3));
+  v.push_back(unary("aten.atan.default", {3, 4}, -4, 4));
+  v.push_back(unary("aten.atan.default", {2}));
+  v.push_back(unary("aten.sinh.default", {3, 4}, -3, 3));
+  v.push_back(unary("aten.sinh.default", {2}));
+  v.push_back(unary("aten.cosh.default", {3, 4}, -3, 3));
+  v.push_back(unary("aten.cosh.default", {2}));
+  v.push_back(unary("aten.asinh.default", {3, 4}, -4, 4));
+  v.push_back(unary("aten.asinh.default", {2}));
+  v.push_back(unary("aten.acosh.default", {3, 4}, 1.2, 5));
+  v.push_back(unary("aten.acosh.default", {2}, 1.5, 3));
+  v.push_back(unary("aten.atanh.default", {3, 4}, -0.9, 0.9));
+  v.push_back(unary("aten.atanh.default", {2}, -0.3, 0.3));
+  v.push_back(unary("aten.log2.default", {3, 4}, 0.2, 5));
+  v.push_back(unary("aten.log2.default", {2}, 1, 2));
+  v.push_back(unary("aten.log10.default", {3, 4}, 0.2, 5));
+  v.push_back(unary("aten.log10.default", {2}, 1, 2));
   v.push_back(unary("aten.abs.default", {3, 4}, -1, 1, {}, {0.0}));
   v.push_back(unary("aten.abs.default", {5}, -2, 2, {}, {0.0}));
   // Activations.
