@@ -35,6 +35,10 @@ enum class ScalarOp : uint8_t {
            ///< seed) and counter {lo32(c), hi32(c), lo32(b), hi32(b)} (b: the i64 offset, c: the
            ///< i64 element index); the result is I64 in [0, 2^32).
   Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, ///< Floating unary libm functions.
+  Floor, Ceil, Trunc, Round, ///< Rounding to an integral value (Round: half to even, as torch.round);
+                             ///< the identity on integers.
+  Fmod,      ///< Floating a - trunc(a / b) * b, exactly (libm fmod; the sign of a).
+  Remainder, ///< Floating Python's a % b: fmod, plus b when non-zero and of the other sign than b.
 };
 /// True for the operations that are a libm call (exp, log, sin, atan2, ...): what a target's
 /// cost model counts as expensive.

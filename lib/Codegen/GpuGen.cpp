@@ -682,7 +682,9 @@ void mathToLibdevice(ModuleOp mod) {
                        : isa<math::AsinhOp>(op) ? "asinh"
                        : isa<math::AcoshOp>(op) ? "acosh"
                        : isa<math::AtanhOp>(op) ? "atanh"
-                                                : nullptr;
+                       : isa<math::TruncOp>(op) ? "trunc"
+                       : isa<math::RoundEvenOp>(op) ? "rint" // half to even in the default rounding mode
+                                                    : nullptr;
     if (name) todo.emplace_back(op, name);
   });
   for (auto [op, base] : todo) {

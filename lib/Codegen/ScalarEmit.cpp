@@ -296,6 +296,21 @@ Value ScalarEmitter::inst(int id) {
   case ScalarOp::Atanh: r = b_.create<math::AtanhOp>(loc_, A()); break;
   case ScalarOp::Log2: r = b_.create<math::Log2Op>(loc_, A()); break;
   case ScalarOp::Log10: r = b_.create<math::Log10Op>(loc_, A()); break;
+  case ScalarOp::Floor: r = fl ? b_.create<math::FloorOp>(loc_, A()).getResult() : A(); break;
+  case ScalarOp::Ceil: r = fl ? b_.create<math::CeilOp>(loc_, A()).getResult() : A(); break;
+  case ScalarOp::Trunc: r = fl ? b_.create<math::TruncOp>(loc_, A()).getResult() : A(); break;
+  case ScalarOp::Round: r = fl ? b_.create<math::RoundEvenOp>(loc_, A()).getResult() : A(); break;
+  case ScalarOp::Fmod: r = b_.create<arith::RemFOp>(loc_, A(), B()); break; // frem: fmod's exact result
+  case ScalarOp::Remainder: { // ATen: m = fmod(a, b); m != 0 && (b < 0) != (m < 0) ? m + b : m
+    Value b = B(), m = b_.create<arith::RemFOp>(loc_, A(), b);
+    Value zero = zeroOf(t);
+    Value nz = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNE, m, zero);
+    Value bNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, b, zero);
+    Value mNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, m, zero);
+    Value fix = b_.create<arith::AndIOp>(loc_, nz, b_.create<arith::XOrIOp>(loc_, bNeg, mNeg));
+    r = b_.create<arith::SelectOp>(loc_, fix, b_.create<arith::AddFOp>(loc_, m, b), m);
+    break;
+  }
   case ScalarOp::Philox: r = philox(A(), B(), inst(in.c), in.iconst); break;
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
   case ScalarOp::Add: // bool: logical or (torch: True + True is True; addi on i1 would wrap)

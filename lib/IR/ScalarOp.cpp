@@ -9,8 +9,9 @@ const char *scalarOpName(ScalarOp op) {
                                 "pow",   "max",  "min", "eq",   "ne",  "lt",  "le",  "gt",
                                 "ge",    "and",  "or",  "select", "index", "sin",
                                 "cos",   "log1p", "expm1", "atan2", "philox", "tan", "asin", "acos",
-                                "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10"};
-  static_assert(sizeof names / sizeof names[0] == (int)ScalarOp::Log10 + 1, "one name per ScalarOp");
+                                "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10",
+                                "floor", "ceil", "trunc", "round", "fmod", "remainder"};
+  static_assert(sizeof names / sizeof names[0] == (int)ScalarOp::Remainder + 1, "one name per ScalarOp");
   return names[(int)op];
 }
 
@@ -20,7 +21,7 @@ bool isLibmScalarOp(ScalarOp op) {
   case ScalarOp::Sin: case ScalarOp::Cos: case ScalarOp::Log1p: case ScalarOp::Expm1: case ScalarOp::Atan2:
   case ScalarOp::Tan: case ScalarOp::Asin: case ScalarOp::Acos: case ScalarOp::Atan: case ScalarOp::Sinh:
   case ScalarOp::Cosh: case ScalarOp::Asinh: case ScalarOp::Acosh: case ScalarOp::Atanh: case ScalarOp::Log2:
-  case ScalarOp::Log10:
+  case ScalarOp::Log10: case ScalarOp::Fmod: case ScalarOp::Remainder:
     return true;
   default:
     return false;

@@ -602,6 +602,33 @@ def _unary_edges(op, low, high, outside):
     return samples
 
 
+def _rounding(op):
+    """A rounding function on NaN, +-inf, +-0.0, the halves (round: to even) and integral values,
+    with gradients (zero), and an integer tensor (the identity)."""
+    def samples(dtype, make):
+        v = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5,
+             2.0, -3.0, 0.49999997, 1e20, -7.25, 3.75, -0.1]
+        x = torch.tensor(v, dtype=dtype).reshape(3, 6).requires_grad_()
+        ints = [(op, (torch.arange(-3, 4),), {})] if dtype == torch.float32 else []
+        return [(op, (x,), {})] + ints
+    return samples
+
+
+def _modulo(tensor_op, scalar_op):
+    """fmod / remainder with every sign combination, a zero and an infinite divisor (NaN and
+    self), NaN operands, and Python-number divisors."""
+    def samples(dtype, make):
+        a = torch.tensor([5.5, -5.5, 5.5, -5.5, 3.0, 1.0, float("nan"), 2.0, -0.0, 7.0, 0.25, -1e-3],
+                         dtype=dtype).requires_grad_()
+        b = torch.tensor([2.0, 2.0, -2.0, -2.0, 0.0, float("inf"), 1.0, float("nan"), 3.0, 7.0, -0.75, 0.5],
+                         dtype=dtype).requires_grad_()
+        if tensor_op is not None:
+            return [(tensor_op, (a, b), {})]
+        x = make((3, 4), low=-4, high=4)
+        return [(scalar_op, (x, 1.5), {}), (scalar_op, (x, -0.75), {})]
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -656,6 +683,14 @@ EXTRA = {
     "aten.bitwise_xor.Scalar": _bitwise(aten.bitwise_xor.Scalar),
     "aten.copy.default": _copy,
     "aten.isnan.default": _isnan,
+    "aten.floor.default": _rounding(aten.floor.default),
+    "aten.ceil.default": _rounding(aten.ceil.default),
+    "aten.trunc.default": _rounding(aten.trunc.default),
+    "aten.round.default": _rounding(aten.round.default),
+    "aten.fmod.Tensor": _modulo(aten.fmod.Tensor, None),
+    "aten.fmod.Scalar": _modulo(None, aten.fmod.Scalar),
+    "aten.remainder.Tensor": _modulo(aten.remainder.Tensor, None),
+    "aten.remainder.Scalar": _modulo(None, aten.remainder.Scalar),
     "aten.tan.default": _unary_edges(aten.tan.default, -1.5, 1.5, [3.0, -20.0]),
     "aten.asin.default": _unary_edges(aten.asin.default, -1.0, 1.0, [1.5, -2.0]),
     "aten.acos.default": _unary_edges(aten.acos.default, -1.0, 1.0, [1.5, -2.0]),

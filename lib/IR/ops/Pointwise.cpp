@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
 
+#include <cmath>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 namespace aotc {
 namespace ops {
@@ -241,6 +243,33 @@ void registerPointwiseOps(OpRegistry &r) {
   unaryFloat(r, "atanh(Tensor self) -> Tensor", [](double x) { return std::atanh(x); }, ScalarOp::Atanh);
   unaryFloat(r, "log2(Tensor self) -> Tensor", [](double x) { return std::log2(x); }, ScalarOp::Log2);
   unaryFloat(r, "log10(Tensor self) -> Tensor", [](double x) { return std::log10(x); }, ScalarOp::Log10);
+  // Rounding keeps the dtype (the identity on integers, as torch; bool is refused, as torch).
+  unarySame(r, "floor(Tensor self) -> Tensor", [](double x) { return std::floor(x); }, true, ScalarOp::Floor);
+  unarySame(r, "ceil(Tensor self) -> Tensor", [](double x) { return std::ceil(x); }, true, ScalarOp::Ceil);
+  unarySame(r, "trunc(Tensor self) -> Tensor", [](double x) { return std::trunc(x); }, true, ScalarOp::Trunc);
+  unarySame(r, "round(Tensor self) -> Tensor", [](double x) { return std::nearbyint(x); }, true, ScalarOp::Round);
+  // fmod (C's, the sign of self) and remainder (Python's, the sign of other): floating only so
+  // far (an integer division by zero must raise, as torch's ZeroDivisionError; not yet).
+  auto python_mod = [](double x, double y, const Node &) {
+    double m = std::fmod(x, y);
+    return m != 0 && ((y < 0) != (m < 0)) ? m + y : m;
+  };
+  auto c_mod = [](double x, double y, const Node &) { return std::fmod(x, y); };
+  for (auto [schema, f, op] :
+       {std::make_tuple("fmod.Tensor(Tensor self, Tensor other) -> Tensor", +c_mod, ScalarOp::Fmod),
+        std::make_tuple("fmod.Scalar(Tensor self, Scalar other) -> Tensor", +c_mod, ScalarOp::Fmod),
+        std::make_tuple("remainder.Tensor(Tensor self, Tensor other) -> Tensor", +python_mod, ScalarOp::Remainder),
+        std::make_tuple("remainder.Scalar(Tensor self, Scalar other) -> Tensor", +python_mod, ScalarOp::Remainder)}) {
+    OpDef &d = binary(r, schema, Promo::Default, f, op);
+    auto base = d.infer;
+    d.infer = [base](const Node &n) -> Types {
+      Types t = base(n);
+      if (!isFloating(t[0].dtype))
+        nodeError(n, "integer " + n.target + " is not supported yet (only floating tensors): an integer division by "
+                                             "zero must raise, as torch's ZeroDivisionError");
+      return t;
+    };
+  }
 
   // Unary keeping the dtype.
   unarySame(r, "neg(Tensor self) -> Tensor", [](double x) { return -x; }, /*noBool=*/true, ScalarOp::Neg);

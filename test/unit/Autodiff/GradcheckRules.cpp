@@ -181,6 +181,27 @@ std::vector<Case> allCases() {
   v.push_back(unary("aten.log2.default", {2}, 1, 2));
   v.push_back(unary("aten.log10.default", {3, 4}, 0.2, 5));
   v.push_back(unary("aten.log10.default", {2}, 1, 2));
+  // Rounding: zero gradients, away from the jumps (integers; round's half-integers).
+  for (const char *t : {"aten.floor.default", "aten.ceil.default", "aten.trunc.default"}) {
+    v.push_back(unary(t, {3, 4}, 0.1, 0.9));
+    v.push_back(unary(t, {2}, -2.9, -2.1));
+  }
+  v.push_back(unary("aten.round.default", {3, 4}, -0.4, 0.4));
+  v.push_back(unary("aten.round.default", {2}, 1.6, 2.4));
+  // fmod / remainder with self / other kept between two integers (the quotient's jumps); a
+  // negative self takes remainder's sign fix.
+  for (const char *t : {"aten.fmod.Tensor", "aten.remainder.Tensor"}) {
+    for (double sgn : {1.0, -1.0}) {
+      Case c = binary(t, {3, 4}, {4});
+      c.ranges["x"] = sgn > 0 ? std::make_pair(2.3, 2.6) : std::make_pair(-2.6, -2.3);
+      c.ranges["y"] = {1.0, 1.1};
+      v.push_back(c);
+    }
+  }
+  v.push_back(withArgs("aten.fmod.Scalar", f64({2, 3}), {1.5}, {}, 0.1, 1.4));
+  v.push_back(withArgs("aten.fmod.Scalar", f64({4}), {-0.7}, {}, -0.6, -0.1));
+  v.push_back(withArgs("aten.remainder.Scalar", f64({2, 3}), {1.5}, {}, 0.1, 1.4));
+  v.push_back(withArgs("aten.remainder.Scalar", f64({4}), {0.7}, {}, -0.6, -0.1));
   v.push_back(unary("aten.abs.default", {3, 4}, -1, 1, {}, {0.0}));
   v.push_back(unary("aten.abs.default", {5}, -2, 2, {}, {0.0}));
   // Activations.
