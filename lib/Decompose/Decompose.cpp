@@ -19,6 +19,7 @@
 #include "aotc/Stages.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 
@@ -325,6 +326,31 @@ Vals copy(Emitter &e, Node &n) {
   return {y};
 }
 
+/// ~x: logical_not on bool, else -x - 1 (two's complement; wraps as torch's on INT64_MIN).
+static Node *bitwiseNotOf(Emitter &e, Node *x) {
+  if (x->type().dtype == DType::Bool) return e.call("aten.logical_not.default", {x});
+  return e.call("aten.sub.Scalar", {e.neg(x), int64_t(1)});
+}
+
+/// bitwise_not(x) -> logical_not (bool) / sub(neg(x), 1) (integers).
+Vals bitwiseNot(Emitter &e, Node &n) { return {bitwiseNotOf(e, n.tensorArg(0))}; }
+
+/// isinf(x) -> eq(abs(x), inf) for floating x; ne(x, x) (all false) otherwise.
+Vals isinfRule(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  if (!isFloating(x->type().dtype)) return {e.call("aten.ne.Tensor", {x, x})};
+  return {e.call("aten.eq.Scalar", {e.call("aten.abs.default", {x}), std::numeric_limits<double>::infinity()})};
+}
+
+/// argmin(x, dim, keepdim) -> argmax of the order reversed: neg for floating x (NaN stays NaN,
+/// which argmax picks first, as argmin does), ~x for integers (an order-reversing bijection
+/// without overflow; bool is refused by the registry, as torch). Ties keep the first position.
+Vals argmin(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  Node *rev = isFloating(x->type().dtype) ? e.neg(x) : bitwiseNotOf(e, x);
+  return {e.call("aten.argmax.default", {rev, n.args[1], n.args[2]})};
+}
+
 /// square(x) -> pow.Tensor_Scalar(x, 2) (torch/_refs square).
 Vals square(Emitter &e, Node &n) {
   return {e.call("aten.pow.Tensor_Scalar", {n.args[0], int64_t(2)})};
@@ -372,6 +398,9 @@ static const std::vector<RuleEntry> &table() {
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
     {"aten.masked_fill.Tensor",        whereScalar,  "where.self(mask, value cast to x's dtype, x)"},
     {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
+    {"aten.bitwise_not.default",       bitwiseNot,   "logical_not (bool); sub(neg(x), 1) (integers)"},
+    {"aten.isinf.default",             isinfRule,      "eq(abs(x), inf); ne(x, x) for integers and bool"},
+    {"aten.argmin.default",            argmin,       "argmax(neg(x)) (floating), argmax(~x) (integers)"},
     {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index"},
     {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else where(hit, ..., self)"},
     {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,

@@ -629,6 +629,37 @@ def _modulo(tensor_op, scalar_op):
     return samples
 
 
+def _isinf(dtype, make):
+    """isinf on NaN, +-inf, -0.0, the largest finite values and ordinary ones; integer and bool
+    tensors (always false)."""
+    x = make((3, 5), requires_grad=False)
+    with torch.no_grad():
+        for k, v in enumerate([float("nan"), float("inf"), float("-inf"), -0.0, torch.finfo(dtype).max,
+                               -torch.finfo(dtype).max]):
+            x.view(-1)[k] = v
+    return [(aten.isinf.default, (x,), {}), (aten.isinf.default, (torch.arange(-3, 4),), {}),
+            (aten.isinf.default, (torch.tensor([True, False]),), {})]
+
+
+def _bitwise_not(dtype, make):
+    """~x on i64 (with its extremes) and bool: the dtypes aotc computes on (i32 / u8 are index-only,
+    refused by name; OpInfo's samples are int8 / int16 ones)."""
+    i64 = torch.tensor([0, 1, -1, 5, -7, 2**63 - 1, -2**63])
+    return [(aten.bitwise_not.default, (i64,), {}),
+            (aten.bitwise_not.default, (torch.tensor([True, False]),), {})]
+
+
+def _argmin(dtype, make):
+    """argmin with ties (the first wins), NaN (the first NaN wins), -inf, integer extremes,
+    dim=None and keepdim (bool is refused, as torch)."""
+    x = torch.tensor([[3.0, -1.0, -1.0, 2.0], [float("nan"), 0.0, float("nan"), -5.0],
+                      [float("-inf"), 1.0, float("-inf"), 0.0]], dtype=dtype)
+    ints = torch.tensor([[5, -2**63, 3], [2**63 - 1, 0, 0]])
+    return [(aten.argmin.default, (x, 1), {}), (aten.argmin.default, (x,), {}),
+            (aten.argmin.default, (x, 0, True), {}), (aten.argmin.default, (ints, 1), {}),
+            (aten.argmin.default, (ints,), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -683,6 +714,9 @@ EXTRA = {
     "aten.bitwise_xor.Scalar": _bitwise(aten.bitwise_xor.Scalar),
     "aten.copy.default": _copy,
     "aten.isnan.default": _isnan,
+    "aten.isinf.default": _isinf,
+    "aten.bitwise_not.default": _bitwise_not,
+    "aten.argmin.default": _argmin,
     "aten.floor.default": _rounding(aten.floor.default),
     "aten.ceil.default": _rounding(aten.ceil.default),
     "aten.trunc.default": _rounding(aten.trunc.default),

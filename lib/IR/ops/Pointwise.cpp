@@ -285,6 +285,30 @@ void registerPointwiseOps(OpRegistry &r) {
     });
   }
   {
+    // bitwise_not: ~x on i64 (-x - 1), logical not on bool; floating tensors are refused
+    // (torch: "not implemented for 'Float'"). A composite (decompose).
+    OpDef &d = r.add("bitwise_not(Tensor self) -> Tensor", OpCategory::Composite);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (isFloating(t.dtype)) nodeError(n, "bitwise_not is only defined for integer and bool tensors, got " + t.str());
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const bool b = argType(n, 0).dtype == DType::Bool;
+      return mapArgs(n, a, {0}, [b](const double *x) { return b ? double(x[0] == 0) : -x[0] - 1; });
+    });
+  }
+  {
+    // isinf: |x| == inf for floating tensors, false for integer and bool ones. A composite.
+    OpDef &d = r.add("isinf(Tensor self) -> Tensor", OpCategory::Composite);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types { return {{DType::Bool, argType(n, 0).shape}}; };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return std::isinf(x[0]) ? 1.0 : 0.0; });
+    });
+  }
+  {
     // square(x) = pow(x, 2): bool ** int promotes to i64.
     OpDef &d = r.add("square(Tensor self) -> Tensor", OpCategory::Pointwise);
     d.infer = [](const Node &n) -> Types {

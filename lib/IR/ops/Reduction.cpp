@@ -88,25 +88,30 @@ void registerReductionOps(OpRegistry &r) {
         3, true);
   minMaxOp(r, "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", true);
   minMaxOp(r, "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", false);
-  {
-    // argmax: dim=None flattens (result 0-d, or all-ones shape with keepdim). First max wins; NaN is max.
-    OpDef &d = r.add("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", OpCategory::Reduction);
-    d.primitive = true;
+  // argmax / argmin: dim=None flattens (result 0-d, or all-ones shape with keepdim). The first
+  // extremum wins; NaN is both the maximum and the minimum (torch). argmax is a primitive;
+  // argmin is argmax of the order reversed (decompose).
+  for (bool isMax : {true, false}) {
+    const char *name = isMax ? "argmax" : "argmin";
+    OpDef &d = r.add(std::string(name) + "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+                     isMax ? OpCategory::Reduction : OpCategory::Composite);
+    d.primitive = isMax;
     d.nonDifferentiable = true;
-    d.infer = [](const Node &n) -> Types {
+    d.infer = [name, isMax](const Node &n) -> Types {
       TensorType t = argType(n, 0);
+      if (!isMax && t.dtype == DType::Bool) nodeError(n, "argmin(): does not support bool input (as torch)");
       std::vector<bool> mask = reductionMask(n, 1, t.rank());
       for (int64_t i = 0; i < t.rank(); ++i)
-        if (mask[i] && t.shape[i] == 0) nodeError(n, "argmax(): expected a non-empty reduction dimension");
+        if (mask[i] && t.shape[i] == 0) nodeError(n, std::string(name) + "(): expected a non-empty reduction dimension");
       return {{DType::I64, reducedShape(t.shape, mask, n.boolArg(2))}};
     };
-    setEval(d, [](const Node &n, const RefArgs &a) {
+    setEval(d, [isMax](const Node &n, const RefArgs &a) {
       const RefTensor &x = *a.at(0);
       int64_t rank = (int64_t)x.shape.size();
       std::vector<bool> mask = reductionMask(n, 1, rank);
       Shape kept = reducedShape(x.shape, mask, true);
       RefTensor out(DType::I64, n.types[0].shape);
-      std::vector<double> best(out.numel(), -kInf);
+      std::vector<double> best(out.numel(), isMax ? -kInf : kInf);
       std::vector<bool> seen(out.numel(), false);
       for (int64_t k = 0; k < x.numel(); ++k) {
         std::vector<int64_t> idx = unravel(k, x.shape);
@@ -116,7 +121,7 @@ void registerReductionOps(OpRegistry &r) {
           if (mask[dd]) pos = pos * x.shape[dd] + idx[dd], idx[dd] = 0;
         int64_t o = ravel(idx, kept);
         double v = x.data[k];
-        bool better = !seen[o] || (!std::isnan(best[o]) && (std::isnan(v) || v > best[o]));
+        bool better = !seen[o] || (!std::isnan(best[o]) && (std::isnan(v) || (isMax ? v > best[o] : v < best[o])));
         if (better) best[o] = v, out.data[o] = (double)pos, seen[o] = true;
       }
       return out;
