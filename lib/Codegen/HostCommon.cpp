@@ -183,6 +183,20 @@ void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns)
   b.SetInsertPoint(ok);
 }
 
+void checkNonNull(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &needed) {
+  if (needed.empty()) return;
+  llvm::LLVMContext &C = b.getContext();
+  llvm::Function *f = b.GetInsertBlock()->getParent();
+  llvm::Value *anyNull = b.getFalse();
+  for (llvm::Value *p : needed) anyNull = b.CreateOr(anyNull, b.CreateIsNull(p));
+  auto *bad = llvm::BasicBlock::Create(C, "args.null", f);
+  auto *ok = llvm::BasicBlock::Create(C, "args.ok", f);
+  b.CreateCondBr(anyNull, bad, ok);
+  b.SetInsertPoint(bad);
+  b.CreateRet(b.getInt32(AOTC_ERROR_NULL_ARGUMENT));
+  b.SetInsertPoint(ok);
+}
+
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name) {
   auto *g = new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
   g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);

@@ -155,6 +155,9 @@ void throwEntryPointError(const aotc_program &p, const char *entry, int rc, cons
   if (rc == AOTC_ERROR_CONTEXT) {
     node = "AOTC_ERROR_CONTEXT: the context is not one of this program's";
     msg += " (" + node + ")";
+  } else if (rc == AOTC_ERROR_NULL_ARGUMENT) {
+    node = "AOTC_ERROR_NULL_ARGUMENT: an array or area the call needs is NULL";
+    msg += " (" + node + ")";
   } else if (rc == AOTC_ERROR_NO_ACCUMULATION) {
     node = "AOTC_ERROR_NO_ACCUMULATION: the object was compiled without --grad-accumulation";
     msg += " (" + node + ")";

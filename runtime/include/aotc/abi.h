@@ -101,9 +101,10 @@ extern "C" {
  *  adds meanings to reserved fields that are 0 in older objects. Anything else (a field moved,
  *  removed or retyped, an entry point's signature changed) is a new major, refused by the
  *  runtime with a message asking for a recompile. Major 9 is the ninth incompatible layout;
- *  minor 0 is every object since it (ABI 9 before this scheme: the same value, 9). */
+ *  minor 0 is every object since it (ABI 9 before this scheme: the same value, 9); minor 1 adds
+ *  AOTC_ERROR_NULL_ARGUMENT (objects check their pointer arguments). */
 #define AOTC_ABI_MAJOR 9
-#define AOTC_ABI_MINOR 0
+#define AOTC_ABI_MINOR 1
 #define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
 /** The major / minor parts of an aotc_program::abi_version. */
 static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
@@ -162,6 +163,10 @@ typedef struct aotc_tensor_desc {
 
 /** Return value of an entry point given a NULL context or another program's. */
 #define AOTC_ERROR_CONTEXT (-100)
+/** Return value of an entry point given a NULL array or area that the call needs (in, out,
+ *  saved, tangents, grads, state, hyper or scratch of a non-empty list / non-zero size; ABI
+ *  9.1). Nothing was run. Checked after the context. */
+#define AOTC_ERROR_NULL_ARGUMENT (-102)
 /** Return value of train_step given AOTC_STEP_ACCUMULATE by an object compiled without
  *  --grad-accumulation (nothing was updated; the forward and backward ran). */
 #define AOTC_ERROR_NO_ACCUMULATION (-101)

@@ -447,7 +447,24 @@ TEST_CASE("numeric: the ABI context: made once per caller, another program's (or
   std::memset(untouched, 0xcd, sizeof untouched);
   CHECK(std::memcmp(out[0].get(), untouched, std::min<int64_t>(64, P.outputs[0].bytes)) == 0); // nothing ran
   CHECK(P.backward(nullptr, inp.data(), saved.get(), nullptr, nullptr, scratch.get()) == AOTC_ERROR_CONTEXT);
+  // NULL arrays and areas the call needs are refused before anything runs (ABI 9.1).
+  CHECK(P.forward(mine, nullptr, outp.data(), saved.get(), scratch.get()) == AOTC_ERROR_NULL_ARGUMENT);
+  CHECK(P.forward(mine, inp.data(), nullptr, saved.get(), scratch.get()) == AOTC_ERROR_NULL_ARGUMENT);
+  if (P.scratch_bytes > 0)
+    CHECK(P.forward(mine, inp.data(), outp.data(), saved.get(), nullptr) == AOTC_ERROR_NULL_ARGUMENT);
+  if (P.saved_bytes > 0)
+    CHECK(P.forward(mine, inp.data(), outp.data(), nullptr, scratch.get()) == AOTC_ERROR_NULL_ARGUMENT);
+  CHECK(std::memcmp(out[0].get(), untouched, std::min<int64_t>(64, P.outputs[0].bytes)) == 0); // nothing ran
+  CHECK(P.eval(mine, inp.data(), nullptr, scratch.get()) == AOTC_ERROR_NULL_ARGUMENT);
   CHECK(P.forward(mine, inp.data(), outp.data(), saved.get(), scratch.get()) == 0);
+  // Linear-ReLU-sum has gradients: its backward needs the tangents and grads arrays.
+  const aotc_program &Q = *L2->prog;
+  aotc_context *qc = Q.context_create();
+  BufList<const void *> qin = buffersFor<const void *>(Q.inputs, Q.num_inputs, 0);
+  Buf qsaved(Q.saved_bytes), qscratch(Q.scratch_bytes);
+  REQUIRE(Q.num_grads > 0);
+  CHECK(Q.backward(qc, qin.ptrs.data(), qsaved.get(), nullptr, nullptr, qscratch.get()) == AOTC_ERROR_NULL_ARGUMENT);
+  Q.context_destroy(qc);
   P.context_destroy(mine);
   L2->prog->context_destroy(theirs);
   P.context_destroy(nullptr); // as free(NULL)
