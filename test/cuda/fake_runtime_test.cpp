@@ -493,6 +493,11 @@ int main(int argc, char **argv) {
   EXPECT(rc == AOTC_ERROR_CONTEXT && events.empty(), "foreign context: rc " << rc);
   rc = cp.backward(nullptr, b.in.data(), b.saved, (const void *const *)b.tangents.data(), b.grads.data(), b.scratch, &exec);
   EXPECT(rc == AOTC_ERROR_CONTEXT && events.empty(), "NULL context: rc " << rc);
+  // NULL arrays the call needs, or no exec, are refused before anything is read or enqueued.
+  rc = cp.forward(ctx, nullptr, b.out.data(), b.saved, b.scratch, &exec);
+  EXPECT(rc == AOTC_ERROR_NULL_ARGUMENT && events.empty(), "NULL in: rc " << rc);
+  rc = cp.forward(ctx, b.in.data(), b.out.data(), b.saved, b.scratch, nullptr);
+  EXPECT(rc == AOTC_ERROR_NULL_ARGUMENT && events.empty(), "NULL exec: rc " << rc);
   cp.base.context_destroy(ctx);
   cpu.context_destroy(cpuCtx);
 
