@@ -299,6 +299,7 @@ typedef struct aotc_program {
  *       on the device: the kernel writes {code, value, program id} into
  *       exec->error_word and aotc_cuda_check() (aotc/cuda.h) reports them;
  *   AOTC_ERROR_CONTEXT: ctx is NULL or another program's (nothing was enqueued);
+ *   AOTC_ERROR_NULL_ARGUMENT: an array or area the call needs, or exec, is NULL (ABI 9.1);
  *   other <0: the runtime failed (a CUDA or cuBLAS error): aotc_cuda_last_error().
  *===----------------------------------------------------------------------===*/
 
