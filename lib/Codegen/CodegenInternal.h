@@ -106,9 +106,9 @@ llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// context made by `fns.create` (its owner word is `fns.tag`); continues in a new block.
 void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns);
 /// At the insertion point of an entry point: returns AOTC_ERROR_NULL_ARGUMENT when one of the
-/// pointer arguments the call needs is NULL (an array of a non-empty list, or an area of
-/// non-zero size: the caller passes `needed` only for those); continues in a new block.
-void checkNonNull(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &needed);
+/// pointer arguments the call needs is NULL; each argument comes with whether the call needs it
+/// (an array of a non-empty list, an area of non-zero size); continues in a new block.
+void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value *, bool>> &args);
 /// The descriptor structs of abi.h as LLVM types (AbiTypes.cpp, the compiler's one spelling of
 /// them; created once per context, by name).
 enum class AbiStruct { TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram };

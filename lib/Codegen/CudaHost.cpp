@@ -240,16 +240,10 @@ struct CudaHostBuilder {
     checkContext(b, fwd->getArg(0), ctx);
     // NULL arrays and areas the call needs (and the exec) are AOTC_ERROR_NULL_ARGUMENT, before the
     // arrays' pointers are read for the alignment checks.
-    auto needed = [](std::vector<std::pair<llvm::Value *, bool>> args) {
-      std::vector<llvm::Value *> v;
-      for (auto &[p, need] : args)
-        if (need) v.push_back(p);
-      return v;
-    };
     const bool ins = !kp.inputs.empty(), outs = !kp.outputs.empty(), grads = !kp.grads.empty();
     const int64_t scratchDev = gpuScratchBytes(kp);
-    checkNonNull(b, needed({{fwd->getArg(1), ins}, {fwd->getArg(2), outs}, {fwd->getArg(3), kp.savedBytes > 0},
-                            {fwd->getArg(4), scratchDev > 0}, {fwd->getArg(5), true}}));
+    checkNonNull(b, {{fwd->getArg(1), ins}, {fwd->getArg(2), outs}, {fwd->getArg(3), kp.savedBytes > 0},
+                            {fwd->getArg(4), scratchDev > 0}, {fwd->getArg(5), true}});
     // The module constant is referenced by the launches; its initializer is set at the end.
     auto *modTy = abiType(C, AbiStruct::CudaModule);
     auto *modVar = new llvm::GlobalVariable(M, modTy, true, llvm::GlobalValue::PrivateLinkage, nullptr,
@@ -266,8 +260,8 @@ struct CudaHostBuilder {
     checkContext(b, bwd->getArg(0), ctx);
     EntryArgs ba{bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4), bwd->getArg(5)};
     if (kp.hasBackward) {
-      checkNonNull(b, needed({{bwd->getArg(1), ins}, {bwd->getArg(2), kp.savedBytes > 0}, {bwd->getArg(3), outs},
-                              {bwd->getArg(4), grads}, {bwd->getArg(5), scratchDev > 0}, {bwd->getArg(6), true}}));
+      checkNonNull(b, {{bwd->getArg(1), ins}, {bwd->getArg(2), kp.savedBytes > 0}, {bwd->getArg(3), outs},
+                              {bwd->getArg(4), grads}, {bwd->getArg(5), scratchDev > 0}, {bwd->getArg(6), true}});
       checkArray("backward", "in", ba.in, kp.inputs);
       checkAligned(ba.saved, alignmentError("backward", "saved"), "saved");
       checkArray("backward", "tangents", ba.tangents, kp.outputs);

@@ -183,12 +183,13 @@ void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns)
   b.SetInsertPoint(ok);
 }
 
-void checkNonNull(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &needed) {
-  if (needed.empty()) return;
+void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value *, bool>> &args) {
+  llvm::Value *anyNull = nullptr;
+  for (auto &[p, needed] : args)
+    if (needed) anyNull = anyNull ? b.CreateOr(anyNull, b.CreateIsNull(p)) : b.CreateIsNull(p);
+  if (!anyNull) return;
   llvm::LLVMContext &C = b.getContext();
   llvm::Function *f = b.GetInsertBlock()->getParent();
-  llvm::Value *anyNull = b.getFalse();
-  for (llvm::Value *p : needed) anyNull = b.CreateOr(anyNull, b.CreateIsNull(p));
   auto *bad = llvm::BasicBlock::Create(C, "args.null", f);
   auto *ok = llvm::BasicBlock::Create(C, "args.ok", f);
   b.CreateCondBr(anyNull, bad, ok);

@@ -210,25 +210,19 @@ struct EntryBuilder {
       for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
     cg::ContextFns ctx = cg::emitContextFunctions(b, M, kp.name, convs);
     // The arrays and areas a call needs must not be NULL (AOTC_ERROR_NULL_ARGUMENT).
-    auto need = [](std::vector<std::pair<llvm::Value *, bool>> args) {
-      std::vector<llvm::Value *> v;
-      for (auto &[p, needed] : args)
-        if (needed) v.push_back(p);
-      return v;
-    };
     const bool ins = !kp.inputs.empty(), outs = !kp.outputs.empty(), grads = !kp.grads.empty();
     const bool saved = kp.savedBytes > 0, scratch = kp.scratchBytes > 0;
     llvm::Function *fwd = cg::beginEntryPoint(b, M, kp.name + "_forward", 5);
     cg::checkContext(b, fwd->getArg(0), ctx);
-    cg::checkNonNull(b, need({{fwd->getArg(1), ins}, {fwd->getArg(2), outs}, {fwd->getArg(3), saved},
-                              {fwd->getArg(4), scratch}}));
+    cg::checkNonNull(b, {{fwd->getArg(1), ins}, {fwd->getArg(2), outs}, {fwd->getArg(3), saved},
+                              {fwd->getArg(4), scratch}});
     emitGraph(kp.forward, false,
               {fwd->getArg(1), fwd->getArg(2), fwd->getArg(3), nullptr, nullptr, fwd->getArg(4), fwd->getArg(0)});
     llvm::Function *bwd = cg::beginEntryPoint(b, M, kp.name + "_backward", 6);
     cg::checkContext(b, bwd->getArg(0), ctx);
     if (kp.hasBackward)
-      cg::checkNonNull(b, need({{bwd->getArg(1), ins}, {bwd->getArg(2), saved}, {bwd->getArg(3), outs},
-                                {bwd->getArg(4), grads}, {bwd->getArg(5), scratch}}));
+      cg::checkNonNull(b, {{bwd->getArg(1), ins}, {bwd->getArg(2), saved}, {bwd->getArg(3), outs},
+                                {bwd->getArg(4), grads}, {bwd->getArg(5), scratch}});
     if (kp.hasBackward)
       emitGraph(kp.backward, true, {bwd->getArg(1), nullptr, bwd->getArg(2), bwd->getArg(3), bwd->getArg(4),
                                     bwd->getArg(5), bwd->getArg(0)});
@@ -243,11 +237,8 @@ struct EntryBuilder {
   llvm::Function *buildEval(llvm::Function *fwd, const cg::ContextFns &ctx) {
     llvm::Function *f = cg::beginEntryPoint(b, M, kp.name + "_eval", 4);
     cg::checkContext(b, f->getArg(0), ctx);
-    std::vector<llvm::Value *> needed;
-    if (!kp.inputs.empty()) needed.push_back(f->getArg(1));
-    if (!kp.outputs.empty()) needed.push_back(f->getArg(2));
-    if (kp.scratchBytes > 0) needed.push_back(f->getArg(3));
-    cg::checkNonNull(b, needed);
+    cg::checkNonNull(b, {{f->getArg(1), !kp.inputs.empty()}, {f->getArg(2), !kp.outputs.empty()},
+                         {f->getArg(3), kp.scratchBytes > 0}});
     if (!kp.hasEval) {
       b.CreateRet(b.CreateCall(fwd, {f->getArg(0), f->getArg(1), f->getArg(2),
                                      llvm::ConstantPointerNull::get(b.getPtrTy()), f->getArg(3)}));
@@ -274,16 +265,8 @@ struct EntryBuilder {
     Value *cx = f->getArg(0), *in = f->getArg(1), *out = f->getArg(2), *saved = f->getArg(3), *state = f->getArg(4),
           *hyper = f->getArg(5), *scratch = f->getArg(6), *fl = f->getArg(7);
     cg::checkContext(b, cx, ctx);
-    {
-      std::vector<llvm::Value *> needed;
-      if (!kp.inputs.empty()) needed.push_back(in);
-      if (!kp.outputs.empty()) needed.push_back(out);
-      if (kp.savedBytes > 0) needed.push_back(saved);
-      if (tp.stateBytes > 0) needed.push_back(state);
-      if (!tp.hypers.empty()) needed.push_back(hyper);
-      if (tp.scratchBytes > 0) needed.push_back(scratch);
-      cg::checkNonNull(b, needed);
-    }
+    cg::checkNonNull(b, {{in, !kp.inputs.empty()}, {out, !kp.outputs.empty()}, {saved, kp.savedBytes > 0},
+                         {state, tp.stateBytes > 0}, {hyper, !tp.hypers.empty()}, {scratch, tp.scratchBytes > 0}});
     auto returnIfFailed = [&](Value *rc, const char *what) {
       auto *err = llvm::BasicBlock::Create(C, std::string(what) + ".failed", f);
       auto *cont = llvm::BasicBlock::Create(C, std::string(what) + ".ok", f);
