@@ -99,15 +99,15 @@ struct Inst {
   int reg = -1;    ///< Reg.
 };
 
-enum class ReduceKind { Sum, Max, Min, ArgMax };
+enum class ReduceKind { Sum, Max, Min, ArgMax, Prod };
 const char *reduceKindName(ReduceKind k);
 
 /// One reduction of a reduce phase: folds `value` (type `valueType`) over the
 /// phase's inner domain in row-major order, starting from the identity (0 for
-/// Sum, -inf/INT64_MIN for Max, +inf/INT64_MAX for Min). ArgMax keeps the first
+/// Sum, 1 for Prod, -inf/INT64_MIN for Max, +inf/INT64_MAX for Min). ArgMax keeps the first
 /// position of the maximum (a NaN counts as maximal, as torch.argmax) as an i64
 /// linear inner index. The result (type `resultType`) becomes register `reg`;
-/// Sum of f32 accumulates in f64 and rounds once at the end.
+/// Sum and Prod of f32 accumulate in f64 and round once at the end.
 struct Reduction {
   ReduceKind kind = ReduceKind::Sum;
   int value = -1;

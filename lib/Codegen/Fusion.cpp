@@ -391,7 +391,7 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   DType od = ot.dtype;
   DType vt = in.type.dtype;
   red.kind = l.reduce;
-  if (l.reduce == ReduceKind::Sum) {
+  if (l.reduce == ReduceKind::Sum || l.reduce == ReduceKind::Prod) {
     red.accType = isFloating(od) ? DType::F64 : DType::I64;
     // sum(x, dtype=torch.bool) is sum(x.to(torch.bool)): 0.5 counts as True, not as
     // the 0 that a direct float -> i64 accumulator cast would give (libFuzzer find).

@@ -363,6 +363,8 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.amax.default", reduction(ReduceKind::Max)},
         {"aten.amin.default", reduction(ReduceKind::Min)},
         {"aten.argmax.default", reduction(ReduceKind::ArgMax)},
+        {"aten.prod.default", reduction(ReduceKind::Prod)},
+        {"aten.prod.dim_int", reduction(ReduceKind::Prod)},
         // Matrix products and index ops (builders in Fusion.cpp).
         {"aten.mm.default", matmul(false, false)},
         {"aten.addmm.default", matmul(true, false)},

@@ -36,6 +36,7 @@ const char *reduceKindName(ReduceKind k) {
   case ReduceKind::Max: return "max";
   case ReduceKind::Min: return "min";
   case ReduceKind::ArgMax: return "argmax";
+  case ReduceKind::Prod: return "prod";
   }
   return "?";
 }

@@ -52,6 +52,9 @@ Value ScalarEmitter::reduceInit(const Reduction &r) {
   } else if (r.kind == ReduceKind::Min) {
     f = std::numeric_limits<double>::infinity();
     i = std::numeric_limits<int64_t>::max();
+  } else if (r.kind == ReduceKind::Prod) {
+    f = 1.0;
+    i = 1;
   }
   return constOf(r.accType, f, i);
 }
@@ -374,6 +377,9 @@ void ScalarEmitter::combine(const Reduction &r, Value &a, Value &aIdx, Value b, 
   switch (r.kind) {
   case ReduceKind::Sum:
     a = fl ? b_.create<arith::AddFOp>(loc_, a, b).getResult() : b_.create<arith::AddIOp>(loc_, a, b).getResult();
+    return;
+  case ReduceKind::Prod:
+    a = fl ? b_.create<arith::MulFOp>(loc_, a, b).getResult() : b_.create<arith::MulIOp>(loc_, a, b).getResult();
     return;
   case ReduceKind::Max:
     a = fl ? b_.create<arith::MaximumFOp>(loc_, a, b).getResult() : b_.create<arith::MaxSIOp>(loc_, a, b).getResult();

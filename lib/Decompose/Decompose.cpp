@@ -271,16 +271,18 @@ Vals transposeInt(Emitter &e, Node &n) {
 /// so a reshape never needs a copy.
 Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0], n.args[1]})}; }
 
-/// clamp(x, min, max), clamp_min(x, min), hardtanh(x, min_val, max_val) -> where.self
-/// with 0-d tensors of the result dtype:
-///   m = where(x <= min, min, x); where(m >= max, max, m)
-/// The value is torch.clamp's (min(max(x, lo), hi): min > max gives max; NaN propagates
-/// since every comparison is false) and the gradient through the wheres flows where
-/// min < x < max, as PyTorch's eager autograd (torch 2.15) gives for all three ops:
-/// zero on the bounds (hardtanh_backward; clamp/clamp_min checked against eager
-/// on integer-valued inputs in test/conformance).
+/// clamp(x, min, max), clamp_min(x, min), clamp_max(x, max), hardtanh(x, min_val, max_val)
+/// -> where.self with 0-d tensors of the result dtype. The value is torch.clamp's
+/// (min(max(x, lo), hi): min > max gives max; NaN in x or a bound gives NaN). The gradient is
+/// eager's (torch 2.15, measured): clamp / clamp_min / clamp_max pass it where lo < x < hi
+/// strictly, nothing on the bounds and nothing for a NaN x:
+///   m = where(x > lo, x, where(x != x, nan, lo)); where(m < hi, m, where(m != m, nan, hi))
+/// (the NaN comes from a constant, not from x); hardtanh (hardtanh_backward) passes it where
+/// neither x <= min nor x >= max, so a NaN x keeps it:
+///   m = where(x <= min, min, x); where(m >= max, max, m).
 Vals clampLike(Emitter &e, Node &n) {
   const bool onlyMax = n.target == "aten.clamp_max.default";
+  const bool hardtanh = n.target == "aten.hardtanh.default";
   const size_t minArg = onlyMax ? 99 : 1, maxArg = onlyMax ? 1 : 2;
   DType rt = n.types[0].dtype;
   Node *x = e.toDtype(n.tensorArg(0), rt);
@@ -288,7 +290,14 @@ Vals clampLike(Emitter &e, Node &n) {
     if (i >= n.args.size() || n.isNoneArg(i)) return std::nullopt;
     return n.args[i];
   };
-  auto pick = [&](const char *cmp, Node *v, const Arg &c) {
+  auto keepStrictly = [&](const char *cmp, Node *v, const Arg &c) {
+    Node *other = e.scalarTensor(c, rt);
+    if (isFloating(rt))
+      other = e.call("aten.where.self", {e.call("aten.ne.Tensor", {v, v}),
+                                         e.scalarTensor(std::numeric_limits<double>::quiet_NaN(), rt), other});
+    return e.call("aten.where.self", {e.call(std::string("aten.") + cmp + ".Scalar", {v, c}), v, other});
+  };
+  auto replaceAtOrBeyond = [&](const char *cmp, Node *v, const Arg &c) {
     // A NaN bound makes every element NaN (torch.clamp); le/ge against NaN are always false,
     // ne always true.
     if (std::holds_alternative<double>(c) && std::isnan(std::get<double>(c))) cmp = "ne";
@@ -296,8 +305,8 @@ Vals clampLike(Emitter &e, Node &n) {
     return e.call("aten.where.self", {cond, e.scalarTensor(c, rt), v});
   };
   Node *y = x;
-  if (auto lo = bound(minArg)) y = pick("le", y, *lo);
-  if (auto hi = bound(maxArg)) y = pick("ge", y, *hi);
+  if (auto lo = bound(minArg)) y = hardtanh ? replaceAtOrBeyond("le", y, *lo) : keepStrictly("gt", y, *lo);
+  if (auto hi = bound(maxArg)) y = hardtanh ? replaceAtOrBeyond("ge", y, *hi) : keepStrictly("lt", y, *hi);
   if (y == n.tensorArg(0)) y = e.call("aten.clone.default", {y});
   return {y};
 }
@@ -384,10 +393,10 @@ static const std::vector<RuleEntry> &table() {
     {"aten._unsafe_view.default",      toView,       "view"},
     {"aten.reshape.default",           toView,       "view"},
     {"aten.clamp.default",             clampLike,
-                                                     "m = where(x <= min, min, x); where(m >= max, max, m)"},
+     "m = where(x > min, x, where(x != x, nan, min)); where(m < max, m, where(m != m, nan, max)): gradient strictly inside, none for NaN x, as eager"},
     {"aten.hardtanh.default",          clampLike,    "as clamp"},
-    {"aten.clamp_min.default",         clampLike,    "where(x <= min, min, x)"},
-    {"aten.clamp_max.default",         clampLike,    "where(x >= max, max, x)"},
+    {"aten.clamp_min.default",         clampLike,    "where(x > min, x, where(x != x, nan, min))"},
+    {"aten.clamp_max.default",         clampLike,    "where(x < max, x, where(x != x, nan, max))"},
     {"aten.cat.default",               cat,          "slice_scatter of each input into zeros"},
     {"aten.split.Tensor",              split,        "one slice.Tensor per chunk"},
     {"aten.split_with_sizes.default",  split,        "one slice.Tensor per piece"},
@@ -416,6 +425,23 @@ static const std::vector<RuleEntry> &table() {
     {"aten.upsample_nearest2d.vec",    upsampleVec,  "upsample_nearest2d with the output size and scales of compute_output_size"},
     {"aten.upsample_bilinear2d.vec",   upsampleVec,  "upsample_bilinear2d with the output size and scales of compute_output_size"},
     {"aten._reshape_alias.default",    reshapeAlias, "view (contiguous strides), else as_strided"},
+    {"aten.flip.default",              flip,         "index_select along each flipped dim by L-1-arange(L)"},
+    {"aten.repeat.default",            repeat,       "view [1, s0, 1, s1, ...], expand [r0, s0, ...], view [r0 s0, ...]"},
+    {"aten.reflection_pad1d.default",  pad,          "index_select along each padded dim by (L-1) - |(L-1) - |i||, i = arange(-pl, L+pr)"},
+    {"aten.reflection_pad2d.default",  pad,          "as reflection_pad1d, per padded dim"},
+    {"aten.reflection_pad3d.default",  pad,          "as reflection_pad1d, per padded dim"},
+    {"aten.replication_pad1d.default", pad,          "index_select along each padded dim by clamp(arange(-pl, L+pr), 0, L-1)"},
+    {"aten.replication_pad2d.default", pad,          "as replication_pad1d, per padded dim"},
+    {"aten.replication_pad3d.default", pad,          "as replication_pad1d, per padded dim"},
+    {"aten.max.dim",                   maxMinDim,    "argmax(x) + gather of the value at the index (squeezed unless keepdim)"},
+    {"aten.min.dim",                   maxMinDim,    "argmax of the order reversed (neg / ~x / logical_not) + gather"},
+    {"aten.pow.Scalar",                powScalar,    "pow.Tensor_Tensor(full_like(exponent, base, result dtype), exponent)"},
+    {"aten.div.Tensor_mode",           divMode,      "div; trunc(div); floor: torch's div_floor_floating with fmod, where, floor"},
+    {"aten.div.Scalar_mode",           divMode,      "as div.Tensor_mode"},
+    {"aten.fill.Scalar",               fillScalar,   "full_like(self, value)"},
+    {"aten.empty.memory_format",       emptyLike,    "zeros (uninitialized values are zeros in aotc)"},
+    {"aten.empty_strided.default",     emptyLike,    "zeros (values are dense: the strides do not matter)"},
+    {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
   };
   // clang-format on
   return t;

@@ -120,6 +120,39 @@ Vals mean(Emitter &e, Node &n) {
 }
 
 /// rsub.Scalar(x, other, alpha) = other - alpha * x.
+/// clamp.Tensor(x, min?, max?) -> minimum(maximum(x, min), max) in the result dtype (both
+/// propagate NaN; min > max gives max). Its derivative rule ran before (derivatives.yaml).
+Vals clampTensor(Emitter &e, Node &n) {
+  DType dt = n.types[0].dtype;
+  Node *x = e.toDtype(n.tensorArg(0), dt);
+  Node *y = x;
+  if (!n.isNoneArg(1)) y = e.call("aten.maximum.default", {y, e.toDtype(n.tensorArg(1), dt)});
+  if (!n.isNoneArg(2)) y = e.call("aten.minimum.default", {y, e.toDtype(n.tensorArg(2), dt)});
+  if (y == n.tensorArg(0)) y = e.call("aten.clone.default", {y});
+  return {y};
+}
+
+/// aotc::prod_others(x, dim) -> prod over j of where(j == i, 1, x[.., j, ..]) on x expanded to
+/// [.., n (i), n (j), ..]: one fused reduction, O(n^2) along dim; a 0-d x gives 1.
+Vals prodOthers(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  DType dt = x->type().dtype;
+  if (s.empty()) return {e.call("aten.ones_like.default", {x})};
+  int64_t d = wrapDimAt(n, n.intArg(1), (int64_t)s.size()), len = s[d];
+  Shape ex = s;
+  ex.insert(ex.begin() + d, len); // [.., n (i), n (j), ..]
+  Node *xj = e.call("aten.expand.default", {e.call("aten.unsqueeze.default", {x, d}), ex});
+  Node *ar = e.call("aten.arange.start_step", {int64_t(0), len}, {{"dtype", DTypeLit{DType::I64}}});
+  Shape si(s.size() + 1, 1), sj(s.size() + 1, 1);
+  si[d] = len;
+  sj[d + 1] = len;
+  Node *same = e.call("aten.eq.Tensor", {e.view(ar, si), e.view(ar, sj)});
+  Node *one = isFloating(dt) ? e.scalarTensor(1.0, dt) : e.scalarTensor(int64_t(1), dt);
+  Node *masked = e.call("aten.where.self", {same, one, xj});
+  return {e.call("aten.prod.dim_int", {masked, d + 1})};
+}
+
 Vals rsubScalar(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   double alpha = n.scalarArg(2);
@@ -299,6 +332,8 @@ const std::vector<RuleEntry> &table() {
     {"aten.constant_pad_nd.default",        constantPadNd,      "slice for negative pads; full(value) + slice_scatter per padded dim"},
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
+    {"aotc.prod_others.default",            prodOthers,         "prod over j of where(j == i, 1, x expanded to [.., n (i), n (j), ..])"},
+    {"aten.clamp.Tensor",                   clampTensor,        "minimum(maximum(x, min), max) in the result dtype"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
     {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},
     {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements"},

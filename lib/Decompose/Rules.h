@@ -48,6 +48,22 @@ Vals indexReduce(rewrite::Emitter &e, Node &n);
 /// multilabel_margin_loss -> torch's decomposition (masks, gather, clamp, sums).
 Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
 
+// DecomposeRearrange.cpp.
+/// flip / reflection_pad* / replication_pad* -> index_select by a computed int64 index.
+Vals flip(rewrite::Emitter &e, Node &n);
+Vals pad(rewrite::Emitter &e, Node &n);
+/// repeat -> view, expand, view.
+Vals repeat(rewrite::Emitter &e, Node &n);
+/// max.dim / min.dim -> argmax (order reversed for min) + gather.
+Vals maxMinDim(rewrite::Emitter &e, Node &n);
+/// pow.Scalar -> pow.Tensor_Tensor with the base as a tensor; div.*_mode -> trunc / floor division.
+Vals powScalar(rewrite::Emitter &e, Node &n);
+Vals divMode(rewrite::Emitter &e, Node &n);
+/// fill.Scalar -> full_like; empty.memory_format / empty_strided -> zeros; var.dim -> var.correction.
+Vals fillScalar(rewrite::Emitter &e, Node &n);
+Vals emptyLike(rewrite::Emitter &e, Node &n);
+Vals varDim(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

@@ -306,6 +306,8 @@ OpRegistry &OpRegistry::get() {
     ops::registerAttentionOps(*r);
     ops::registerRandomOps(*r);
     ops::registerScanOps(*r);
+    ops::registerArithOps(*r);
+    ops::registerRearrangeOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

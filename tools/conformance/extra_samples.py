@@ -660,6 +660,133 @@ def _argmin(dtype, make):
             (aten.argmin.default, (ints,), {})]
 
 
+def _clamp_tensor(dtype, make):
+    """clamp with tensor bounds: ties with either bound (integer values), min == max, min > max,
+    NaN in self or a bound, one bound only, broadcasting bounds (torch 2.15's tie rule)."""
+    nan = float("nan")
+    op = aten.clamp.Tensor
+    t = lambda v: torch.tensor(v, dtype=dtype).requires_grad_()  # noqa: E731
+    x = t([0.0, 1.0, 2.0, 3.0, nan, 1.5, 1.5, 1.0, 2.0, 1.5, 1.0])
+    lo = t([1.0, 1.0, 1.0, 1.0, 1.0, nan, 1.0, 2.0, 2.0, 2.0, 1.0])
+    hi = t([2.0, 2.0, 2.0, 2.0, 2.0, 2.0, nan, 1.0, 1.0, 1.0, 1.0])
+    return [
+        (op, (x, lo, hi), {}),
+        (op, (x, lo, None), {}),
+        (op, (x, None, hi), {}),
+        (op, (_ints(make, (3, 4)), _ints(make, (4,)), _ints(make, (3, 1))), {}),
+        (op, (_ints(make, (2, 3)), None, _ints(make, (2, 3))), {}),
+        (op, (make((2, 3)), make((1, 3)), None), {}),
+    ]
+
+
+def _div_mode(op, scalar):
+    """div with rounding_mode 'trunc' / 'floor': every sign combination, exact and inexact
+    quotients, a zero divisor (+-inf, NaN), -0.0 results, NaN; None for comparison."""
+    def samples(dtype, make):
+        nan, inf = float("nan"), float("inf")
+        a = torch.tensor([7.0, -7.0, 7.0, -7.0, 6.0, -6.0, 1.0, -1.0, 0.0, nan, 5.0, 0.3, -0.0, 1e10, inf],
+                         dtype=dtype).requires_grad_()
+        b = torch.tensor([2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 0.0, 0.0, 0.0, 1.0, 0.1, 0.1, 4.0, 3.0, 2.0],
+                         dtype=dtype).requires_grad_()
+        s = []
+        for mode in ("trunc", "floor"):
+            if scalar:
+                for other in (2.0, -0.75, 3):
+                    s.append((op, (a, other), {"rounding_mode": mode}))
+            else:
+                s.append((op, (a, b), {"rounding_mode": mode}))
+                s.append((op, (make((3, 4), low=-5, high=5), make((4,), low=0.5, high=2)), {"rounding_mode": mode}))
+        return s
+    return samples
+
+
+def _pow_scalar(dtype, make):
+    """pow with a Python-number base: float and int bases, base 0 with positive, zero and
+    negative exponents, a negative base with integral exponents, an integer exponent tensor
+    (an integer base with one is refused: integer pow)."""
+    op = aten.pow.Scalar
+    e0 = torch.tensor([0.0, 1.0, -1.0, 2.5], dtype=dtype).requires_grad_()
+    return [
+        (op, (2.0, make((3, 4), low=-2, high=2)), {}),
+        (op, (0.5, make((5,), low=-3, high=3)), {}),
+        (op, (3, make((2, 3), low=-1, high=1)), {}),
+        (op, (0.0, e0), {}),
+        (op, (-2.0, _ints(make, (4,))), {}),
+        (op, (1.5, torch.tensor([0, 2, -1])), {}),
+    ]
+
+
+def _extremum_dim(op):
+    """max.dim / min.dim with ties (the first index takes the gradient), NaN (the first NaN and
+    its index win), +-inf, keepdim, negative dims, a 0-d input, integer and bool inputs."""
+    def samples(dtype, make):
+        nan, inf = float("nan"), float("inf")
+        x = torch.tensor([[3.0, -1.0, 3.0, -1.0], [nan, 0.0, nan, -5.0], [-inf, 1.0, inf, 1.0]],
+                         dtype=dtype).requires_grad_()
+        return [(op, (x, 1), {}), (op, (x, 0, True), {}), (op, (x, -1, True), {}),
+                (op, (_ints(make, (3, 4, 2)), 1), {}), (op, (make(()), 0), {}),
+                (op, (torch.tensor([[5, -2**63, 3], [2**63 - 1, 0, 0]]), 1), {}),
+                (op, (torch.tensor([[True, False], [False, False]]), 1), {})]
+    return samples
+
+
+def _prod(op):
+    """prod over slices with no zero, one zero and two zeros (prod_backward's three cases), NaN,
+    negative values, the dtype argument, integer and bool inputs."""
+    def samples(dtype, make):
+        x = torch.tensor([[1.5, -2.0, 0.5, 3.0], [0.0, 2.0, -1.5, 0.5], [0.0, 1.0, 0.0, 2.0],
+                          [float("nan"), 1.0, 2.0, 0.5]], dtype=dtype).requires_grad_()
+        ints = torch.tensor([[2, -3, 4], [0, 5, 7]])
+        if op is aten.prod.default:
+            return [(op, (x,), {}), (op, (x[1:2].detach().requires_grad_(),), {}),
+                    (op, (x[2:3].detach().requires_grad_(),), {}), (op, (make((2, 3), low=0.5, high=1.5),), {}),
+                    (op, (x,), {"dtype": torch.float64}), (op, (ints,), {}),
+                    (op, (torch.tensor([True, False]),), {})]
+        return [(op, (x, 1), {}), (op, (x, 0, True), {}), (op, (x, -1), {"dtype": torch.float64}),
+                (op, (make((2, 3, 2), low=-1.5, high=1.5), 1), {}), (op, (ints, 1), {}), (op, (make(()), 0), {})]
+    return samples
+
+
+def _empty(op):
+    """empty / empty_strided: aotc's values are zeros (REPLAY); the shapes and dtypes are
+    torch's."""
+    def samples(dtype, make):
+        if op is aten.empty_strided.default:
+            return [(op, ([2, 3], [3, 1]), {"dtype": dtype}), (op, ([4], [1]), {"dtype": torch.int64}),
+                    (op, ([], []), {"dtype": dtype})]
+        return [(op, ([3, 4],), {"dtype": dtype}), (op, ([2, 0, 3],), {"dtype": dtype}),
+                (op, ([5],), {"dtype": torch.bool})]
+    return samples
+
+
+def _pads(op):
+    """reflection / replication padding with a batch dim and without, asymmetric, zero and (for
+    replication) negative pads."""
+    rank = {"1d": 1, "2d": 2, "3d": 3}[op.__name__.split(".")[0][-2:]]
+    reflect = "reflection" in op.__name__
+
+    def samples(dtype, make):
+        s = []
+        for batch in ((2, 3), (3,)):
+            shape = batch + (4, 5, 3)[:rank]
+            pads = [2, 1, 0, 3, 1, 2][:2 * rank]
+            s.append((op, (make(shape), pads), {}))
+        if not reflect:
+            s.append((op, (make((2,) + (4, 5, 3)[:rank]), [-1, 3, 2, -2, 0, 1][:2 * rank]), {}))
+            s.append((op, (make((1,) + (1, 1, 1)[:rank]), [2, 3, 1, 1, 2, 0][:2 * rank]), {}))
+        return s
+    return samples
+
+
+def _var_dim(dtype, make):
+    """var.dim (torch.export writes var.correction; a one-node graph, TRACE): unbiased and biased,
+    dims None / one / several / negative, keepdim, a single-element reduction (N - 1 = 0)."""
+    op = aten.var.dim
+    return [(op, (make((3, 4)), [1]), {}), (op, (make((3, 4)), [1], False), {}),
+            (op, (make((2, 3, 4)), [0, -1], True, True), {}), (op, (make((2, 3)), None), {}),
+            (op, (make((4, 1)), [1], True), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -701,6 +828,9 @@ RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.bernoulli.default
           "aten.native_dropout.default", "aten.dropout.default"]
 # Random ops: target -> (graph dtype -> the function giving the sample's values).
 REPLAY = {t: _replay(t) for t in RANDOM}
+# empty / empty_strided: uninitialized in torch, zeros in aotc (docs/stage-decompose.md).
+REPLAY.update({t: (lambda graph_dtype: (lambda size, *rest, dtype=None, **kw: torch.zeros(size, dtype=dtype)))
+               for t in ("aten.empty.memory_format", "aten.empty_strided.default")})
 
 EXTRA = {
     **{t: _random(t) for t in RANDOM},
@@ -785,8 +915,21 @@ EXTRA = {
     "aten._adaptive_avg_pool2d_backward.default": _adaptive_avg_pool2d_backward,
     "aten.native_group_norm_backward.default": _group_norm_backward,
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
+    "aten.clamp.Tensor": _clamp_tensor,
+    "aten.var.dim": _var_dim,
+    "aten.div.Tensor_mode": _div_mode(aten.div.Tensor_mode, False),
+    "aten.div.Scalar_mode": _div_mode(aten.div.Scalar_mode, True),
+    "aten.pow.Scalar": _pow_scalar,
+    "aten.max.dim": _extremum_dim(aten.max.dim),
+    "aten.min.dim": _extremum_dim(aten.min.dim),
+    "aten.prod.default": _prod(aten.prod.default),
+    "aten.prod.dim_int": _prod(aten.prod.dim_int),
+    "aten.empty.memory_format": _empty(aten.empty.memory_format),
+    "aten.empty_strided.default": _empty(aten.empty_strided.default),
+    **{f"aten.{k}_pad{r}.default": _pads(getattr(aten, f"{k}_pad{r}").default)
+       for k in ("reflection", "replication") for r in ("1d", "2d", "3d")},
 }
 
 # torch.export replaces these even when they are not in the decomposition table.
 TRACE = {"aten.reshape.default", "aten.lift_fresh_copy.default", "aten._reshape_alias.default",
-         "aten.upsample_bilinear2d.default", "aten.chunk.default", "aten.clamp_max.default", *RANDOM}
+         "aten.upsample_bilinear2d.default", "aten.chunk.default", "aten.clamp_max.default", "aten.var.dim", *RANDOM}

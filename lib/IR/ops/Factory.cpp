@@ -162,6 +162,37 @@ void registerFactoryOps(OpRegistry &r) {
       return out;
     });
   }
+  {
+    // fill.Scalar(self, value): self's type, every element `value` (the functional fill_);
+    // torch's derivative is zeros_like(grad). A composite: full_like.
+    OpDef &d = r.add("fill.Scalar(Tensor self, Scalar value) -> Tensor", OpCategory::Composite);
+    d.nonDifferentiable = true;
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      checkFill(n, 1, t.dtype);
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &) { return filled(n, n.scalarArg(1)); });
+  }
+  // empty / empty_strided: torch leaves the values uninitialized; aotc's values are zeros (so a
+  // program that reads them is still deterministic). Values are dense, so the strides only
+  // need to be a valid list. Composites: zeros.
+  for (bool strided : {false, true}) {
+    OpDef &d = strided ? r.add("empty_strided(SymInt[] size, SymInt[] stride, *, " + opts + ") -> Tensor",
+                               OpCategory::Composite)
+                       : r.add("empty.memory_format(SymInt[] size, *, " + opts +
+                                   ", MemoryFormat? memory_format=None) -> Tensor",
+                               OpCategory::Composite);
+    d.nonDifferentiable = true;
+    d.infer = [strided](const Node &n) -> Types {
+      Shape s = sizeArg(n, 0);
+      if (strided && n.intListArg(1).size() != s.size())
+        nodeError(n, "empty_strided: mismatch in length of strides and shape (" + std::to_string(n.intListArg(1).size()) +
+                         " strides, " + std::to_string(s.size()) + " dims)");
+      return {{dtypeArg(n, strided ? 2 : 1).value_or(kDefaultFloat), s}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &) { return filled(n, 0.0); });
+  }
   triangular(r, "tril(Tensor self, int diagonal=0) -> Tensor", true);
   triangular(r, "triu(Tensor self, int diagonal=0) -> Tensor", false);
 }

@@ -28,6 +28,8 @@ namespace aotc {
 namespace ops {
 
 void registerPointwiseOps(OpRegistry &r);
+void registerArithOps(OpRegistry &r);     // Arith.cpp: pow.Scalar, div.*_mode, clamp.Tensor
+void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflection / replication pads
 void registerReductionOps(OpRegistry &r);
 void registerViewOps(OpRegistry &r);
 void registerMatmulOps(OpRegistry &r);

@@ -183,6 +183,110 @@ void registerReductionOps(OpRegistry &r) {
     });
   }
   {
+    // var.dim(self, dim, unbiased, keepdim): var.correction with correction = unbiased (a composite).
+    OpDef &d = r.add("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      requireFloating(n, t.dtype, "var");
+      return {{t.dtype, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(3))}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
+      double corr = n.boolArg(2) ? 1.0 : 0.0;
+      RefTensor mean = reduceRef(x, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t c) { return v / c; });
+      auto map = broadcastIndexMap(mean.shape, x.shape);
+      RefTensor sq = x;
+      for (int64_t k = 0; k < x.numel(); ++k) sq.data[k] = (x.data[k] - mean.data[map[k]]) * (x.data[k] - mean.data[map[k]]);
+      return reduceRef(sq, mask, n.boolArg(3), n.types[0].dtype, 0.0, addAcc,
+                       [corr](double v, int64_t c) { return v / std::max(0.0, (double)c - corr); });
+    });
+  }
+  // max.dim / min.dim (values, indices): the first extremum along dim, NaN winning (its value
+  // and index, as eager); the gradient goes to that one index (value_selecting_reduction_backward),
+  // not shared among ties as amax's. A composite: argmax + gather.
+  for (bool isMax : {true, false}) {
+    const std::string name = isMax ? "max" : "min";
+    OpDef &d = r.add(name + ".dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+                     OpCategory::Composite);
+    d.infer = [name](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      int64_t dim = wrapDimOrError(n, n.intArg(1), t.rank());
+      if (t.rank() > 0 && t.shape[dim] == 0)
+        nodeError(n, name + "(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size.");
+      Shape s = reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(2));
+      return {{t.dtype, s}, {DType::I64, s}};
+    };
+    d.eval = [isMax](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      const RefTensor &x = *a.at(0);
+      int64_t rank = (int64_t)x.shape.size();
+      Along al(x.shape, rank == 0 ? 0 : *wrapDim(n.intArg(1), rank));
+      RefTensor vals(n.types[0].dtype, n.types[0].shape), idx(DType::I64, n.types[1].shape);
+      for (int64_t o = 0; o < al.outer; ++o)
+        for (int64_t i = 0; i < al.inner; ++i) {
+          int64_t best = 0;
+          for (int64_t j = 1; j < al.len; ++j) {
+            double b = x.data[al.at(o, best, i)], v = x.data[al.at(o, j, i)];
+            if (std::isnan(b)) break;
+            if (std::isnan(v) || (isMax ? v > b : v < b)) best = j;
+          }
+          vals.data[o * al.inner + i] = x.data[al.at(o, best, i)];
+          idx.data[o * al.inner + i] = (double)best;
+        }
+      return std::vector<RefTensor>{vals, idx};
+    };
+  }
+  // prod (ReduceOps.cpp): dtype as sum's (integral and bool accumulate in i64); NaN propagates.
+  // A primitive reduction; its gradient is torch's prod_backward (derivatives.yaml).
+  for (auto [schema, spec, dtIdx] :
+       {std::make_tuple("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", RedSpec{-1, -1}, 1),
+        std::make_tuple("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                        RedSpec{1, 2}, 3)}) {
+    OpDef &d = r.add(schema, OpCategory::Reduction);
+    d.primitive = true;
+    d.infer = [s = spec, i = dtIdx](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      return {{sumDType(n, t.dtype, i), reducedShape(t.shape, maskOf(n, s, t.rank()), keepOf(n, s))}};
+    };
+    setEval(d, [s = spec](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      return reduceRef(x, maskOf(n, s, (int64_t)x.shape.size()), keepOf(n, s), n.types[0].dtype, 1.0,
+                       [](double p, double v) { return p * v; }, [](double v, int64_t) { return v; });
+    });
+  }
+  {
+    // aotc::prod_others(self, dim): at each position, the product of the other elements of its
+    // slice along dim (prod_backward's exclusive products: exact with zeros and NaNs, as torch's
+    // prod_safe_zeros_backward). Emitted by prod's derivative rule; lowered to one fused
+    // reduction over an expanded copy of the dim, O(n^2) along it.
+    OpDef &d = r.add("aotc::prod_others(Tensor self, int dim) -> Tensor", OpCategory::Reduction);
+    d.nonDifferentiable = true; // a backward helper (no double backward for prod)
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      wrapDimOrError(n, n.intArg(1), t.rank());
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      RefTensor out = x;
+      if (x.shape.empty()) {
+        for (auto &v : out.data) v = 1.0;
+        return out;
+      }
+      Along al(x.shape, *wrapDim(n.intArg(1), (int64_t)x.shape.size()));
+      for (int64_t o = 0; o < al.outer; ++o)
+        for (int64_t i = 0; i < al.inner; ++i)
+          for (int64_t j = 0; j < al.len; ++j) {
+            double p = 1.0;
+            for (int64_t k = 0; k < al.len; ++k)
+              if (k != j) p *= x.data[al.at(o, k, i)];
+            out.data[al.at(o, j, i)] = castValue(out.dtype, p);
+          }
+      return out;
+    });
+  }
+  {
     // logsumexp = m + log(sum(exp(x - m))), m = amax (0 where m is infinite), as ReduceOps.cpp.
     OpDef &d = r.add("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", OpCategory::Reduction);
     d.infer = [](const Node &n) -> Types {

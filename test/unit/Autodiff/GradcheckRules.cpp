@@ -262,6 +262,32 @@ std::vector<Case> allCases() {
   }
   // Reductions.
   v.push_back(unary("aten.sum.default", {3, 4}));
+  // clamp.Tensor: both bounds (broadcast), and one bound; inputs kept apart from the bounds.
+  for (bool both : {true, false}) {
+    Case c;
+    c.target = "aten.clamp.Tensor";
+    c.label = both ? "clamp.Tensor x[3,4] min[4] max[3,1]" : "clamp.Tensor x[2,3] max[3]";
+    c.build = [both] {
+      B b;
+      Node *x = b.input("x", f64({both ? 3 : 2, both ? 4 : 3}));
+      if (!both) {
+        Node *hi = b.input("hi", f64({3}));
+        return b.done({b.call("aten.clamp.Tensor", {x, std::monostate{}, hi})});
+      }
+      Node *lo = b.input("lo", f64({4}));
+      Node *hi = b.input("hi", f64({3, 1}));
+      return b.done({b.call("aten.clamp.Tensor", {x, lo, hi})});
+    };
+    c.ranges["lo"] = {-0.45, -0.35};
+    c.ranges["hi"] = {0.35, 0.45};
+    c.kinks = {-0.4, 0.4}; // x stays 0.05 away from every bound (bounds move to -0.4 +- 0.1, 0.4 +- 0.1)
+    v.push_back(c);
+  }
+  // prod: away from zero (the zero cases are conformance samples), negative values included.
+  v.push_back(withArgs("aten.prod.dim_int", f64({3, 4}), {int64_t(1), false}, {}, -1.5, 1.5));
+  v.push_back(withArgs("aten.prod.dim_int", f64({2, 3, 4}), {int64_t(-3), true}, {}, 0.5, 1.5));
+  v.push_back(unary("aten.prod.default", {2, 3}, -1.5, 1.5, {}, {0.0}));
+  v.push_back(unary("aten.prod.default", {4}, 0.5, 1.5));
   v.push_back(unary("aten.sum.default", {2, 3, 2}));
   v.push_back(withArgs("aten.sum.dim_IntList", f64({3, 4}), {std::vector<int64_t>{1}, false}));
   v.push_back(withArgs("aten.sum.dim_IntList", f64({2, 3, 4}), {std::vector<int64_t>{-1, 0}, true}));

@@ -1,0 +1,175 @@
+//===- DecomposeRearrange.cpp - flip, repeat, padding; max/min.dim; the small composites ===//
+//
+// Decompose rules (the table is in Decompose.cpp) for lib/IR/ops/Rearrange.cpp,
+// lib/IR/ops/Arith.cpp and the (values, indices) reductions:
+//  * flip and the reflection / replication pads: index_select along each dim by an int64
+//    index computed from arange (flip: L-1-i; reflection: (L-1) - |(L-1) - |i - pl||;
+//    replication: clamp(i - pl, 0, L-1)); index_select's gradient sums the copies;
+//  * repeat: view self as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], view to
+//    [r0 s0, r1 s1, ...] (the gradient of expand sums the repeats, as repeat_backward);
+//  * max.dim / min.dim: argmax (of x, or of the order reversed for min) and a gather of the
+//    value at that index, so the gradient flows to that one element as eager's;
+//  * pow.Scalar: pow.Tensor_Tensor with the base as a tensor of the result dtype;
+//  * div with a rounding mode: trunc(a / b); torch's div_floor_floating for 'floor';
+//  * fill.Scalar -> full_like; empty.memory_format / empty_strided -> zeros;
+//    var.dim -> var.correction.
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include "aotc/OpRegistry.h"
+
+namespace aotc::rules {
+namespace {
+
+using rewrite::Emitter;
+using rewrite::wrapDimAt;
+
+Node *arangeI64(Emitter &e, int64_t start, int64_t end) {
+  return e.call("aten.arange.start_step", {start, end}, {{"dtype", DTypeLit{DType::I64}}});
+}
+
+/// index_select(x, dim, index) where index[o] is the source of output position o along dim.
+Node *selectAlong(Emitter &e, Node *x, int64_t dim, Node *index) {
+  return e.call("aten.index_select.default", {x, dim, index});
+}
+
+/// The argmax / argmin of x along dim as argmax of an order-preserving (max) or reversing (min)
+/// map: neg for floating x (NaN stays NaN and wins), ~x for integers, logical_not for bool.
+Node *argExtremum(Emitter &e, Node *x, int64_t dim, bool keepdim, bool isMax) {
+  Node *key = x;
+  DType dt = x->type().dtype;
+  if (!isMax)
+    key = isFloating(dt)      ? e.neg(x)
+          : dt == DType::Bool ? e.call("aten.logical_not.default", {x})
+                              : e.call("aten.sub.Scalar", {e.neg(x), int64_t(1)});
+  else if (dt == DType::Bool)
+    key = e.toDtype(x, DType::I64);
+  return e.call("aten.argmax.default", {key, dim, keepdim});
+}
+
+} // namespace
+
+Vals flip(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  Node *y = x;
+  for (int64_t d : n.intListArg(1)) {
+    if (s.empty()) break;
+    int64_t w = wrapDimAt(n, d, (int64_t)s.size());
+    if (s[w] <= 1) continue;
+    y = selectAlong(e, y, w, e.call("aten.rsub.Scalar", {arangeI64(e, 0, s[w]), s[w] - 1}));
+  }
+  if (y == x) y = e.call("aten.clone.default", {x});
+  return {y};
+}
+
+Vals repeat(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  const std::vector<int64_t> &rep = n.intListArg(1);
+  size_t lead = rep.size() - s.size();
+  Shape split, expanded;
+  for (size_t d = 0; d < rep.size(); ++d) {
+    int64_t sz = d < lead ? 1 : s[d - lead];
+    split.insert(split.end(), {1, sz});
+    expanded.insert(expanded.end(), {rep[d], sz});
+  }
+  Node *v = e.view(x, split);
+  Node *ex = e.call("aten.expand.default", {v, expanded});
+  return {e.view(ex, n.types[0].shape)};
+}
+
+Vals pad(Emitter &e, Node &n) {
+  const bool reflect = n.target.rfind("aten.reflection_pad", 0) == 0;
+  Node *x = n.tensorArg(0);
+  const Shape &s = x->type().shape;
+  const std::vector<int64_t> &pads = n.intListArg(1);
+  int64_t rank = (int64_t)s.size();
+  Node *y = x;
+  for (size_t k = 0; 2 * k < pads.size(); ++k) {
+    int64_t d = rank - 1 - (int64_t)k, lo = pads[2 * k], hi = pads[2 * k + 1], len = s[d];
+    if (lo == 0 && hi == 0) continue;
+    Node *i = arangeI64(e, -lo, len + hi); // the output positions, shifted by the left pad
+    Node *src;
+    if (reflect) {
+      Node *inner = e.call("aten.rsub.Scalar", {e.call("aten.abs.default", {i}), len - 1});
+      src = e.call("aten.rsub.Scalar", {e.call("aten.abs.default", {inner}), len - 1});
+    } else {
+      src = e.call("aten.clamp.default", {i, int64_t(0), len - 1});
+    }
+    y = selectAlong(e, y, d, src);
+  }
+  if (y == x) y = e.call("aten.clone.default", {x});
+  return {y};
+}
+
+Vals maxMinDim(Emitter &e, Node &n) {
+  const bool isMax = n.target == "aten.max.dim";
+  Node *x = n.tensorArg(0);
+  int64_t rank = x->type().rank();
+  bool keep = n.boolArg(2);
+  if (rank == 0) return {e.call("aten.clone.default", {x}), e.call("aten.zeros_like.default", {x}, {{"dtype", DTypeLit{DType::I64}}})};
+  int64_t dim = wrapDimAt(n, n.intArg(1), rank);
+  Node *idx = argExtremum(e, x, dim, true, isMax);
+  Node *val = e.call("aten.gather.default", {x, dim, idx});
+  if (!keep) {
+    std::vector<int64_t> dims = {dim};
+    val = e.call("aten.squeeze.dims", {val, dims});
+    idx = e.call("aten.squeeze.dims", {idx, dims});
+  }
+  return {val, idx};
+}
+
+Vals powScalar(Emitter &e, Node &n) {
+  DType dt = n.types[0].dtype;
+  Node *ex = n.tensorArg(1);
+  Node *base = e.call("aten.full_like.default", {ex, n.args[0]}, {{"dtype", DTypeLit{dt}}});
+  return {e.call("aten.pow.Tensor_Tensor", {base, e.toDtype(ex, dt)})};
+}
+
+Vals divMode(Emitter &e, Node &n) {
+  DType dt = n.types[0].dtype;
+  Node *a = e.toDtype(n.tensorArg(0), dt);
+  Arg b = n.args[1];
+  if (std::holds_alternative<Node *>(b)) b = e.toDtype(std::get<Node *>(b), dt);
+  Node *q = e.div(a, b);
+  if (n.isNoneArg(2)) return {q};
+  const std::string &mode = std::get<std::string>(n.args[2]);
+  if (mode == "trunc") return {e.call("aten.detach.default", {e.call("aten.trunc.default", {q})})};
+  // div_floor_floating: mod = fmod(a, b); d = (a - mod) / b, minus 1 where mod != 0 and its
+  // sign differs from b's; the nearest integer at or below (floor, plus 1 past .5); a signed
+  // zero (0 * (a / b)) where d is 0; a / b where b is 0.
+  const char *fmod = std::holds_alternative<Node *>(b) ? "aten.fmod.Tensor" : "aten.fmod.Scalar";
+  const char *eq = std::holds_alternative<Node *>(b) ? "aten.eq.Tensor" : "aten.eq.Scalar";
+  const char *lt = std::holds_alternative<Node *>(b) ? "aten.lt.Tensor" : "aten.lt.Scalar";
+  Node *mod = e.call(fmod, {a, b});
+  Node *d = e.div(e.sub(a, mod), b);
+  Node *modNeg = e.call("aten.lt.Scalar", {mod, int64_t(0)});
+  Node *bNeg = std::holds_alternative<Node *>(b) ? e.call(lt, {std::get<Node *>(b), int64_t(0)})
+                                                 : e.scalarTensor(n.scalarArg(1) < 0, DType::Bool);
+  Node *fix = e.call("aten.logical_and.default",
+                     {e.call("aten.ne.Scalar", {mod, int64_t(0)}), e.call("aten.ne.Tensor", {bNeg, modNeg})});
+  d = e.call("aten.where.self", {fix, e.sub(d, int64_t(1)), d});
+  Node *fl = e.call("aten.floor.default", {d});
+  Node *up = e.call("aten.gt.Scalar", {e.sub(d, fl), 0.5});
+  fl = e.call("aten.where.self", {up, e.add(fl, int64_t(1)), fl});
+  Node *r = e.call("aten.where.self", {e.call("aten.eq.Scalar", {d, int64_t(0)}), e.mul(q, int64_t(0)), fl});
+  Node *bZero = std::holds_alternative<Node *>(b) ? e.call(eq, {std::get<Node *>(b), int64_t(0)})
+                                                  : e.scalarTensor(n.scalarArg(1) == 0, DType::Bool);
+  // torch's gradient of a rounded division is zero: detach, so no 0 * inf reaches the inputs.
+  return {e.call("aten.detach.default", {e.call("aten.where.self", {bZero, q, r})})};
+}
+
+Vals fillScalar(Emitter &e, Node &n) { return {e.call("aten.full_like.default", {n.args[0], n.args[1]})}; }
+
+Vals emptyLike(Emitter &e, Node &n) {
+  const TensorType &t = n.types[0];
+  return {e.call("aten.zeros.default", {t.shape}, {{"dtype", DTypeLit{t.dtype}}})};
+}
+
+Vals varDim(Emitter &e, Node &n) {
+  return {e.call("aten.var.correction", {n.args[0], n.args[1]},
+                 {{"correction", int64_t(n.boolArg(2) ? 1 : 0)}, {"keepdim", n.args[3]}})};
+}
+
+} // namespace aotc::rules
