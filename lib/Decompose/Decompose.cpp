@@ -442,6 +442,8 @@ static const std::vector<RuleEntry> &table() {
     {"aten.empty.memory_format",       emptyLike,    "zeros (uninitialized values are zeros in aotc)"},
     {"aten.empty_strided.default",     emptyLike,    "zeros (values are dense: the strides do not matter)"},
     {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
+    {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
+    {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},
   };
   // clang-format on
   return t;

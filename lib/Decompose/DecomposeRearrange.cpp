@@ -12,7 +12,10 @@
 //  * pow.Scalar: pow.Tensor_Tensor with the base as a tensor of the result dtype;
 //  * div with a rounding mode: trunc(a / b); torch's div_floor_floating for 'floor';
 //  * fill.Scalar -> full_like; empty.memory_format / empty_strided -> zeros;
-//    var.dim -> var.correction.
+//    var.dim -> var.correction;
+//  * embedding_dense_backward: scatter_add of the gradient rows (masked at padding_idx, divided
+//    by the index counts under scale_grad_by_freq) into zeros [num_weights, D];
+//  * _native_batch_norm_legit.no_stats: the functional form with scratch running statistics.
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
@@ -170,6 +173,39 @@ Vals emptyLike(Emitter &e, Node &n) {
 Vals varDim(Emitter &e, Node &n) {
   return {e.call("aten.var.correction", {n.args[0], n.args[1]},
                  {{"correction", int64_t(n.boolArg(2) ? 1 : 0)}, {"keepdim", n.args[3]}})};
+}
+
+Vals embeddingDenseBackward(Emitter &e, Node &n) {
+  Node *g = n.tensorArg(0), *ix = n.tensorArg(1);
+  const TensorType &gt = g->type();
+  int64_t D = gt.shape.back(), N = numelOf(ix->type().shape), W = n.intArg(2), pad = n.intArg(3);
+  DType dt = gt.dtype;
+  Node *idx = e.view(e.toDtype(ix, DType::I64), {N});
+  Node *rows = e.view(g, {N, D});
+  if (n.boolArg(4)) {
+    Node *ones = e.call("aten.full.default", {std::vector<int64_t>{N}, 1.0}, {{"dtype", DTypeLit{dt}}});
+    Node *zeros = e.call("aten.full.default", {std::vector<int64_t>{W}, 0.0}, {{"dtype", DTypeLit{dt}}});
+    Node *counts = e.call("aten.scatter_add.default", {zeros, int64_t(0), idx, ones});
+    Node *scaled = e.div(rows, e.view(e.call("aten.index_select.default", {counts, int64_t(0), idx}), {N, 1}));
+    // Eager's double backward (embedding_dense_double_backward) ignores the scale: the value is
+    // scaled, the gradient to grad_output is not (rows + detach(scaled - rows)).
+    rows = e.add(rows, e.call("aten.detach.default", {e.sub(scaled, rows)}));
+  }
+  Node *keep = e.view(e.call("aten.ne.Scalar", {idx, pad}), {N, 1});
+  rows = e.call("aten.where.self", {keep, rows, e.scalarTensor(0.0, dt)});
+  Node *zeros = e.call("aten.full.default", {std::vector<int64_t>{W, D}, 0.0}, {{"dtype", DTypeLit{dt}}});
+  Node *at = e.call("aten.expand.default", {e.view(idx, {N, 1}), std::vector<int64_t>{N, D}});
+  return {e.call("aten.scatter_add.default", {zeros, int64_t(0), at, rows})};
+}
+
+Vals batchNormNoStats(Emitter &e, Node &n) {
+  const TensorType &x = n.tensorArg(0)->type();
+  int64_t C = x.shape[1];
+  Node *rm = e.call("aten.full.default", {std::vector<int64_t>{C}, 0.0}, {{"dtype", DTypeLit{x.dtype}}});
+  Node *rv = e.call("aten.full.default", {std::vector<int64_t>{C}, 1.0}, {{"dtype", DTypeLit{x.dtype}}});
+  Node *bn = e.call("aten._native_batch_norm_legit_functional.default",
+                    {n.args[0], n.args[1], n.args[2], rm, rv, true, n.args[4], n.args[5]});
+  return {e.call("getitem", {bn, int64_t(0)}), e.call("getitem", {bn, int64_t(1)}), e.call("getitem", {bn, int64_t(2)})};
 }
 
 } // namespace aotc::rules

@@ -90,7 +90,22 @@ std::vector<RuleEntry> randomRules(const Streams &s) {
                              {s.uniform(e, n, t.shape, t.dtype), p}),
                       t.dtype)};
   };
+  // Box-Muller: u = the stream's uniforms of shape [2, *size]; sqrt(-2 log(1 - u[0])) cos(2 pi u[1])
+  // (1 - u is in (0, 1]: no log(0)). The values are aotc's, not torch's generator's.
+  auto normal = [&s](Emitter &e, Node &n) -> Vals {
+    const TensorType &t = n.type();
+    Shape two = t.shape;
+    two.insert(two.begin(), 2);
+    Node *u = s.uniform(e, n, two, t.dtype);
+    Node *u0 = e.call("aten.select.int", {u, int64_t(0), int64_t(0)});
+    Node *u1 = e.call("aten.select.int", {u, int64_t(0), int64_t(1)});
+    Node *r = e.call("aten.sqrt.default", {e.mul(e.call("aten.log.default", {e.call("aten.rsub.Scalar", {u0, 1.0})}), -2.0)});
+    Node *c = e.call("aten.cos.default", {e.mul(u1, 6.283185307179586)});
+    return {e.mul(r, c)};
+  };
   return {
+      {"aten.randn.default", normal, "Box-Muller: sqrt(-2 log(1 - u0)) cos(2 pi u1), u = philox_uniform [2, *size]"},
+      {"aten.randn_like.default", normal, "as randn"},
       {"aten.rand.default", draw, "philox_uniform of its stream"},
       {"aten.rand_like.default", draw, "philox_uniform of its stream"},
       {"aten.bernoulli.default", bernoulli, "_to_copy(u < self)"},

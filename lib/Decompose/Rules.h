@@ -63,6 +63,10 @@ Vals divMode(rewrite::Emitter &e, Node &n);
 Vals fillScalar(rewrite::Emitter &e, Node &n);
 Vals emptyLike(rewrite::Emitter &e, Node &n);
 Vals varDim(rewrite::Emitter &e, Node &n);
+/// embedding_dense_backward -> scatter_add of the (masked, scaled) rows into zeros.
+Vals embeddingDenseBackward(rewrite::Emitter &e, Node &n);
+/// _native_batch_norm_legit.no_stats -> the functional form with scratch running statistics.
+Vals batchNormNoStats(rewrite::Emitter &e, Node &n);
 
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.

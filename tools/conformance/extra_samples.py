@@ -539,6 +539,10 @@ def _random(target):
         if target == "aten.rand.default":
             return [(op, ([3, 4],), {"dtype": dtype}), (op, ([2, 1, 5],), {"dtype": dtype}),
                     (op, ([],), {"dtype": dtype})]
+        if target == "aten.randn.default":
+            return [(op, ([3, 4],), {"dtype": dtype}), (op, ([5],), {"dtype": dtype}), (op, ([],), {"dtype": dtype})]
+        if target == "aten.randn_like.default":
+            return [(op, (make((4, 5), requires_grad=False),), {}), (op, (make((), requires_grad=False),), {})]
         if target == "aten.rand_like.default":
             return [(op, (make((4, 5), requires_grad=False),), {}), (op, (make((), requires_grad=False),), {})]
         if target == "aten.bernoulli.default":
@@ -787,6 +791,25 @@ def _var_dim(dtype, make):
             (op, (make((4, 1)), [1], True), {})]
 
 
+def _embedding_dense_backward(dtype, make):
+    """embedding_dense_backward: repeated indices (the rows sum), padding_idx hit and -1 (none),
+    scale_grad_by_freq, 2-D indices, an unused weight row."""
+    op = aten.embedding_dense_backward.default
+    ix1 = torch.tensor([0, 2, 2, 5, 2, 0])
+    ix2 = torch.tensor([[1, 3, 3], [0, 1, 3]])
+    return [(op, (make((6, 4)), ix1, 7, -1, False), {}), (op, (make((6, 4)), ix1, 6, 2, False), {}),
+            (op, (make((6, 3)), ix1, 6, -1, True), {}), (op, (make((2, 3, 5)), ix2, 4, 3, True), {}),
+            (op, (make((2, 3, 5)), ix2, 5, 0, False), {})]
+
+
+def _batch_norm_no_stats(dtype, make):
+    """_native_batch_norm_legit.no_stats: affine or not, [N, C], [N, C, L], [N, C, H, W]."""
+    op = aten._native_batch_norm_legit.no_stats
+    return [(op, (make((4, 3)), make((3,)), make((3,)), True, 0.1, 1e-5), {}),
+            (op, (make((2, 3, 5)), None, None, True, 0.1, 1e-3), {}),
+            (op, (make((2, 4, 3, 3)), make((4,)), None, True, 0.5, 1e-5), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -805,6 +828,11 @@ def _replay(target):
         def u(shape):
             return torch.from_numpy(philox.uniform(0, 0, tuple(shape), name))
 
+        def normal(shape):
+            # Box-Muller of lib/Decompose/Random.cpp, in the graph's dtype as aotc computes it.
+            v = u([2] + list(shape))
+            return torch.sqrt(torch.log(1.0 - v[0]) * -2.0) * torch.cos(v[1] * 6.283185307179586)
+
         def dropout(x, p, train=True):
             if train is False or p == 0.0:
                 return x.clone(), torch.ones(x.shape, dtype=torch.bool)
@@ -816,6 +844,8 @@ def _replay(target):
         return {
             "aten.rand.default": lambda size, dtype=None, **kw: u(size).to(dtype or torch.float32),
             "aten.rand_like.default": lambda x, **kw: u(x.shape).to(x.dtype),
+            "aten.randn.default": lambda size, dtype=None, **kw: normal(size).to(dtype or torch.float32),
+            "aten.randn_like.default": lambda x, **kw: normal(x.shape).to(x.dtype),
             "aten.bernoulli.default": lambda x, **kw: (u(x.shape).to(x.dtype) < x).to(x.dtype),
             "aten.bernoulli.p": lambda x, p, **kw: (u(x.shape) < p).to(x.dtype),
             "aten.native_dropout.default": dropout,
@@ -824,7 +854,7 @@ def _replay(target):
     return for_dtype
 
 
-RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.bernoulli.default", "aten.bernoulli.p",
+RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.randn.default", "aten.randn_like.default", "aten.bernoulli.default", "aten.bernoulli.p",
           "aten.native_dropout.default", "aten.dropout.default"]
 # Random ops: target -> (graph dtype -> the function giving the sample's values).
 REPLAY = {t: _replay(t) for t in RANDOM}
@@ -917,6 +947,8 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.embedding_dense_backward.default": _embedding_dense_backward,
+    "aten._native_batch_norm_legit.no_stats": _batch_norm_no_stats,
     "aten.div.Tensor_mode": _div_mode(aten.div.Tensor_mode, False),
     "aten.div.Scalar_mode": _div_mode(aten.div.Scalar_mode, True),
     "aten.pow.Scalar": _pow_scalar,

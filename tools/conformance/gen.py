@@ -215,6 +215,7 @@ SOURCES = {
     "aten.replication_pad3d.default": ["nn.functional.pad:replicate", "nn.functional.pad:replicate_negative"],
     "aten.repeat.default": ["repeat"],
     "aten.var.dim": ["var:unbiased"],
+    "aten._native_batch_norm_legit.no_stats": ["nn.functional.batch_norm"],
 }
 
 # Every dtype a sample may carry: aotc supports f32/f64/i64/bool; others (int32 indices, uint8

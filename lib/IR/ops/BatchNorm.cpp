@@ -22,13 +22,14 @@ namespace {
 using Types = std::vector<TensorType>;
 
 /// Checks the operands; returns C.
-int64_t checkBatchNorm(const Node &n, const char *what) {
+int64_t checkBatchNorm(const Node &n, const char *what, bool stats = true) {
   TensorType x = argType(n, 0);
   if (x.rank() < 2)
     nodeError(n, std::string(what) + ": expected an input with at least 2 dimensions [N, C, *], got " + x.str());
   requireFloating(n, x.dtype, what);
   int64_t C = x.shape[1];
   for (size_t i : {1, 2, 3, 4}) {
+    if (!stats && i >= 3) break;
     const Node *t = optTensor(n, i);
     if (!t) {
       if (i >= 3) nodeError(n, std::string(what) + ": running_mean and running_var are required");
@@ -103,6 +104,30 @@ void registerBatchNormOps(OpRegistry &r) {
     d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
       BnRef b = batchNormRef(n, a, n.boolArg(5), n.scalarArg(6), n.scalarArg(7));
       return std::vector<RefTensor>{b.out, b.mean, b.rstd, b.runMean, b.runVar};
+    };
+  }
+  {
+    // _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps): batch
+    // statistics and no running ones (F.batch_norm(x, None, None, training=True), a norm with
+    // track_running_stats=False). Without running statistics there is nothing to normalize with
+    // in eval mode: training=False is refused, as torch. A composite (decompose: the functional
+    // form with scratch running statistics, whose updates nobody reads).
+    OpDef &d = r.add("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, "
+                     "float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      int64_t C = checkBatchNorm(n, "batch_norm", false);
+      if (!n.boolArg(3)) nodeError(n, "batch_norm: running_mean must be defined in evaluation mode (training=False "
+                                      "without running statistics)");
+      TensorType x = argType(n, 0);
+      return {x, {x.dtype, {C}}, {x.dtype, {C}}};
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      int64_t C = a[0]->shape[1];
+      RefTensor rm(a[0]->dtype, {C}, 0.0), rv(a[0]->dtype, {C}, 1.0);
+      RefArgs withStats = {a[0], a[1], a[2], &rm, &rv};
+      BnRef b = batchNormRef(n, withStats, true, n.scalarArg(4), n.scalarArg(5));
+      return std::vector<RefTensor>{b.out, b.mean, b.rstd};
     };
   }
   {

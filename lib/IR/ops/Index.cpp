@@ -259,6 +259,42 @@ void registerIndexOps(OpRegistry &r) {
     });
   }
   {
+    // embedding_dense_backward(grad_output [*, D], indices [*], num_weights, padding_idx,
+    // scale_grad_by_freq) -> [num_weights, D]: each row of grad_output summed into the row its
+    // index names; positions whose index is padding_idx add nothing; scale_grad_by_freq divides
+    // by the index's count (Embedding.cpp). A composite (decompose: scatter_add).
+    OpDef &d = r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
+                     "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor",
+                     OpCategory::Composite);
+    d.indexArgs = {1};
+    d.infer = [](const Node &n) -> Types {
+      TensorType g = argType(n, 0), ix = argType(n, 1);
+      requireIndex(n, ix, "embedding_dense_backward()");
+      requireFloating(n, g.dtype, "embedding_dense_backward(): grad_output");
+      Shape want = ix.shape;
+      want.push_back(g.rank() ? g.shape.back() : 0);
+      if (g.rank() == 0 || g.shape != want)
+        nodeError(n, "embedding_dense_backward(): grad_output " + g.str() + " must be the indices' shape " +
+                         shapeStr(ix.shape) + " plus the embedding dim");
+      if (n.intArg(2) < 0) nodeError(n, "embedding_dense_backward(): num_weights must be >= 0");
+      return {{g.dtype, {n.intArg(2), g.shape.back()}}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &g = *a.at(0), &ix = *a.at(1);
+      int64_t D = g.shape.back(), W = n.intArg(2), pad = n.intArg(3);
+      RefTensor out(n.types[0].dtype, n.types[0].shape, 0.0);
+      std::vector<double> count(W, 0.0);
+      for (int64_t k = 0; k < ix.numel(); ++k) count[checkedIndex(n, ix.data[k], W, 0)] += 1;
+      for (int64_t k = 0; k < ix.numel(); ++k) {
+        int64_t row = checkedIndex(n, ix.data[k], W, 0);
+        if (row == pad) continue;
+        double scale = n.boolArg(4) ? 1.0 / count[row] : 1.0;
+        for (int64_t j = 0; j < D; ++j) out.data[row * D + j] += g.data[k * D + j] * scale;
+      }
+      return out;
+    });
+  }
+  {
     // index.Tensor: advanced indexing by integer tensors (None entries keep their dim).
     OpDef &d = r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", OpCategory::Index);
     d.recomputable = true; // in torch's default_recomputable_ops (decomposed before the partitioner)

@@ -53,6 +53,22 @@ void registerRandomOps(OpRegistry &r) {
       return {{floatingResult(n, dtypeArg(n, 1).value_or(kDefaultFloat), "rand: the dtype"), sizeArg(n, 0)}};
     };
   }
+  for (const char *name : {"randn", "randn_like"}) {
+    // Standard normal numbers: Box-Muller over two uniform draws (lib/Decompose/Random.cpp).
+    const bool like = std::string(name) == "randn_like";
+    OpDef &d = like ? r.add("randn_like(Tensor self, *, " + opts + ", MemoryFormat? memory_format=None) -> Tensor",
+                            OpCategory::Factory)
+                    : r.add("randn(SymInt[] size, *, " + opts + ") -> Tensor", OpCategory::Factory);
+    d.nonDifferentiable = true;
+    noValue(d);
+    d.infer = [like](const Node &n) -> Types {
+      if (like) {
+        TensorType t = argType(n, 0);
+        return {{floatingResult(n, dtypeArg(n, 1).value_or(t.dtype), "randn_like: the dtype"), t.shape}};
+      }
+      return {{floatingResult(n, dtypeArg(n, 1).value_or(kDefaultFloat), "randn: the dtype"), sizeArg(n, 0)}};
+    };
+  }
   {
     OpDef &d = r.add("rand_like(Tensor self, *, " + opts + ", MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Factory);
