@@ -115,12 +115,19 @@ struct Reduction {
   DType accType = DType::F32;
 };
 
-/// A store of `value` to `access`. `accumulate` adds to the existing element
-/// (scatter_add); such kernels keep one outer iteration per target slice.
+/// How an accumulating store combines `value` with the element already there: the
+/// scatter family (scatter_add: Add; scatter_reduce: Mul, Max, Min with NaN propagating;
+/// scatter: Set, the last store in loop order wins).
+enum class StoreCombine { Add, Mul, Max, Min, Set };
+
+/// A store of `value` to `access`. `accumulate` combines it with the existing element
+/// (`combine`); such kernels keep one outer iteration per target slice, their stores in
+/// order, so the result does not depend on the thread count.
 struct Store {
   int access = -1;
   int value = -1;
   bool accumulate = false;
+  StoreCombine combine = StoreCombine::Add;
 };
 
 struct Phase {

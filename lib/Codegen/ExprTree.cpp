@@ -392,6 +392,7 @@ Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOpt
       st.value = f.inst(s.value);
       st.access = f.access(s.addr);
       st.accumulate = s.accumulate;
+      st.combine = s.combine;
       ph.stores.push_back(st);
     }
     k.phases.push_back(std::move(ph));

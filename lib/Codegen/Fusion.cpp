@@ -11,7 +11,8 @@
 //    not trivial: then it is *realized*, i.e. stored by a map kernel.
 //  * Reductions fold their (inlined) input in a reduce kernel; gather and
 //    index_select substitute a bounds-checked data-dependent index into the
-//    leaves; scatter_add is an init kernel plus a sequential accumulation;
+//    leaves; the scatter family (scatter_add, scatter, aotc::scatter_combine) is an init
+//    kernel plus a sequential accumulation (StoreCombine: add, mul, max, min, set);
 //    slice_scatter/select_scatter are pointwise-like values (ViewScatter.cpp).
 //  * mm/addmm/bmm become GEMM extern kernels reading realized buffers; a transposed
 //    operand (a permute of a contiguous matrix) is a transpose flag.
@@ -206,7 +207,7 @@ private:
   void defineMatmul(const Node *n, const OpLowering &l);
   void defineGather(const Node *n);
   void defineIndexSelect(const Node *n);
-  void defineScatterAdd(const Node *n);
+  void defineScatter(const Node *n);
   void defineViewScatter(const Node *n);
   void defineConv(const Node *n, const OpLowering &l);
   /// (buffer, element offset) of a dense row-major copy of arg's value (arg's own home when
@@ -273,7 +274,7 @@ void GraphFuser::defineNode(const Node *n) {
   case LoweringKind::Matmul: return defineMatmul(n, l);
   case LoweringKind::Gather: return defineGather(n);
   case LoweringKind::IndexSelect: return defineIndexSelect(n);
-  case LoweringKind::ScatterAdd: return defineScatterAdd(n);
+  case LoweringKind::Scatter: return defineScatter(n);
   case LoweringKind::ViewScatter: return defineViewScatter(n);
   case LoweringKind::Conv: return defineConv(n, l);
   }
@@ -761,19 +762,29 @@ void GraphFuser::defineIndexSelect(const Node *n) {
   vals_[n] = std::move(v);
 }
 
-void GraphFuser::defineScatterAdd(const Node *n) {
+void GraphFuser::defineScatter(const Node *n) {
+  StoreCombine combine = StoreCombine::Add;
+  if (n->target == "aten.scatter.src" || n->target == "aten.scatter.value") {
+    combine = StoreCombine::Set;
+  } else if (n->target == "aotc.scatter_combine.default") {
+    const std::string &red = std::get<std::string>(n->args.at(4));
+    combine = red == "prod" ? StoreCombine::Mul : red == "amax" ? StoreCombine::Max
+              : red == "amin" ? StoreCombine::Min : StoreCombine::Add;
+  }
+  const std::string what = opBase(n->target);
   Val self = val(n->tensorArg(0));
   int r = (int)self.type.shape.size();
   int64_t w = wrapDimOrError(*n, n->intArg(1), r);
   int64_t dim = r == 0 ? 0 : w;
   Node *idxNode = n->tensorArg(2);
   Val idx = val(idxNode);
-  Val src = val(n->tensorArg(3));
+  const bool scalarValue = n->target == "aten.scatter.value";
+  Val src = scalarValue ? Val{} : val(n->tensorArg(3));
   const Shape &I = idx.type.shape;
   int home = homeFor(n);
   // 1. out = self (a map kernel, mergeable).
   Val init = self;
-  realizeInto(init, home, "scatter_add");
+  realizeInto(init, home, what);
   if (numelOf(I) == 0) {
     vals_[n] = loadOf(home);
     return;
@@ -797,6 +808,7 @@ void GraphFuser::defineScatterAdd(const Node *n) {
   auto strides = contiguousStrides(self.type.shape);
   TStore st;
   st.accumulate = true;
+  st.combine = combine;
   st.addr.buffer = home;
   st.addr.coef.assign(ir, 0);
   EDyn d;
@@ -808,15 +820,18 @@ void GraphFuser::defineScatterAdd(const Node *n) {
   for (int e = 0; e < ir; ++e)
     if (e != dim) st.addr.coef[pos[e]] = strides[e];
   st.addr.dyn.push_back(d);
-  ERef sv = src.e;
-  if (src.type.shape.size() != I.size())
-    nodeError(*n, "codegen: scatter_add src and index must have the same rank");
-  st.value = mkCast(applyIndexMap(sv, m), self.type.dtype);
+  if (scalarValue) {
+    st.value = mkConst(self.type.dtype, n->scalarArg(3));
+  } else {
+    if (src.type.shape.size() != I.size())
+      nodeError(*n, "codegen: " + what + " src and index must have the same rank");
+    st.value = mkCast(applyIndexMap(src.e, m), self.type.dtype);
+  }
   p.stores.push_back(st);
   k.phases.push_back(std::move(p));
   k.ops = src.ops;
   for (auto &o : idx.ops) k.ops.push_back(o);
-  k.ops.push_back("scatter_add");
+  k.ops.push_back(what);
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(home);
 }

@@ -109,6 +109,7 @@ struct TStore {
   EAddr addr;
   ERef value;
   bool accumulate = false;
+  StoreCombine combine = StoreCombine::Add;
 };
 
 struct TPhase {

@@ -375,7 +375,10 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aotc.conv_weight_grad.default", conv(ConvDesc::Role::WeightGrad)},
         {"aten.gather.default", kind(K::Gather)},
         {"aten.index_select.default", kind(K::IndexSelect)},
-        {"aten.scatter_add.default", kind(K::ScatterAdd)},
+        {"aten.scatter_add.default", kind(K::Scatter)},
+        {"aten.scatter.src", kind(K::Scatter)},
+        {"aten.scatter.value", kind(K::Scatter)},
+        {"aotc.scatter_combine.default", kind(K::Scatter)},
         {"aten.slice_scatter.default", kind(K::ViewScatter)},
         {"aten.select_scatter.default", kind(K::ViewScatter)},
     };

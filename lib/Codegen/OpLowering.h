@@ -10,7 +10,8 @@
 //    realizes first; Alias is the value itself; Clone is the value, stored when it must be;
 //  * Reduction: the fold (sum, max, min, argmax) and whether the result is divided by the
 //    count (mean);
-//  * Matmul, Gather, IndexSelect, ScatterAdd, ViewScatter: a dedicated builder in Fusion.cpp.
+//  * Matmul, Gather, IndexSelect, Scatter (scatter_add, scatter, aotc::scatter_combine),
+//    ViewScatter: a dedicated builder in Fusion.cpp.
 // The table (OpLowering.cpp) covers every target of primitiveTargets()
 // (include/aotc/Decompositions.h), which a unit test checks. Where the other parts of an op
 // live (schema, shape function, f64 reference, derivative, decomposition) is in docs/ops.md.
@@ -36,7 +37,7 @@ enum class LoweringKind {
   Matmul,
   Gather,
   IndexSelect,
-  ScatterAdd,
+  Scatter,
   ViewScatter,
   Conv, ///< A convolution primitive (include/aotc/Conv.h): a library call (ExternFn::Conv).
 };

@@ -184,11 +184,30 @@ void ScalarEmitter::store(const Store &s) {
   Value buf = bufArg_.at(a.buffer);
   auto doStore = [&](OpBuilder &b, Location l) {
     Value x = v;
-    if (s.accumulate) {
+    if (s.accumulate && s.combine != StoreCombine::Set) {
       Value old = b.create<memref::LoadOp>(l, buf, ValueRange{addr});
-      if (isFloating(bt)) x = b.create<arith::AddFOp>(l, old, x);
-      else if (bt == DType::Bool) x = b.create<arith::OrIOp>(l, old, b.create<arith::ExtUIOp>(l, old.getType(), x));
-      else x = b.create<arith::AddIOp>(l, old, x);
+      const bool fl = isFloating(bt);
+      if (bt == DType::Bool) { // bytes holding 0 / 1: add and max are or, mul and min are and
+        x = b.create<arith::ExtUIOp>(l, old.getType(), x);
+        if (s.combine == StoreCombine::Add || s.combine == StoreCombine::Max) x = b.create<arith::OrIOp>(l, old, x);
+        else x = b.create<arith::AndIOp>(l, old, x);
+      } else {
+        switch (s.combine) {
+        case StoreCombine::Add:
+          x = fl ? b.create<arith::AddFOp>(l, old, x).getResult() : b.create<arith::AddIOp>(l, old, x).getResult();
+          break;
+        case StoreCombine::Mul:
+          x = fl ? b.create<arith::MulFOp>(l, old, x).getResult() : b.create<arith::MulIOp>(l, old, x).getResult();
+          break;
+        case StoreCombine::Max:
+          x = fl ? b.create<arith::MaximumFOp>(l, old, x).getResult() : b.create<arith::MaxSIOp>(l, old, x).getResult();
+          break;
+        case StoreCombine::Min:
+          x = fl ? b.create<arith::MinimumFOp>(l, old, x).getResult() : b.create<arith::MinSIOp>(l, old, x).getResult();
+          break;
+        case StoreCombine::Set: break;
+        }
+      }
     } else if (bt == DType::Bool) {
       x = b.create<arith::ExtUIOp>(l, IntegerType::get(ctx_, 8), x);
     }

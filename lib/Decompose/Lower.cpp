@@ -153,6 +153,35 @@ Vals prodOthers(Emitter &e, Node &n) {
   return {e.call("aten.prod.dim_int", {masked, d + 1})};
 }
 
+/// scatter_reduce.two(self, dim, index, src, reduce, include_self) -> the scatter primitives.
+/// Without include_self the touched positions first take an identity (scatter.value: 0 for sum
+/// and mean, 1 for prod) or one of their own source values (scatter.src: amax / amin, so no
+/// +-inf or integer extreme is needed); then sum: scatter_add; prod / amax / amin:
+/// aotc::scatter_combine; mean: the sum over max(count, 1), count = scatter_add of ones.
+Vals scatterReduce(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0), *ix = n.tensorArg(2), *src = n.tensorArg(3);
+  Arg dim = n.args[1];
+  const std::string &red = std::get<std::string>(n.args[4]);
+  const bool includeSelf = n.boolArg(5);
+  const bool fl = isFloating(n.types[0].dtype);
+  Node *base = self;
+  if (!includeSelf) {
+    if (red == "amax" || red == "amin") base = e.call("aten.scatter.src", {self, dim, ix, src});
+    else if (red == "prod") base = e.call("aten.scatter.value", {self, dim, ix, fl ? Arg(1.0) : Arg(int64_t(1))});
+    else base = e.call("aten.scatter.value", {self, dim, ix, fl ? Arg(0.0) : Arg(int64_t(0))});
+  }
+  if (red == "sum") return {e.call("aten.scatter_add.default", {base, dim, ix, src})};
+  if (red == "mean") {
+    Node *sum = e.call("aten.scatter_add.default", {base, dim, ix, src});
+    Node *cnt = e.call("aten.scatter_add.default", {e.call("aten.full_like.default", {self, includeSelf ? 1.0 : 0.0}), dim,
+                                                    ix, e.call("aten.full_like.default", {src, 1.0})});
+    Node *den = e.call("aten.where.self", {e.call("aten.eq.Scalar", {cnt, int64_t(0)}),
+                                           e.scalarTensor(1.0, n.types[0].dtype), cnt});
+    return {e.div(sum, den)};
+  }
+  return {e.call("aotc.scatter_combine.default", {base, dim, ix, src, red})};
+}
+
 Vals rsubScalar(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   double alpha = n.scalarArg(2);
@@ -333,6 +362,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
     {"aotc.prod_others.default",            prodOthers,         "prod over j of where(j == i, 1, x expanded to [.., n (i), n (j), ..])"},
+    {"aten.scatter_reduce.two",             scatterReduce,      "scatter.value / scatter.src (no include_self), then scatter_add or aotc.scatter_combine; mean: / max(count, 1)"},
     {"aten.clamp.Tensor",                   clampTensor,        "minimum(maximum(x, min), max) in the result dtype"},
     {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
     {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},

@@ -810,6 +810,45 @@ def _batch_norm_no_stats(dtype, make):
             (op, (make((2, 4, 3, 3)), make((4,)), None, True, 0.5, 1e-5), {})]
 
 
+def _scatter_reduce(dtype, make):
+    """scatter_reduce: every reduce with and without self, repeated indices, ties with self and
+    between sources (amax / amin split the gradient), zeros in self and src (prod: one zero in a
+    slice and two), NaN, integer tensors."""
+    op = aten.scatter_reduce.two
+    t = lambda v: torch.tensor(v, dtype=dtype).requires_grad_()  # noqa: E731
+    self_ = t([[1.0, 2.0, 0.0, 4.0], [3.0, 0.0, 1.0, 2.0], [2.0, 2.0, 5.0, -1.0]])
+    src = t([[2.0, 0.0, 1.0, 4.0], [3.0, 0.0, 5.0, 2.0]])
+    idx = torch.tensor([[0, 0, 2, 1], [0, 1, 2, 1]])
+    nan_src = t([[float("nan"), 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    reds = ("sum", "prod", "mean", "amax", "amin")
+    # The first 12 per dtype are kept (gen.py CAP): every reduce with self along dim 0, every one
+    # without self along dim 1, then NaN and integer cases.
+    s = [(op, (self_, 0, idx, src, red), {}) for red in reds]
+    s += [(op, (self_, 1, torch.tensor([[3, 3], [0, 1], [2, 2]]), t([[0.0, 2.0], [1.0, 1.0], [0.0, 0.0]]), red),
+           {"include_self": False}) for red in reds]
+    s.append((op, (self_, 0, idx, nan_src, "amax"), {}))
+    if dtype == torch.float32:
+        s.append((op, (torch.tensor([[1, 2], [3, 4]]), 0, torch.tensor([[1, 0], [1, 1]]),
+                       torch.tensor([[5, -6], [7, 8]]), "prod"), {"include_self": False}))
+    else:
+        s.append((op, (self_, 0, idx, nan_src, "amin"), {"include_self": False}))
+    return s
+
+
+def _scatter(op):
+    """scatter (overwrite): repeated indices along dim (the last write wins, as torch's CPU
+    loop), 0-d, negative dim; the value overload with int and float. (A src larger than index
+    has no gradient in eager: ScatterBackward returns index's shape, which autograd refuses.)"""
+    def samples(dtype, make):
+        idx = torch.tensor([[0, 2, 0], [1, 1, 1]])
+        if op is aten.scatter.value:
+            return [(op, (make((2, 4)), 1, idx, 2.5), {}), (op, (make((3, 3)), 0, idx, -1), {}),
+                    (op, (make(()), 0, torch.tensor(0), 7.0), {})]
+        return [(op, (make((2, 4)), 1, idx, make((2, 3))), {}), (op, (make((3, 3)), 0, idx, make((2, 3))), {}),
+                (op, (make((2, 5)), -1, idx, make((2, 3))), {}), (op, (make(()), 0, torch.tensor(0), make(())), {})]
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -947,6 +986,9 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.scatter_reduce.two": _scatter_reduce,
+    "aten.scatter.src": _scatter(aten.scatter.src),
+    "aten.scatter.value": _scatter(aten.scatter.value),
     "aten.embedding_dense_backward.default": _embedding_dense_backward,
     "aten._native_batch_norm_legit.no_stats": _batch_norm_no_stats,
     "aten.div.Tensor_mode": _div_mode(aten.div.Tensor_mode, False),

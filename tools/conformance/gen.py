@@ -215,6 +215,10 @@ SOURCES = {
     "aten.replication_pad3d.default": ["nn.functional.pad:replicate", "nn.functional.pad:replicate_negative"],
     "aten.repeat.default": ["repeat"],
     "aten.var.dim": ["var:unbiased"],
+    "aten.scatter.src": ["scatter"],
+    "aten.scatter.value": ["scatter"],
+    "aten.scatter_reduce.two": ["scatter_reduce:sum", "scatter_reduce:prod", "scatter_reduce:mean",
+                                "scatter_reduce:amax", "scatter_reduce:amin"],
     "aten._native_batch_norm_legit.no_stats": ["nn.functional.batch_norm"],
 }
 

@@ -167,40 +167,87 @@ void registerIndexOps(OpRegistry &r) {
       return out;
     });
   }
-  {
-    OpDef &d = r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", OpCategory::Index);
-    d.primitive = true;
+  // The scatter family (TensorAdvancedIndexing.cpp): scatter_add, scatter (overwrite; the last
+  // write along dim wins, as torch's CPU loop), scatter_reduce (sum, prod, mean, amax, amin,
+  // include_self) and aotc::scatter_combine (scatter_reduce's prod / amax / amin with self
+  // included: what lower makes of scatter_reduce). All primitives but scatter_reduce, which keeps
+  // torch's gradient rule and is lowered after autodiff.
+  struct ScatterDef { const char *schema; bool primitive; };
+  for (ScatterDef sd :
+       {ScatterDef{"scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", true},
+        ScatterDef{"scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", true},
+        ScatterDef{"scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", true},
+        ScatterDef{"scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
+                   "bool include_self=True) -> Tensor", false},
+        ScatterDef{"aotc::scatter_combine(Tensor self, int dim, Tensor index, Tensor src, str reduce) -> Tensor", true}}) {
+    OpDef &d = r.add(sd.schema, sd.primitive ? OpCategory::Index : OpCategory::Composite);
+    d.primitive = sd.primitive;
     d.indexArgs = {2};
-    d.infer = [](const Node &n) -> Types {
-      TensorType s = argType(n, 0), ix = argType(n, 2), src = argType(n, 3);
-      requireIndex(n, ix, "scatter_add()", true);
+    const std::string name = d.target().substr(d.target().find('.') + 1, d.target().rfind('.') - d.target().find('.') - 1);
+    const bool hasSrc = d.target() != "aten.scatter.value";
+    const bool reduces = d.target() == "aten.scatter_reduce.two" || d.target() == "aotc.scatter_combine.default";
+    if (d.target() == "aotc.scatter_combine.default") d.nonDifferentiable = true; // emitted after autodiff only
+    d.infer = [name, hasSrc, reduces](const Node &n) -> Types {
+      TensorType s = argType(n, 0), ix = argType(n, 2);
+      TensorType src = hasSrc ? argType(n, 3) : ix;
+      const std::string what = name + "()";
+      requireIndex(n, ix, what.c_str(), true);
       int64_t dim = wrapDimOrError(n, n.intArg(1), s.rank());
-      if (src.dtype != s.dtype) nodeError(n, "scatter_add(): expected self and src to have the same dtype");
+      if (hasSrc && src.dtype != s.dtype) nodeError(n, what + ": expected self and src to have the same dtype");
+      if (reduces) {
+        const std::string &red = std::get<std::string>(n.args.at(4));
+        bool ok = red == "sum" || red == "prod" || red == "mean" || red == "amax" || red == "amin";
+        if (!ok) nodeError(n, what + ": reduce argument must be either sum, prod, mean, amax or amin, got " + red);
+        if (s.dtype == DType::Bool) nodeError(n, what + ": bool tensors are not supported (as torch's CPU kernel)");
+        if (red == "mean" && !isFloating(s.dtype))
+          nodeError(n, what + ": reduce 'mean' on integer tensors is not supported yet (a floor division, whose "
+                              "division by zero must raise)");
+      }
       if (ix.numel() != 0) {
-        if (ensure1(ix) != ensure1(s) || ensure1(src) != ensure1(s))
-          nodeError(n, "scatter_add(): index, self and src must have the same number of dimensions");
+        if (ensure1(ix) != ensure1(s) || (hasSrc && ensure1(src) != ensure1(s)))
+          nodeError(n, what + ": index, self and src must have the same number of dimensions");
         for (int64_t i = 0; i < ensure1(s); ++i)
-          if ((i != dim && sizeAt(ix, i) > sizeAt(s, i)) || sizeAt(ix, i) > sizeAt(src, i))
-            nodeError(n, "scatter_add(): expected index " + shapeStr(ix.shape) + " to be smaller than self " +
+          if ((i != dim && sizeAt(ix, i) > sizeAt(s, i)) || (hasSrc && sizeAt(ix, i) > sizeAt(src, i)))
+            nodeError(n, what + ": expected index " + shapeStr(ix.shape) + " to be smaller than self " +
                              shapeStr(s.shape) + " apart from dimension " + std::to_string(dim) +
-                             " and to be smaller size than src " + shapeStr(src.shape));
+                             (hasSrc ? " and to be smaller size than src " + shapeStr(src.shape) : std::string()));
       }
       return {s};
     };
-    setEval(d, [](const Node &n, const RefArgs &a) {
-      const RefTensor &s = *a.at(0), &ix = *a.at(2), &src = *a.at(3);
+    setEval(d, [hasSrc, reduces](const Node &n, const RefArgs &a) {
+      const RefTensor &s = *a.at(0), &ix = *a.at(2);
+      const RefTensor *src = hasSrc ? a.at(3) : nullptr;
+      std::string red = n.target == "aten.scatter_add.default" ? "sum" : reduces ? std::get<std::string>(n.args[4]) : "set";
+      bool includeSelf = n.target != "aten.scatter_reduce.two" || n.boolArg(5);
       RefTensor out = s;
-      if (s.shape.empty()) {
-        for (int64_t k = 0; k < ix.numel(); ++k) checkedIndex(n, ix.data[k], 1, 0), out.data[0] += src.data[0];
-        return out;
-      }
-      int64_t dim = *wrapDim(n.intArg(1), (int64_t)s.shape.size());
+      std::vector<double> count(s.numel(), includeSelf ? 1.0 : 0.0);
+      std::vector<bool> touched(s.numel(), false);
+      int64_t rank = (int64_t)s.shape.size();
+      int64_t dim = rank == 0 ? 0 : *wrapDim(n.intArg(1), rank);
       for (int64_t k = 0; k < ix.numel(); ++k) {
         std::vector<int64_t> idx = unravel(k, ix.shape);
-        double v = src.data[ravel(idx, src.shape)];
-        idx[dim] = checkedIndex(n, ix.data[k], s.shape[dim], dim);
-        out.data[ravel(idx, s.shape)] += v;
+        double v = src ? src->data[rank == 0 ? 0 : ravel(idx, src->shape)] : n.scalarArg(3);
+        int64_t t;
+        if (rank == 0) {
+          checkedIndex(n, ix.data[k], 1, 0);
+          t = 0;
+        } else {
+          idx[dim] = checkedIndex(n, ix.data[k], s.shape[dim], dim);
+          t = ravel(idx, s.shape);
+        }
+        double &o = out.data[t];
+        if (!includeSelf && !touched[t]) // the first value replaces self's
+          o = red == "prod" ? 1.0 : red == "amax" ? -INFINITY : red == "amin" ? INFINITY : 0.0;
+        touched[t] = true;
+        count[t] += 1;
+        if (red == "set") o = v;
+        else if (red == "sum" || red == "mean") o += v;
+        else if (red == "prod") o *= v;
+        else if (red == "amax") o = std::isnan(o) || std::isnan(v) ? NAN : std::max(o, v);
+        else o = std::isnan(o) || std::isnan(v) ? NAN : std::min(o, v);
       }
+      if (red == "mean")
+        for (int64_t t = 0; t < out.numel(); ++t) out.data[t] /= std::max(count[t], 1.0);
       for (double &v : out.data) v = castValue(out.dtype, v);
       return out;
     });

@@ -421,6 +421,44 @@ std::vector<Case> allCases() {
     c.ranges["idx"] = {0, 3};
     v.push_back(c);
   }
+  // scatter (overwrite): an index without repeats along dim ([[1, 2], ...] from arange), since
+  // eager's src gradient (a gather) is not the derivative where a later write hides an earlier.
+  for (bool value : {false, true})
+    for (int64_t dim : {1, 0}) {
+      Case c;
+      c.target = value ? "aten.scatter.value" : "aten.scatter.src";
+      c.label = c.target + " dim " + std::to_string(dim);
+      c.build = [value, dim] {
+        using L = std::vector<int64_t>;
+        B b;
+        Node *x = b.input("x", f64({3, 4}));
+        Node *ar = b.call("aten.arange.start_step", {int64_t(1), int64_t(3)});
+        L is = dim == 1 ? L{3, 2} : L{2, 4};
+        Node *i = b.call("aten.expand.default", {b.call("aten.view.default", {ar, dim == 1 ? L{1, 2} : L{2, 1}}), is});
+        if (value) return b.done({b.call("aten.scatter.value", {x, dim, i, 2.5})});
+        Node *s = b.input("src", f64(is));
+        return b.done({b.call("aten.scatter.src", {x, dim, i, s})});
+      };
+      v.push_back(c);
+    }
+  // scatter_reduce: every reduce, with and without self (repeated indices: the sums and extrema
+  // combine several sources); prod away from zero.
+  for (const char *red : {"sum", "mean", "prod", "amax", "amin"})
+    for (bool self : {true, false}) {
+      Case c;
+      c.target = "aten.scatter_reduce.two";
+      c.label = std::string("scatter_reduce ") + red + (self ? " include_self" : "");
+      c.build = [red, self] {
+        B b;
+        Node *x = b.input("x", f64({3, 4}));
+        Node *i = b.input("idx", i64({2, 4}), false);
+        Node *s = b.input("src", f64({2, 4}));
+        return b.done({b.call("aten.scatter_reduce.two", {x, int64_t(0), i, s, std::string(red)}, {{"include_self", self}})});
+      };
+      c.ranges["idx"] = {0, 3};
+      if (std::string(red) == "prod") c.lo = 0.5, c.hi = 1.5;
+      v.push_back(c);
+    }
   for (auto [xs, dim, n] : {std::tuple<Shape, int64_t, int64_t>{{5, 3}, 0, 4}, {{2, 4}, -1, 6}}) {
     Case c;
     c.target = "aten.index_select.default";
