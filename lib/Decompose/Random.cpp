@@ -19,7 +19,7 @@
 // graph, the partitioner (which may save the mask or recompute it) and codegen need nothing
 // else to give the backward the forward's bits.
 //===----------------------------------------------------------------------===//
-#include "Rewrite.h"
+#include "Rules.h"
 
 #include "aotc/Stages.h"
 
@@ -103,7 +103,18 @@ std::vector<RuleEntry> randomRules(const Streams &s) {
     Node *c = e.call("aten.cos.default", {e.mul(u1, 6.283185307179586)});
     return {e.mul(r, c)};
   };
+  // randperm: perm[rank(u_i)] = i for n f64 uniforms u (stable ranks: a permutation even with ties).
+  auto randperm = [&s](Emitter &e, Node &n) -> Vals {
+    const TensorType &t = n.type();
+    int64_t len = t.shape[0];
+    Node *ar = e.call("aten.arange.start_step", {int64_t(0), len}, {{"dtype", DTypeLit{DType::I64}}});
+    if (len <= 1) return {e.toDtype(ar, t.dtype)};
+    Node *r = rules::stableRanks(e, s.uniform(e, n, {len}, DType::F64), 0, false);
+    Node *z = e.call("aten.full.default", {std::vector<int64_t>{len}, int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
+    return {e.toDtype(e.call("aten.scatter.src", {z, int64_t(0), r, ar}), t.dtype)};
+  };
   return {
+      {"aten.randperm.default", randperm, "perm[rank(u_i)] = i: stable ranks of n f64 philox uniforms, scatter.src of arange"},
       {"aten.randn.default", normal, "Box-Muller: sqrt(-2 log(1 - u0)) cos(2 pi u1), u = philox_uniform [2, *size]"},
       {"aten.randn_like.default", normal, "as randn"},
       {"aten.rand.default", draw, "philox_uniform of its stream"},

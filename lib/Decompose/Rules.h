@@ -68,6 +68,12 @@ Vals embeddingDenseBackward(rewrite::Emitter &e, Node &n);
 /// _native_batch_norm_legit.no_stats -> the functional form with scratch running statistics.
 Vals batchNormNoStats(rewrite::Emitter &e, Node &n);
 
+// DecomposeSort.cpp.
+/// sort / sort.stable / topk -> stable ranks (a fused O(n^2) count) + scatter.src to them.
+Vals sortOrTopk(rewrite::Emitter &e, Node &n);
+/// The stable rank of each element of x along dim d (int64, x's shape).
+Node *stableRanks(rewrite::Emitter &e, Node *x, int64_t d, bool descending);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

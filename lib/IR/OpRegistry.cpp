@@ -308,6 +308,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerScanOps(*r);
     ops::registerArithOps(*r);
     ops::registerRearrangeOps(*r);
+    ops::registerSortOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

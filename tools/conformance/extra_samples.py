@@ -539,6 +539,8 @@ def _random(target):
         if target == "aten.rand.default":
             return [(op, ([3, 4],), {"dtype": dtype}), (op, ([2, 1, 5],), {"dtype": dtype}),
                     (op, ([],), {"dtype": dtype})]
+        if target == "aten.randperm.default":
+            return [(op, (7,), {}), (op, (1,), {}), (op, (0,), {}), (op, (5,), {"dtype": dtype})]
         if target == "aten.randn.default":
             return [(op, ([3, 4],), {"dtype": dtype}), (op, ([5],), {"dtype": dtype}), (op, ([],), {"dtype": dtype})]
         if target == "aten.randn_like.default":
@@ -849,6 +851,31 @@ def _scatter(op):
     return samples
 
 
+def _sort_like(op):
+    """sort / topk: ties (stable: input order), NaN (last ascending, first descending), +-inf,
+    -0.0 against 0.0, negative dims, integers, 0-d, k = 0 and k = n."""
+    def samples(dtype, make):
+        nan, inf = float("nan"), float("inf")
+        x = torch.tensor([[3.0, -1.0, nan, 3.0, -inf, 0.0], [-0.0, 0.0, 2.0, nan, inf, 2.0]],
+                         dtype=dtype).requires_grad_()
+        ints = torch.tensor([[5, -2, 5, 0], [1, 1, -7, 3]])
+        if op is aten.topk.default:
+            # Without ties: eager's order among equal values is libstdc++'s partial_sort /
+            # nth_element order (torch does not specify it); aotc's is the lowest index first.
+            x = torch.tensor([[3.0, -1.0, nan, 2.5, -inf, 0.0], [-0.5, 0.25, 2.0, nan, inf, 1.5]],
+                             dtype=dtype).requires_grad_()
+            ints = torch.tensor([[5, -2, 4, 0], [1, 2, -7, 3]])
+            return [(op, (x, 3), {}), (op, (x, 2, 1, False), {}), (op, (x, 1, 0), {}), (op, (x, 0), {}),
+                    (op, (x, 6, -1, True, True), {}), (op, (ints, 2), {}), (op, (make(()), 1), {}),
+                    (op, (make((4, 5)), 3, 0, False), {})]
+        if op is aten.sort.stable:
+            return [(op, (x,), {"stable": True}), (op, (x,), {"stable": True, "dim": 0, "descending": True}),
+                    (op, (ints,), {"stable": None, "dim": -1})]
+        return [(op, (x,), {}), (op, (x, 1, True), {}), (op, (x, 0), {}), (op, (ints, -1, True), {}),
+                (op, (make(()),), {}), (op, (_ints(make, (3, 7)), 1), {}), (op, (make((2, 1, 3)), 1), {})]
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -884,6 +911,8 @@ def _replay(target):
             "aten.rand.default": lambda size, dtype=None, **kw: u(size).to(dtype or torch.float32),
             "aten.rand_like.default": lambda x, **kw: u(x.shape).to(x.dtype),
             "aten.randn.default": lambda size, dtype=None, **kw: normal(size).to(dtype or torch.float32),
+            "aten.randperm.default": lambda n, dtype=None, **kw: torch.argsort(
+                torch.from_numpy(philox.uniform(0, 0, (n,), "float64")), stable=True).to(dtype or torch.int64),
             "aten.randn_like.default": lambda x, **kw: normal(x.shape).to(x.dtype),
             "aten.bernoulli.default": lambda x, **kw: (u(x.shape).to(x.dtype) < x).to(x.dtype),
             "aten.bernoulli.p": lambda x, p, **kw: (u(x.shape) < p).to(x.dtype),
@@ -893,7 +922,8 @@ def _replay(target):
     return for_dtype
 
 
-RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.randn.default", "aten.randn_like.default", "aten.bernoulli.default", "aten.bernoulli.p",
+RANDOM = ["aten.rand.default", "aten.rand_like.default", "aten.randn.default", "aten.randn_like.default",
+          "aten.randperm.default", "aten.bernoulli.default", "aten.bernoulli.p",
           "aten.native_dropout.default", "aten.dropout.default"]
 # Random ops: target -> (graph dtype -> the function giving the sample's values).
 REPLAY = {t: _replay(t) for t in RANDOM}
@@ -986,6 +1016,9 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.sort.default": _sort_like(aten.sort.default),
+    "aten.sort.stable": _sort_like(aten.sort.stable),
+    "aten.topk.default": _sort_like(aten.topk.default),
     "aten.scatter_reduce.two": _scatter_reduce,
     "aten.scatter.src": _scatter(aten.scatter.src),
     "aten.scatter.value": _scatter(aten.scatter.value),

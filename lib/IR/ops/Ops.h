@@ -30,6 +30,7 @@ namespace ops {
 void registerPointwiseOps(OpRegistry &r);
 void registerArithOps(OpRegistry &r);     // Arith.cpp: pow.Scalar, div.*_mode, clamp.Tensor
 void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflection / replication pads
+void registerSortOps(OpRegistry &r);      // Sort.cpp: sort, sort.stable, topk
 void registerReductionOps(OpRegistry &r);
 void registerViewOps(OpRegistry &r);
 void registerMatmulOps(OpRegistry &r);

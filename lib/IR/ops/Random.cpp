@@ -53,6 +53,23 @@ void registerRandomOps(OpRegistry &r) {
       return {{floatingResult(n, dtypeArg(n, 1).value_or(kDefaultFloat), "rand: the dtype"), sizeArg(n, 0)}};
     };
   }
+  {
+    // randperm(n): a permutation of [0, n): the stable ranks of n uniform draws (f64 keys).
+    OpDef &d = r.add("randperm(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+                     "bool? pin_memory=None) -> Tensor",
+                     OpCategory::Factory);
+    d.nonDifferentiable = true;
+    noValue(d);
+    d.infer = [](const Node &n) -> Types {
+      int64_t len = n.intArg(0);
+      if (len < 0) nodeError(n, "randperm: n must be non-negative, got " + std::to_string(len));
+      DType dt = dtypeArg(n, 1).value_or(DType::I64);
+      if (dt == DType::Bool) nodeError(n, "randperm: bool is not a valid dtype");
+      if (dt == DType::F32 && len > (int64_t(1) << 24))
+        nodeError(n, "randperm: n is too large for the result dtype float (n <= 2^24)");
+      return {{dt, {len}}};
+    };
+  }
   for (const char *name : {"randn", "randn_like"}) {
     // Standard normal numbers: Box-Muller over two uniform draws (lib/Decompose/Random.cpp).
     const bool like = std::string(name) == "randn_like";
