@@ -74,6 +74,11 @@ Vals sortOrTopk(rewrite::Emitter &e, Node &n);
 /// The stable rank of each element of x along dim d (int64, x's shape).
 Node *stableRanks(rewrite::Emitter &e, Node *x, int64_t d, bool descending);
 
+// DecomposeDistance.cpp.
+/// _cdist_forward / _pdist_forward -> pairwise differences and a fused p-norm reduction.
+Vals cdistForward(rewrite::Emitter &e, Node &n);
+Vals pdistForward(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

@@ -309,6 +309,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerArithOps(*r);
     ops::registerRearrangeOps(*r);
     ops::registerSortOps(*r);
+    ops::registerDistanceOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

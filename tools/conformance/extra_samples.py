@@ -876,6 +876,22 @@ def _sort_like(op):
     return samples
 
 
+def _distance(op):
+    """cdist / pdist with p = 0, 0.5, 1, 2, 3, inf over points that coincide (zero distances),
+    share coordinates (zero differences) and tie in |difference| (p = inf splits nothing)."""
+    def samples(dtype, make):
+        t = lambda v: torch.tensor(v, dtype=dtype).requires_grad_()  # noqa: E731
+        a = [[0.0, 0.0], [1.0, 0.0], [0.0, 0.0], [2.0, -2.0]]
+        b = [[0.0, 0.0], [1.0, 1.0], [3.0, 1.0]]
+        if op is aten._cdist_forward.default:
+            s = [(op, (t(a), t(b), p, None), {}) for p in (0.0, 0.5, 1.0, 2.0, 3.0, float("inf"))]
+            return s + [(op, (make((2, 3, 4)), make((1, 5, 4)), 2.0, None), {}),
+                        (op, (make((3, 2)), make((2, 4, 2)), 1.5, 1), {})]
+        return [(op, (t(a), p), {}) for p in (0.0, 0.5, 1.0, 2.0, 3.0, float("inf"))] + \
+            [(op, (make((6, 3)), 2.0), {}), (op, (make((1, 3)), 2.0), {})]
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1016,6 +1032,8 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten._cdist_forward.default": _distance(aten._cdist_forward.default),
+    "aten._pdist_forward.default": _distance(aten._pdist_forward.default),
     "aten.sort.default": _sort_like(aten.sort.default),
     "aten.sort.stable": _sort_like(aten.sort.stable),
     "aten.topk.default": _sort_like(aten.topk.default),

@@ -31,6 +31,7 @@ void registerPointwiseOps(OpRegistry &r);
 void registerArithOps(OpRegistry &r);     // Arith.cpp: pow.Scalar, div.*_mode, clamp.Tensor
 void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflection / replication pads
 void registerSortOps(OpRegistry &r);      // Sort.cpp: sort, sort.stable, topk
+void registerDistanceOps(OpRegistry &r);  // Distance.cpp: _cdist_forward, _pdist_forward
 void registerReductionOps(OpRegistry &r);
 void registerViewOps(OpRegistry &r);
 void registerMatmulOps(OpRegistry &r);
