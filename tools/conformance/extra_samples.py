@@ -892,6 +892,18 @@ def _distance(op):
     return samples
 
 
+def _norm_stats(op):
+    """native_layer_norm / native_group_norm called directly, so every output (mean and rstd too)
+    gets a cotangent: eager ignores layer norm's and passes group norm's (OpInfo's wrong cases)."""
+    def samples(dtype, make):
+        if op is aten.native_layer_norm.default:
+            return [(op, (make((3, 4)), [4], make((4,)), make((4,)), 1e-5), {}),
+                    (op, (make((2, 3, 4)), [3, 4], None, None, 1e-5), {})]
+        return [(op, (make((2, 4, 3)), make((4,)), make((4,)), 2, 4, 3, 2, 1e-5), {}),
+                (op, (make((3, 6)), None, None, 3, 6, 1, 3, 1e-5), {})]
+    return samples
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1032,6 +1044,8 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.native_layer_norm.default": _norm_stats(aten.native_layer_norm.default),
+    "aten.native_group_norm.default": _norm_stats(aten.native_group_norm.default),
     "aten._cdist_forward.default": _distance(aten._cdist_forward.default),
     "aten._pdist_forward.default": _distance(aten._pdist_forward.default),
     "aten.sort.default": _sort_like(aten.sort.default),

@@ -556,17 +556,19 @@ std::vector<Case> allCases() {
     v.push_back(c);
   }
   {
-    // mean and rstd used too: grads[1] and grads[2] flow.
+    // native_group_norm's mean and rstd used too: grads[1] and grads[2] flow (as eager; layer
+    // norm's are ignored, as eager: JointTests "native_layer_norm ignores ...").
     Case c;
-    c.target = "aten.native_layer_norm.default";
-    c.label = "native_layer_norm with mean and rstd outputs";
+    c.target = "aten.native_group_norm.default";
+    c.label = "native_group_norm with mean and rstd outputs";
     c.build = [] {
       B b;
-      Node *x = b.input("x", f64({3, 4}));
+      Node *x = b.input("x", f64({2, 4, 3}));
       Node *w = b.input("w", f64({4}));
-      Node *ln = b.call("aten.native_layer_norm.default", {x, std::vector<int64_t>{4}, w, std::monostate{}, 1e-5});
-      return b.done({b.call("getitem", {ln, int64_t(0)}), b.call("getitem", {ln, int64_t(1)}),
-                     b.call("getitem", {ln, int64_t(2)})});
+      Node *gn = b.call("aten.native_group_norm.default",
+                        {x, w, std::monostate{}, int64_t(2), int64_t(4), int64_t(3), int64_t(2), 1e-5});
+      return b.done({b.call("getitem", {gn, int64_t(0)}), b.call("getitem", {gn, int64_t(1)}),
+                     b.call("getitem", {gn, int64_t(2)})});
     };
     v.push_back(c);
   }

@@ -187,18 +187,39 @@ TEST_CASE("amax splits the gradient evenly among ties", "[joint]") {
 }
 
 TEST_CASE("multi-result ops: gradients flow through getitem, mean and rstd included", "[joint]") {
-  // out0 used twice (accumulates), rstd used too.
+  // out0 used twice (accumulates), rstd used too (group norm passes rstd's gradient, as eager).
   ProgramBuilder b;
-  Node *x = b.input("x", f64({2, 5}));
-  Node *ln = b.call("aten.native_layer_norm.default",
-                    {x, std::vector<int64_t>{5}, std::monostate{}, std::monostate{}, 1e-5});
-  Node *o = b.call("getitem", {ln, int64_t(0)});
-  Node *rs = b.call("getitem", {ln, int64_t(2)});
+  Node *x = b.input("x", f64({2, 4}));
+  Node *gn = b.call("aten.native_group_norm.default",
+                    {x, std::monostate{}, std::monostate{}, int64_t(2), int64_t(4), int64_t(1), int64_t(2), 1e-5});
+  Node *o = b.call("getitem", {gn, int64_t(0)});
+  Node *rs = b.call("getitem", {gn, int64_t(2)});
   Node *sq = b.call("aten.mul.Tensor", {o, o});
-  Program p = b.done({b.call("aten.mul.Tensor", {sq, rs})});
+  Program p = b.done({b.call("aten.mul.Tensor", {b.call("aten.sum.default", {sq}), b.call("aten.sum.default", {rs})})});
   GradcheckResult g = gradcheck(p, rules());
   INFO(g.message);
   CHECK(g.ok);
+}
+
+TEST_CASE("native_layer_norm ignores the gradients of mean and rstd, as eager", "[joint]") {
+  // Eager's rule reads only grads[0]: x's gradient is the same whatever flows into mean / rstd.
+  auto gradOfX = [](bool useStats) {
+    ProgramBuilder b;
+    Node *x = b.input("x", f64({2, 5}));
+    Node *ln = b.call("aten.native_layer_norm.default",
+                      {x, std::vector<int64_t>{5}, std::monostate{}, std::monostate{}, 1e-5});
+    Node *o = b.call("aten.sum.default", {b.call("aten.mul.Tensor", {b.call("getitem", {ln, int64_t(0)}), x})});
+    if (useStats)
+      o = b.call("aten.add.Tensor", {o, b.call("aten.sum.default", {b.call("getitem", {ln, int64_t(2)})})});
+    Program p = b.done({o});
+    buildJoint(p, rules());
+    std::vector<double> xs = {0.3, -1.2, 2.0, 0.7, -0.1, 1.5, 1.1, -0.4, 0.0, 0.9};
+    return evaluate(p.forward, {tensor(DType::F64, {2, 5}, xs), tensor(DType::F64, {}, {1.0})})[1].data;
+  };
+  std::vector<double> plain = gradOfX(false), withStats = gradOfX(true);
+  REQUIRE(plain.size() == 10);
+  CHECK(plain == withStats);
+  CHECK(plain != std::vector<double>(10, 0.0)); // control: the gradient is not trivially zero
 }
 
 TEST_CASE("a missing rule on a needed path is an error naming op and node", "[joint][errors]") {
