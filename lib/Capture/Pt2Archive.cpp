@@ -186,12 +186,15 @@ void Pt2Reader::readConfig(const std::string &member, const std::string &dir) {
 /// FQN as its own placeholder, but both weights-config entries name one payload with the same
 /// tensor_meta. They are one tensor, as in module.named_parameters(): the later placeholders'
 /// uses are redirected to the first (its FQN is the one named_parameters() reports) and they are
-/// dropped, so the gradient of the shared tensor sums both uses.
+/// dropped, so the gradient of the shared tensor sums both uses. A 0-element tensor is never
+/// merged: torch.export.save describes every empty tensor alike (offset 0, no bytes), so two
+/// distinct empty parameters would look tied, and an empty one has nothing to share anyway.
 void Pt2Reader::mergeTiedWeights(Program &p) {
   std::map<std::string, Node *> first; // payload identity -> first placeholder
   std::vector<Node *> drop;
   for (Node *ph : p.forward.placeholders()) {
     if (ph->role != InputRole::Parameter && ph->role != InputRole::Buffer) continue;
+    if (ph->type().numel() == 0) continue;
     auto it = payloads_.find(ph->fqn);
     if (it == payloads_.end() || it->second.usePickle) continue; // loadWeight reports it
     const Payload &pl = it->second;

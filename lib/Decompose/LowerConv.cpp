@@ -10,6 +10,11 @@
 //   transposed convolution_backward           -> (convolution(dy, w, None, transposed=False),
 //                                                conv_weight_grad(x, dy, w.sizes),
 //                                                sum(dy, [0, 2, ...]))
+// A transposed convolution whose output_padding reaches the stride (legal while it stays below
+// the dilation) has floor(output_padding / stride) more outputs in the regular convolution it is
+// the adjoint of than its input has positions: its input (and, in the backward, the gradient
+// that plays that role) is zero-padded at the end to that size, and the regular convolution's
+// result cropped back.
 // output_mask entries that are False give nullptr (nobody may read them); results nobody reads
 // are erased by the rewriter, so only the gradients the joint graph uses are computed.
 //===----------------------------------------------------------------------===//
@@ -39,6 +44,35 @@ std::vector<Arg> cat(std::vector<Arg> a, const std::vector<Arg> &b) {
   return a;
 }
 
+/// Per spatial dim, how many outputs of the regular convolution a transposed one's input lacks:
+/// floor(output_padding / stride) (0 unless output_padding >= stride).
+std::vector<int64_t> extraOutputs(const ConvParams &p) {
+  std::vector<int64_t> ex;
+  for (size_t d = 0; d < p.stride.size(); ++d) ex.push_back(p.transposed ? p.outputPadding[d] / p.stride[d] : 0);
+  return ex;
+}
+
+bool any(const std::vector<int64_t> &v) {
+  for (int64_t x : v)
+    if (x) return true;
+  return false;
+}
+
+/// t zero-padded at the end of each spatial dim by ex (constant_pad_nd lists the last dim first).
+Node *padEnd(Emitter &e, Node *t, const std::vector<int64_t> &ex) {
+  if (!any(ex)) return t;
+  std::vector<int64_t> pad;
+  for (size_t k = ex.size(); k-- > 0;) pad.insert(pad.end(), {0, ex[k]});
+  return e.call("aten.constant_pad_nd.default", {t, pad, 0.0});
+}
+
+/// t cropped to `shape` (a prefix of each dim).
+Node *cropTo(Emitter &e, Node *t, const Shape &shape) {
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (t->type().shape[d] != shape[d]) t = e.call("aten.slice.Tensor", {t, (int64_t)d, int64_t(0), shape[d], int64_t(1)});
+  return t;
+}
+
 /// y + bias broadcast over batch and space.
 Node *addBias(Emitter &e, Node *y, Node *bias) {
   Shape s(y->type().rank() - 1, 1);
@@ -55,7 +89,7 @@ Vals convolution(Emitter &e, Node &n) {
   if (!s.params.transposed && !bias) return {}; // already the forward primitive
   Node *y;
   if (s.params.transposed)
-    y = e.call("aotc.conv_input_grad.default", cat({x, w, s.output}, attrs(s.params)));
+    y = e.call("aotc.conv_input_grad.default", cat({padEnd(e, x, extraOutputs(s.params)), w, s.output}, attrs(s.params)));
   else
     y = e.call("aten.convolution.default", {x, w, std::monostate{}, s.params.stride, s.params.padding,
                                             s.params.dilation, false, std::vector<int64_t>(s.params.stride.size(), 0),
@@ -71,14 +105,16 @@ Vals convolutionBackward(Emitter &e, Node &n) {
   Vals r(3, nullptr);
   if (mask[0]) {
     if (p.transposed)
-      r[0] = e.call("aten.convolution.default", {dy, w, std::monostate{}, p.stride, p.padding, p.dilation, false,
-                                                 std::vector<int64_t>(p.stride.size(), 0), p.groups});
+      r[0] = cropTo(e, e.call("aten.convolution.default", {dy, w, std::monostate{}, p.stride, p.padding, p.dilation,
+                                                           false, std::vector<int64_t>(p.stride.size(), 0), p.groups}),
+                    x->type().shape);
     else
       r[0] = e.call("aotc.conv_input_grad.default", cat({dy, w, x->type().shape}, attrs(p)));
   }
   if (mask[1]) {
     // Transposed: the regular convolution runs from dy's shape (its input) to x's (its output).
-    r[1] = p.transposed ? e.call("aotc.conv_weight_grad.default", cat({x, dy, w->type().shape}, attrs(p)))
+    r[1] = p.transposed ? e.call("aotc.conv_weight_grad.default",
+                                 cat({padEnd(e, x, extraOutputs(p)), dy, w->type().shape}, attrs(p)))
                         : e.call("aotc.conv_weight_grad.default", cat({dy, x, w->type().shape}, attrs(p)));
   }
   if (mask[2]) {

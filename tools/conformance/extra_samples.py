@@ -904,6 +904,14 @@ def _norm_stats(op):
     return samples
 
 
+def _conv_transposed_outpad(dtype, make):
+    """Transposed convolutions whose output_padding reaches the stride (legal below the
+    dilation; OpInfo's wrong case): 2-D and 1-D, with bias and groups."""
+    op = aten.convolution.default
+    return [(op, (make((2, 3, 4, 5)), make((3, 2, 3, 2)), make((2,)), [3, 2], [1, 0], [4, 4], True, [2, 3], 1), {}),
+            (op, (make((1, 4, 6)), make((4, 1, 2)), None, [1], [0], [3], True, [2], 2), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1044,6 +1052,7 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.convolution.default": _conv_transposed_outpad,
     "aten.native_layer_norm.default": _norm_stats(aten.native_layer_norm.default),
     "aten.native_group_norm.default": _norm_stats(aten.native_group_norm.default),
     "aten._cdist_forward.default": _distance(aten._cdist_forward.default),
