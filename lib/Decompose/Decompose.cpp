@@ -446,6 +446,8 @@ static const std::vector<RuleEntry> &table() {
     {"aten.topk.default",              sortOrTopk,   "ranks of the descending (largest) / ascending sort; ranks >= k to a spare slot, sliced off"},
     {"aten._cdist_forward.default",    cdistForward, "p-norm over the last dim of x1[.., :, None, :] - x2[.., None, :, :] (one fused reduction)"},
     {"aten._pdist_forward.default",    pdistForward, "p-norm of x[I] - x[J] for the pairs i < j (closed-form I, J from arange)"},
+    {"aten.im2col.default",            im2col,       "gather from the zero-padded image at each tap's flat position (from aranges)"},
+    {"aten.col2im.default",            col2im,       "scatter_add of the columns into the padded image at the taps' positions, cropped"},
     {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
     {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
     {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},

@@ -15,7 +15,11 @@
 //    var.dim -> var.correction;
 //  * embedding_dense_backward: scatter_add of the gradient rows (masked at padding_idx, divided
 //    by the index counts under scale_grad_by_freq) into zeros [num_weights, D];
-//  * _native_batch_norm_legit.no_stats: the functional form with scratch running statistics.
+//  * _native_batch_norm_legit.no_stats: the functional form with scratch running statistics;
+//  * im2col / col2im: the flat padded-image position of every (ki, kj, block) tap,
+//    (bh sh + ki dh) Wp + (bw sw + kj dw), built from aranges; im2col gathers it from the
+//    zero-padded image, col2im scatter_adds the columns to it and crops the padding (each is the
+//    other's gradient, as torch's).
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
@@ -206,6 +210,60 @@ Vals batchNormNoStats(Emitter &e, Node &n) {
   Node *bn = e.call("aten._native_batch_norm_legit_functional.default",
                     {n.args[0], n.args[1], n.args[2], rm, rv, true, n.args[4], n.args[5]});
   return {e.call("getitem", {bn, int64_t(0)}), e.call("getitem", {bn, int64_t(1)}), e.call("getitem", {bn, int64_t(2)})};
+}
+
+/// The flat position in the padded image [Hp, Wp] of each tap (ki, kj, bh, bw), as an int64 [K]
+/// with K = kh kw Lh Lw in that order, expanded to [N, C, K].
+static Node *tapPositions(Emitter &e, const Node &n, size_t k, int64_t H, int64_t W, int64_t N, int64_t C,
+                          int64_t &Hp, int64_t &Wp, int64_t &ph, int64_t &pw) {
+  auto two = [&](size_t i) { return n.intListArg(i); };
+  std::vector<int64_t> ks = two(k), di = two(k + 1), pa = two(k + 2), st = two(k + 3);
+  ph = pa[0], pw = pa[1], Hp = H + 2 * ph, Wp = W + 2 * pw;
+  int64_t Lh = (Hp - di[0] * (ks[0] - 1) - 1) / st[0] + 1, Lw = (Wp - di[1] * (ks[1] - 1) - 1) / st[1] + 1;
+  auto axis = [&](int64_t len, int64_t step, int at) {
+    Node *a = e.call("aten.arange.start_step", {int64_t(0), len * step, step}, {{"dtype", DTypeLit{DType::I64}}});
+    Shape s(4, 1);
+    s[at] = len;
+    return e.view(a, s);
+  };
+  Node *h = e.add(axis(ks[0], di[0], 0), axis(Lh, st[0], 2));
+  Node *w = e.add(axis(ks[1], di[1], 1), axis(Lw, st[1], 3));
+  Node *pos = e.add(e.mul(h, Wp), w); // [kh, kw, Lh, Lw]
+  int64_t K = ks[0] * ks[1] * Lh * Lw;
+  return e.call("aten.expand.default", {e.view(pos, {1, 1, K}), std::vector<int64_t>{N, C, K}});
+}
+
+Vals im2col(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const Shape s = x->type().shape;
+  const bool batched = s.size() == 4;
+  if (!batched) x = e.call("aten.unsqueeze.default", {x, int64_t(0)});
+  const Shape xs = x->type().shape;
+  int64_t N = xs[0], C = xs[1], Hp, Wp, ph, pw;
+  Node *pos = tapPositions(e, n, 1, xs[2], xs[3], N, C, Hp, Wp, ph, pw);
+  if (ph || pw) x = e.call("aten.constant_pad_nd.default", {x, std::vector<int64_t>{pw, pw, ph, ph}, 0.0});
+  Node *cols = e.call("aten.gather.default", {e.view(x, {N, C, Hp * Wp}), int64_t(2), pos});
+  Shape out = n.types[0].shape;
+  if (!batched) out.insert(out.begin(), 1);
+  Node *y = e.view(cols, out);
+  return {batched ? y : e.view(y, n.types[0].shape)};
+}
+
+Vals col2im(Emitter &e, Node &n) {
+  Node *x = n.tensorArg(0);
+  const bool batched = x->type().rank() == 3;
+  Shape out = n.types[0].shape;
+  if (!batched) out.insert(out.begin(), 1);
+  int64_t N = out[0], C = out[1], H = out[2], W = out[3], Hp, Wp, ph, pw;
+  Node *pos = tapPositions(e, n, 2, H, W, N, C, Hp, Wp, ph, pw);
+  int64_t K = numelOf(x->type().shape) / (N * C);
+  DType dt = x->type().dtype;
+  Node *zeros = e.call("aten.full.default", {std::vector<int64_t>{N, C, Hp * Wp}, 0.0}, {{"dtype", DTypeLit{dt}}});
+  Node *img = e.view(e.call("aten.scatter_add.default", {zeros, int64_t(2), pos, e.view(x, {N, C, K})}), {N, C, Hp, Wp});
+  if (ph) img = e.call("aten.slice.Tensor", {img, int64_t(2), ph, ph + H, int64_t(1)});
+  if (pw) img = e.call("aten.slice.Tensor", {img, int64_t(3), pw, pw + W, int64_t(1)});
+  if (!ph && !pw) img = e.call("aten.clone.default", {img});
+  return {batched ? img : e.view(img, n.types[0].shape)};
 }
 
 } // namespace aotc::rules

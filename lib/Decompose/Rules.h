@@ -67,6 +67,9 @@ Vals varDim(rewrite::Emitter &e, Node &n);
 Vals embeddingDenseBackward(rewrite::Emitter &e, Node &n);
 /// _native_batch_norm_legit.no_stats -> the functional form with scratch running statistics.
 Vals batchNormNoStats(rewrite::Emitter &e, Node &n);
+/// im2col / col2im -> gather from / scatter_add into the padded image at the taps' positions.
+Vals im2col(rewrite::Emitter &e, Node &n);
+Vals col2im(rewrite::Emitter &e, Node &n);
 
 // DecomposeSort.cpp.
 /// sort / sort.stable / topk -> stable ranks (a fused O(n^2) count) + scatter.src to them.

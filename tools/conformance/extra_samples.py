@@ -912,6 +912,16 @@ def _conv_transposed_outpad(dtype, make):
             (op, (make((1, 4, 6)), make((4, 1, 2)), None, [1], [0], [3], True, [2], 2), {})]
 
 
+def _col2im(dtype, make):
+    """col2im (F.fold; no OpInfo): overlapping blocks (stride < kernel), padding, dilation,
+    rectangular kernels and an unbatched input."""
+    op = aten.col2im.default
+    return [(op, (make((2, 3 * 2 * 2, 12)), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1]), {}),
+            (op, (make((1, 2 * 3 * 2, 6)), [5, 4], [3, 2], [1, 2], [1, 1], [2, 2]), {}),
+            (op, (make((4 * 2 * 1, 12)), [3, 4], [2, 1], [2, 1], [1, 0], [1, 1]), {}),
+            (op, (make((2, 1 * 3 * 3, 4)), [5, 5], [3, 3], [1, 1], [1, 1], [3, 3]), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1052,6 +1062,7 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.col2im.default": _col2im,
     "aten.convolution.default": _conv_transposed_outpad,
     "aten.native_layer_norm.default": _norm_stats(aten.native_layer_norm.default),
     "aten.native_group_norm.default": _norm_stats(aten.native_group_norm.default),

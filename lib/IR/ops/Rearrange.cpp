@@ -9,7 +9,10 @@
 //  * reflection_pad{1,2,3}d / replication_pad{1,2,3}d(self, padding): ReflectionPad.cpp,
 //    ReplicationPadding.cpp; padding is (left, right[, top, bottom[, front, back]]) for the
 //    last dims from the last one backward; a batch dim is optional; reflection needs each pad
-//    below the dim's size; negative pads crop; every output size must stay positive.
+//    below the dim's size; negative pads crop; every output size must stay positive;
+//  * im2col(self [N, C, H, W], kernel, dilation, padding, stride) -> [N, C kh kw, L] (F.unfold)
+//    and its adjoint col2im(self [N, C kh kw, L], output_size, ...) -> [N, C, H, W] (F.fold,
+//    overlapping blocks summed); Im2Col.cpp / Col2Im.cpp; the batch dim is optional.
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
 
@@ -78,6 +81,44 @@ int64_t padSourceIndex(int64_t o, int64_t len, bool reflect) {
   return std::min(std::max<int64_t>(o, 0), len - 1);
 }
 
+/// The blocks geometry of im2col / col2im: (H, W) the image, the 2-element lists at args
+/// k, k+1, k+2, k+3 (kernel, dilation, padding, stride), Lh x Lw blocks.
+struct Blocks {
+  int64_t H, W, kh, kw, dh, dw, ph, pw, sh, sw, Lh, Lw;
+};
+Blocks blocksOf(const Node &n, int64_t H, int64_t W, size_t k, const char *what) {
+  auto two = [&](size_t i, const char *name) {
+    const std::vector<int64_t> &v = n.intListArg(i);
+    if (v.size() != 2) nodeError(n, std::string(what) + ": " + name + " must have 2 elements, got " + shapeStr(v));
+    return v;
+  };
+  auto ks = two(k, "kernel_size"), di = two(k + 1, "dilation"), pa = two(k + 2, "padding"), st = two(k + 3, "stride");
+  Blocks b{H, W, ks[0], ks[1], di[0], di[1], pa[0], pa[1], st[0], st[1], 0, 0};
+  if (b.kh <= 0 || b.kw <= 0) nodeError(n, std::string(what) + ": kernel size should be greater than zero");
+  if (b.dh <= 0 || b.dw <= 0) nodeError(n, std::string(what) + ": dilation should be greater than zero");
+  if (b.ph < 0 || b.pw < 0) nodeError(n, std::string(what) + ": padding should be non-negative");
+  if (b.sh <= 0 || b.sw <= 0) nodeError(n, std::string(what) + ": stride should be greater than zero");
+  b.Lh = (H + 2 * b.ph - b.dh * (b.kh - 1) - 1) / b.sh + 1;
+  b.Lw = (W + 2 * b.pw - b.dw * (b.kw - 1) - 1) / b.sw + 1;
+  if (H + 2 * b.ph - b.dh * (b.kh - 1) - 1 < 0 || W + 2 * b.pw - b.dw * (b.kw - 1) - 1 < 0 || b.Lh < 1 || b.Lw < 1)
+    nodeError(n, std::string(what) + ": the calculated shape of the array of sliding blocks is non-positive "
+                                     "(image " + std::to_string(H) + " x " + std::to_string(W) + ")");
+  return b;
+}
+
+/// Visits (c, ki, kj, bh, bw) with the padded-away pixels skipped: f(column row, column, h, w).
+template <class F> void forEachTap(const Blocks &b, int64_t C, F f) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t ki = 0; ki < b.kh; ++ki)
+      for (int64_t kj = 0; kj < b.kw; ++kj)
+        for (int64_t bh = 0; bh < b.Lh; ++bh)
+          for (int64_t bw = 0; bw < b.Lw; ++bw) {
+            int64_t h = bh * b.sh - b.ph + ki * b.dh, w = bw * b.sw - b.pw + kj * b.dw;
+            if (h < 0 || h >= b.H || w < 0 || w >= b.W) continue;
+            f((c * b.kh + ki) * b.kw + kj, bh * b.Lw + bw, c * b.H * b.W + h * b.W + w);
+          }
+}
+
 } // namespace
 
 void registerRearrangeOps(OpRegistry &r) {
@@ -113,6 +154,71 @@ void registerRearrangeOps(OpRegistry &r) {
         for (size_t dd = lead; dd < idx.size(); ++dd) src.push_back(idx[dd] % x.shape[dd - lead]);
         out.data[k] = x.data[ravel(src, x.shape)];
       }
+      return out;
+    });
+  }
+  {
+    OpDef &d = r.add("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.rank() != 3 && t.rank() != 4) nodeError(n, "im2col: expected a 3-D or 4-D input, got " + t.str());
+      int64_t r = t.rank();
+      Blocks b = blocksOf(n, t.shape[r - 2], t.shape[r - 1], 1, "im2col");
+      Shape out = {t.shape[r - 3] * b.kh * b.kw, b.Lh * b.Lw};
+      if (r == 4) out.insert(out.begin(), t.shape[0]);
+      return {{t.dtype, out}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      int64_t r = (int64_t)x.shape.size(), N = r == 4 ? x.shape[0] : 1, C = x.shape[r - 3];
+      Blocks b = blocksOf(n, x.shape[r - 2], x.shape[r - 1], 1, "im2col");
+      RefTensor out(n.types[0].dtype, n.types[0].shape, 0.0);
+      int64_t rows = C * b.kh * b.kw, L = b.Lh * b.Lw;
+      for (int64_t i = 0; i < N; ++i)
+        forEachTap(b, C, [&](int64_t row, int64_t col, int64_t px) {
+          out.data[(i * rows + row) * L + col] = x.data[i * C * b.H * b.W + px];
+        });
+      return out;
+    });
+  }
+  {
+    OpDef &d = r.add("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, "
+                     "int[2] stride) -> Tensor",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.rank() != 2 && t.rank() != 3) nodeError(n, "col2im: expected a 2-D or 3-D input, got " + t.str());
+      const std::vector<int64_t> &os = n.intListArg(1);
+      if (os.size() != 2) nodeError(n, "col2im: output_size must have 2 elements, got " + shapeStr(os));
+      Blocks b = blocksOf(n, os[0], os[1], 2, "col2im");
+      int64_t r = t.rank(), rows = t.shape[r - 2];
+      if (rows % (b.kh * b.kw) != 0)
+        nodeError(n, "col2im: expected size of input's dimension " + std::to_string(r - 2) +
+                         " to be divisible by the product of kernel_size, but got input.size(" + std::to_string(r - 2) +
+                         ")=" + std::to_string(rows) + " and kernel_size=(" + std::to_string(b.kh) + ", " +
+                         std::to_string(b.kw) + ")");
+      if (t.shape[r - 1] != b.Lh * b.Lw)
+        nodeError(n, "col2im: given output_size=(" + std::to_string(os[0]) + ", " + std::to_string(os[1]) +
+                         "), expected size of input's dimension " + std::to_string(r - 1) +
+                         " to match the calculated number of sliding blocks " + std::to_string(b.Lh) + " * " +
+                         std::to_string(b.Lw) + " = " + std::to_string(b.Lh * b.Lw) + ", but got input.size(" +
+                         std::to_string(r - 1) + ")=" + std::to_string(t.shape[r - 1]));
+      Shape out = {rows / (b.kh * b.kw), os[0], os[1]};
+      if (r == 3) out.insert(out.begin(), t.shape[0]);
+      return {{t.dtype, out}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      const std::vector<int64_t> &os = n.intListArg(1);
+      int64_t r = (int64_t)x.shape.size(), N = r == 3 ? x.shape[0] : 1;
+      Blocks b = blocksOf(n, os[0], os[1], 2, "col2im");
+      int64_t rows = x.shape[r - 2], C = rows / (b.kh * b.kw), L = b.Lh * b.Lw;
+      RefTensor out(n.types[0].dtype, n.types[0].shape, 0.0);
+      for (int64_t i = 0; i < N; ++i)
+        forEachTap(b, C, [&](int64_t row, int64_t col, int64_t px) {
+          out.data[i * C * b.H * b.W + px] += x.data[(i * rows + row) * L + col];
+        });
       return out;
     });
   }
