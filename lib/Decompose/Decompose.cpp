@@ -448,6 +448,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten._pdist_forward.default",    pdistForward, "p-norm of x[I] - x[J] for the pairs i < j (closed-form I, J from arange)"},
     {"aten.im2col.default",            im2col,       "gather from the zero-padded image at each tap's flat position (from aranges)"},
     {"aten.col2im.default",            col2im,       "scatter_add of the columns into the padded image at the taps' positions, cropped"},
+    {"aten.masked_scatter.default",    maskedScatter, "where(mask, index_select(source, scan(mask) - 1), self); scan: log2(N) shifted int64 adds"},
     {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
     {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
     {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},

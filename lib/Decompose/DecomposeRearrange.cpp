@@ -19,7 +19,11 @@
 //  * im2col / col2im: the flat padded-image position of every (ki, kj, block) tap,
 //    (bh sh + ki dh) Wp + (bw sw + kj dw), built from aranges; im2col gathers it from the
 //    zero-padded image, col2im scatter_adds the columns to it and crops the padding (each is the
-//    other's gradient, as torch's).
+//    other's gradient, as torch's);
+//  * masked_scatter: the inclusive count of true mask elements before each position (a
+//    Hillis-Steele scan: log2(N) shifted adds of int64 counts, O(N log N)), minus one, indexes
+//    the flattened source (index_select, range-checked at run time: too few source elements is
+//    an error there); where(mask, that, self).
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
@@ -210,6 +214,26 @@ Vals batchNormNoStats(Emitter &e, Node &n) {
   Node *bn = e.call("aten._native_batch_norm_legit_functional.default",
                     {n.args[0], n.args[1], n.args[2], rm, rv, true, n.args[4], n.args[5]});
   return {e.call("getitem", {bn, int64_t(0)}), e.call("getitem", {bn, int64_t(1)}), e.call("getitem", {bn, int64_t(2)})};
+}
+
+Vals maskedScatter(Emitter &e, Node &n) {
+  const TensorType &t = n.types[0];
+  int64_t N = t.numel();
+  Node *self = n.tensorArg(0), *mask = n.tensorArg(1), *src = n.tensorArg(2);
+  if (self->type().shape != t.shape) self = e.call("aten.expand.default", {self, t.shape});
+  if (mask->type().shape != t.shape) mask = e.call("aten.expand.default", {mask, t.shape});
+  int64_t S = src->type().numel();
+  if (N == 0 || S == 0) // nothing to take: every mask element must be false (torch errors otherwise)
+    return {e.call("aten.clone.default", {self})};
+  Node *m = e.view(mask, {N});
+  Node *c = e.toDtype(m, DType::I64);
+  for (int64_t s = 1; s < N; s *= 2) {
+    Node *head = e.call("aten.slice.Tensor", {c, int64_t(0), int64_t(0), N - s, int64_t(1)});
+    c = e.add(c, e.call("aten.constant_pad_nd.default", {head, std::vector<int64_t>{s, 0}, int64_t(0)}));
+  }
+  Node *idx = e.call("aten.where.self", {m, e.sub(c, int64_t(1)), e.scalarTensor(int64_t(0), DType::I64)});
+  Node *vals = e.call("aten.index_select.default", {e.view(src, {S}), int64_t(0), idx});
+  return {e.call("aten.where.self", {mask, e.view(vals, t.shape), self})};
 }
 
 /// The flat position in the padded image [Hp, Wp] of each tap (ki, kj, bh, bw), as an int64 [K]

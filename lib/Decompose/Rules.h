@@ -70,6 +70,8 @@ Vals batchNormNoStats(rewrite::Emitter &e, Node &n);
 /// im2col / col2im -> gather from / scatter_add into the padded image at the taps' positions.
 Vals im2col(rewrite::Emitter &e, Node &n);
 Vals col2im(rewrite::Emitter &e, Node &n);
+/// masked_scatter -> a log-step prefix count of the mask, index_select of the source, where.
+Vals maskedScatter(rewrite::Emitter &e, Node &n);
 
 // DecomposeSort.cpp.
 /// sort / sort.stable / topk -> stable ranks (a fused O(n^2) count) + scatter.src to them.

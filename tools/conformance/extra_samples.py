@@ -922,6 +922,18 @@ def _col2im(dtype, make):
             (op, (make((2, 1 * 3 * 3, 4)), [5, 5], [3, 3], [1, 1], [1, 1], [3, 3]), {})]
 
 
+def _masked_scatter(dtype, make):
+    """masked_scatter: a mask broadcast over self, more source elements than true ones, a
+    sparse mask over 37 elements (several scan steps), all false, all true."""
+    op = aten.masked_scatter.default
+    g = torch.Generator().manual_seed(3)
+    sparse = torch.rand(37, generator=g) < 0.3
+    return [(op, (make((3, 4)), torch.tensor([True, False, True, True]), make((20,))), {}),
+            (op, (make((37,)), sparse, make((37,))), {}),
+            (op, (make((2, 3)), torch.zeros(2, 3, dtype=torch.bool), make((2,))), {}),
+            (op, (make((2, 3)), torch.ones(2, 3, dtype=torch.bool), make((2, 3))), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1062,6 +1074,7 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.masked_scatter.default": _masked_scatter,
     "aten.col2im.default": _col2im,
     "aten.convolution.default": _conv_transposed_outpad,
     "aten.native_layer_norm.default": _norm_stats(aten.native_layer_norm.default),

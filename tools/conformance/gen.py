@@ -215,6 +215,7 @@ SOURCES = {
     "aten.replication_pad3d.default": ["nn.functional.pad:replicate", "nn.functional.pad:replicate_negative"],
     "aten.repeat.default": ["repeat"],
     "aten.var.dim": ["var:unbiased"],
+    "aten.masked_scatter.default": ["masked_scatter"],
     "aten.im2col.default": ["nn.functional.unfold"],
     "aten._cdist_forward.default": ["cdist"],
     "aten._pdist_forward.default": ["nn.functional.pdist"],

@@ -342,6 +342,31 @@ void registerIndexOps(OpRegistry &r) {
     });
   }
   {
+    // masked_scatter(self, mask, source): self (broadcast with mask) where mask is false; where it
+    // is true, source's elements in row-major order (TensorAdvancedIndexing.cpp). A composite.
+    OpDef &d = r.add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType s = argType(n, 0), m = argType(n, 1), src = argType(n, 2);
+      if (m.dtype != DType::Bool) nodeError(n, "masked_scatter_ only supports boolean masks, but got mask with dtype " +
+                                                   std::string(dtypeTorchName(m.dtype)));
+      if (src.dtype != s.dtype)
+        nodeError(n, std::string("masked_scatter: expected self and source to have same dtypes but got ") +
+                         dtypeTorchName(s.dtype) + " and " + dtypeTorchName(src.dtype));
+      return {{s.dtype, broadcastArgs(n, {0, 1})}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &src = *a.at(2);
+      int64_t k = 0;
+      return mapArgs(n, a, {0, 1}, [&](const double *x) {
+        if (x[1] == 0) return x[0];
+        if (k >= src.numel())
+          nodeError(n, "masked_scatter: expected source to have at least as many elements as ones in mask (" +
+                           std::to_string(src.numel()) + ")");
+        return src.data[k++];
+      });
+    });
+  }
+  {
     // index.Tensor: advanced indexing by integer tensors (None entries keep their dim).
     OpDef &d = r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", OpCategory::Index);
     d.recomputable = true; // in torch's default_recomputable_ops (decomposed before the partitioner)
