@@ -5,13 +5,13 @@
 //          every window position (ceil_mode windows may run past the right padding);
 //   win  = as_strided(xp, [P, OH, OW, KH, KW], [Hp Wp, sH Wp, sW, dH Wp, dW]) viewed
 //          [P, OH, OW, KH*KW];
-//   out  = amax(win, -1);  k = argmax(win, -1) (the first maximum in window order);
+//   out  = amax(win, -1);  k = argmax(win, -1) (the first maximum in window order), or, in a
+//          window holding a NaN, the last NaN (ATen's `val > max || isnan(val)`):
+//          KK - 1 - argmax(isnan(win) reversed, -1);
 //   indices = gather(the same window of the flat positions h*W + w (-1 on padding), k).
 // max_pool2d_with_indices_backward: scatter_add of grad_output into zeros [P, H*W] at indices.
 // as_strided of a rank != 1 input: as_strided of its [numel] view (codegen's view rule maps
 // the output index to one flat input position).
-// Known difference: a window whose maximum is NaN reports argmax's NaN (the first) where
-// PyTorch's kernel reports the last; the values agree.
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
@@ -70,6 +70,13 @@ Vals maxPool2dWithIndices(Emitter &e, Node &n) {
   Node *flat = e.view(win, {P, g.OH, g.OW, KK});
   Node *out = e.call("aten.amax.default", {flat, std::vector<int64_t>{3}, false});
   Node *k = e.call("aten.argmax.default", {flat, int64_t(3), true});
+  if (isFloating(dt)) { // a window with a NaN: the last one, as ATen's kernel
+    Node *rev = e.call("aten.arange.start_step", {KK - 1, int64_t(-1), int64_t(-1)}, {{"dtype", DTypeLit{DType::I64}}});
+    Node *nanRev = e.call("aten.index_select.default", {e.call("aten.isnan.default", {flat}), int64_t(3), rev});
+    Node *lastNan = e.call("aten.rsub.Scalar", {e.call("aten.argmax.default", {nanRev, int64_t(3), true}), KK - 1});
+    Node *hasNan = e.call("aten.isnan.default", {e.call("aten.unsqueeze.default", {out, int64_t(3)})});
+    k = e.call("aten.where.self", {hasNan, lastNan, k});
+  }
   // The flat input position of every padded position (-1 on the padding).
   Node *pos = e.view(e.call("aten.arange.default", {g.H * g.W}, {{"dtype", DTypeLit{DType::I64}}}), {g.H, g.W});
   Node *posP = pad2(e, pos, {}, g.H, g.W, Hp, Wp, g.padH, g.padW, int64_t(-1), DType::I64);

@@ -84,6 +84,10 @@ Node *stableRanks(rewrite::Emitter &e, Node *x, int64_t d, bool descending);
 Vals cdistForward(rewrite::Emitter &e, Node &n);
 Vals pdistForward(rewrite::Emitter &e, Node &n);
 
+// DecomposePool3d.cpp.
+/// avg_pool3d / _adaptive_avg_pool3d / max_pool3d_with_indices -> two 2-D pools ((H, W), then D).
+Vals pool3d(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

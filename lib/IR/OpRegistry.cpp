@@ -310,6 +310,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerRearrangeOps(*r);
     ops::registerSortOps(*r);
     ops::registerDistanceOps(*r);
+    ops::registerPool3dOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

@@ -934,6 +934,36 @@ def _masked_scatter(dtype, make):
             (op, (make((2, 3)), torch.ones(2, 3, dtype=torch.bool), make((2, 3))), {})]
 
 
+def _pool3d(op):
+    """3-D pools: ties across depth and within a plane (max: the first in (d, h, w) order),
+    NaN, padding with ceil_mode, count_include_pad off, divisor_override, dilation, unbatched."""
+    def samples(dtype, make):
+        if op is aten.max_pool3d_with_indices.default:
+            x = _ints(make, (1, 2, 4, 4, 5), low=0, high=3)
+            nan = make((1, 1, 3, 4, 4)).detach()
+            nan[0, 0, 1, 2, 2] = float("nan")
+            nan[0, 0, 2, 0, 1] = float("nan")
+            return [(op, (x, [2, 2, 2]), {}), (op, (x, [3, 2, 3], [1, 2, 1], [1, 1, 1], [1, 1, 1], True), {}),
+                    (op, (nan.requires_grad_(), [2, 3, 3], [1, 1, 1]), {}),
+                    (op, (make((2, 5, 5, 6)), [2, 2, 2], [2, 2, 2], [0, 1, 1], [2, 1, 2]), {})]
+        if op is aten.avg_pool3d.default:
+            x = make((2, 2, 5, 4, 6))
+            return [(op, (x, [2, 2, 3], [2, 1, 2], [1, 0, 1], True, False), {}),
+                    (op, (x, [3, 3, 3], [2, 2, 2], [1, 1, 1], False, True, 5), {}),
+                    (op, (make((3, 4, 4, 4)), [2, 2, 2]), {})]
+        return [(op, (make((2, 3, 5, 7, 6)), [2, 3, 4]), {}), (op, (make((3, 4, 5, 6)), [4, 1, 6]), {})]
+    return samples
+
+
+def _max_pool2d_nan(dtype, make):
+    """max_pool2d with two NaNs in one window (ATen reports the last) and ties (the first)."""
+    op = aten.max_pool2d_with_indices.default
+    x = make((1, 2, 4, 6)).detach()
+    x[0, 0, 0, 1] = float("nan")
+    x[0, 0, 1, 2] = float("nan")
+    return [(op, (x.requires_grad_(), [2, 3]), {}), (op, (_ints(make, (2, 3, 5, 5), low=0, high=2), [3, 3], [2, 2], [1, 1]), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1074,6 +1104,10 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.max_pool2d_with_indices.default": _max_pool2d_nan,
+    "aten.avg_pool3d.default": _pool3d(aten.avg_pool3d.default),
+    "aten._adaptive_avg_pool3d.default": _pool3d(aten._adaptive_avg_pool3d.default),
+    "aten.max_pool3d_with_indices.default": _pool3d(aten.max_pool3d_with_indices.default),
     "aten.masked_scatter.default": _masked_scatter,
     "aten.col2im.default": _col2im,
     "aten.convolution.default": _conv_transposed_outpad,
