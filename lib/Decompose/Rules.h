@@ -88,6 +88,10 @@ Vals pdistForward(rewrite::Emitter &e, Node &n);
 /// avg_pool3d / _adaptive_avg_pool3d / max_pool3d_with_indices -> two 2-D pools ((H, W), then D).
 Vals pool3d(rewrite::Emitter &e, Node &n);
 
+// DecomposeGridSample.cpp.
+/// grid_sampler_2d (bilinear, nearest; zeros, border, reflection) -> weighted gathers.
+Vals gridSampler2d(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

@@ -311,6 +311,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerSortOps(*r);
     ops::registerDistanceOps(*r);
     ops::registerPool3dOps(*r);
+    ops::registerGridSampleOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

@@ -964,6 +964,17 @@ def _max_pool2d_nan(dtype, make):
     return [(op, (x.requires_grad_(), [2, 3]), {}), (op, (_ints(make, (2, 3, 5, 5), low=0, high=2), [3, 3], [2, 2], [1, 1]), {})]
 
 
+def _grid_sampler(dtype, make):
+    """grid_sampler_2d, small (the fixtures' size budget): bilinear and nearest, every padding
+    mode, both align_corners, grid points beyond [-1, 1] (padding and reflection at work).
+    OpInfo's samples are larger and include bicubic, which aotc refuses (not implemented yet)."""
+    op = aten.grid_sampler_2d.default
+    s = []
+    for mode, pad, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 0, True), (1, 2, False)]:
+        s.append((op, (make((2, 2, 4, 5)), make((2, 3, 3, 2), low=-1.6, high=1.6), mode, pad, align), {}))
+    return s
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1104,6 +1115,7 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten.grid_sampler_2d.default": _grid_sampler,
     "aten.max_pool2d_with_indices.default": _max_pool2d_nan,
     "aten.avg_pool3d.default": _pool3d(aten.avg_pool3d.default),
     "aten._adaptive_avg_pool3d.default": _pool3d(aten._adaptive_avg_pool3d.default),

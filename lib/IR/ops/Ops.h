@@ -32,6 +32,7 @@ void registerArithOps(OpRegistry &r);     // Arith.cpp: pow.Scalar, div.*_mode, 
 void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflection / replication pads
 void registerSortOps(OpRegistry &r);      // Sort.cpp: sort, sort.stable, topk
 void registerDistanceOps(OpRegistry &r);  // Distance.cpp: _cdist_forward, _pdist_forward
+void registerGridSampleOps(OpRegistry &r); // GridSample.cpp: grid_sampler_2d
 void registerPool3dOps(OpRegistry &r);    // Pool3d.cpp: avg_pool3d, _adaptive_avg_pool3d, max_pool3d_with_indices
 
 /// The geometry of a 3-D pool node (avg_pool3d or max_pool3d_with_indices), checked: kernel,
