@@ -453,6 +453,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten._adaptive_avg_pool3d.default", pool3d,    "_adaptive_avg_pool2d over (H, W), then over D"},
     {"aten.max_pool3d_with_indices.default", pool3d, "max_pool2d_with_indices over (H, W), then over D; index d*H*W + the first pass's at d"},
     {"aten.grid_sampler_2d.default",   gridSampler2d, "source coordinates (unnormalize, reflect, clip) and 4 (bilinear) or 1 (nearest) weighted gathers, 0 outside"},
+    {"aten._embedding_bag.default",    embeddingBag, "bag = #(offsets <= i) - 1; scatter_add (sum, mean / count) or amax + first position (max) into [B + 1, D]"},
     {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
     {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
     {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},

@@ -92,6 +92,10 @@ Vals pool3d(rewrite::Emitter &e, Node &n);
 /// grid_sampler_2d (bilinear, nearest; zeros, border, reflection) -> weighted gathers.
 Vals gridSampler2d(rewrite::Emitter &e, Node &n);
 
+// DecomposeEmbeddingBag.cpp.
+/// _embedding_bag -> bags by a fused offsets count, scatter_add / scatter_reduce into [B + 1, D].
+Vals embeddingBag(rewrite::Emitter &e, Node &n);
+
 // DecomposeAttention.cpp.
 /// scaled_dot_product_attention -> bmm, masks by where, _softmax with 0 for fully masked rows.
 Vals scaledDotProductAttention(rewrite::Emitter &e, Node &n);

@@ -312,6 +312,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerDistanceOps(*r);
     ops::registerPool3dOps(*r);
     ops::registerGridSampleOps(*r);
+    ops::registerEmbeddingBagOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;

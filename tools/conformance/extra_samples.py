@@ -975,6 +975,21 @@ def _grid_sampler(dtype, make):
     return s
 
 
+def _embedding_bag(dtype, make):
+    """_embedding_bag: every mode, an empty bag, repeated indices, padding_idx, per-sample
+    weights, include_last_offset, ties in max (integer weights)."""
+    op = aten._embedding_bag.default
+    w = make((10, 3))
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    return [(op, (w, idx, torch.tensor([0, 4]), False, 0), {}),
+            (op, (w, idx, torch.tensor([0, 3, 3, 6]), False, 1), {}),
+            (op, (w, idx, torch.tensor([0, 4, 4]), False, 2), {}),
+            (op, (w, idx, torch.tensor([0, 5]), False, 0, False, make((8,))), {}),
+            (op, (w, idx, torch.tensor([0, 2, 8]), False, 1, False, None, True, 4), {}),
+            (op, (w, idx, torch.tensor([0, 4]), False, 0, False, None, False, 2), {}),
+            (op, (_ints(make, (6, 2), low=0, high=2), torch.tensor([0, 1, 2, 3, 4, 5, 0]), torch.tensor([0, 4]), False, 2), {})]
+
+
 def overload_of(target):
     ns, name, ov = target.split(".")
     return getattr(getattr(getattr(torch.ops, ns), name), ov)
@@ -1115,6 +1130,7 @@ EXTRA = {
     "aten.native_batch_norm_backward.default": _batch_norm_backward,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.var.dim": _var_dim,
+    "aten._embedding_bag.default": _embedding_bag,
     "aten.grid_sampler_2d.default": _grid_sampler,
     "aten.max_pool2d_with_indices.default": _max_pool2d_nan,
     "aten.avg_pool3d.default": _pool3d(aten.avg_pool3d.default),
