@@ -43,6 +43,21 @@ Value ScalarEmitter::constOf(DType t, double f, int64_t i) {
   return b_.create<arith::ConstantOp>(loc_, ty, b_.getIntegerAttr(ty, t == DType::Bool ? (i != 0) : i));
 }
 
+/// a (+, *, max, min) b: the associative folds that reductions and accumulating stores share
+/// (max / min propagate NaN, as torch's).
+static Value foldValues(OpBuilder &b, Location l, ReduceKind k, bool fl, Value a, Value x) {
+  switch (k) {
+  case ReduceKind::Prod:
+    return fl ? b.create<arith::MulFOp>(l, a, x).getResult() : b.create<arith::MulIOp>(l, a, x).getResult();
+  case ReduceKind::Max:
+    return fl ? b.create<arith::MaximumFOp>(l, a, x).getResult() : b.create<arith::MaxSIOp>(l, a, x).getResult();
+  case ReduceKind::Min:
+    return fl ? b.create<arith::MinimumFOp>(l, a, x).getResult() : b.create<arith::MinSIOp>(l, a, x).getResult();
+  default:
+    return fl ? b.create<arith::AddFOp>(l, a, x).getResult() : b.create<arith::AddIOp>(l, a, x).getResult();
+  }
+}
+
 Value ScalarEmitter::reduceInit(const Reduction &r) {
   double f = 0.0;
   int64_t i = 0;
@@ -192,21 +207,11 @@ void ScalarEmitter::store(const Store &s) {
         if (s.combine == StoreCombine::Add || s.combine == StoreCombine::Max) x = b.create<arith::OrIOp>(l, old, x);
         else x = b.create<arith::AndIOp>(l, old, x);
       } else {
-        switch (s.combine) {
-        case StoreCombine::Add:
-          x = fl ? b.create<arith::AddFOp>(l, old, x).getResult() : b.create<arith::AddIOp>(l, old, x).getResult();
-          break;
-        case StoreCombine::Mul:
-          x = fl ? b.create<arith::MulFOp>(l, old, x).getResult() : b.create<arith::MulIOp>(l, old, x).getResult();
-          break;
-        case StoreCombine::Max:
-          x = fl ? b.create<arith::MaximumFOp>(l, old, x).getResult() : b.create<arith::MaxSIOp>(l, old, x).getResult();
-          break;
-        case StoreCombine::Min:
-          x = fl ? b.create<arith::MinimumFOp>(l, old, x).getResult() : b.create<arith::MinSIOp>(l, old, x).getResult();
-          break;
-        case StoreCombine::Set: break;
-        }
+        ReduceKind k = s.combine == StoreCombine::Mul   ? ReduceKind::Prod
+                       : s.combine == StoreCombine::Max ? ReduceKind::Max
+                       : s.combine == StoreCombine::Min ? ReduceKind::Min
+                                                        : ReduceKind::Sum;
+        x = foldValues(b, l, k, fl, old, x);
       }
     } else if (bt == DType::Bool) {
       x = b.create<arith::ExtUIOp>(l, IntegerType::get(ctx_, 8), x);
@@ -395,16 +400,10 @@ void ScalarEmitter::combine(const Reduction &r, Value &a, Value &aIdx, Value b, 
   bool fl = isFloating(r.accType);
   switch (r.kind) {
   case ReduceKind::Sum:
-    a = fl ? b_.create<arith::AddFOp>(loc_, a, b).getResult() : b_.create<arith::AddIOp>(loc_, a, b).getResult();
-    return;
   case ReduceKind::Prod:
-    a = fl ? b_.create<arith::MulFOp>(loc_, a, b).getResult() : b_.create<arith::MulIOp>(loc_, a, b).getResult();
-    return;
   case ReduceKind::Max:
-    a = fl ? b_.create<arith::MaximumFOp>(loc_, a, b).getResult() : b_.create<arith::MaxSIOp>(loc_, a, b).getResult();
-    return;
   case ReduceKind::Min:
-    a = fl ? b_.create<arith::MinimumFOp>(loc_, a, b).getResult() : b_.create<arith::MinSIOp>(loc_, a, b).getResult();
+    a = foldValues(b_, loc_, r.kind, fl, a, b);
     return;
   case ReduceKind::ArgMax: {
     // b wins when greater, or NaN over a number (NaN is maximal, as torch.argmax).

@@ -77,6 +77,17 @@ void minMaxOp(OpRegistry &r, const char *schema, bool isMax) {
   });
 }
 
+/// var over the dims of argument 1: sum((x - mean)^2) / max(0, N - correction).
+RefTensor varRef(const Node &n, const RefTensor &x, double corr, bool keepdim) {
+  std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
+  RefTensor mean = reduceRef(x, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t c) { return v / c; });
+  auto map = broadcastIndexMap(mean.shape, x.shape);
+  RefTensor sq = x;
+  for (int64_t k = 0; k < x.numel(); ++k) sq.data[k] = (x.data[k] - mean.data[map[k]]) * (x.data[k] - mean.data[map[k]]);
+  return reduceRef(sq, mask, keepdim, n.types[0].dtype, 0.0, addAcc,
+                   [corr](double v, int64_t c) { return v / std::max(0.0, (double)c - corr); });
+}
+
 } // namespace
 
 void registerReductionOps(OpRegistry &r) {
@@ -168,18 +179,7 @@ void registerReductionOps(OpRegistry &r) {
       return {{t.dtype, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(3))}};
     };
     setEval(d, [](const Node &n, const RefArgs &a) {
-      const RefTensor &x = *a.at(0);
-      std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
-      double corr = n.isNoneArg(2) ? 1.0 : n.scalarArg(2);
-      RefTensor mean = reduceRef(x, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t c) { return v / c; });
-      auto map = broadcastIndexMap(mean.shape, x.shape);
-      RefTensor sq = x;
-      for (int64_t k = 0; k < x.numel(); ++k) {
-        double dv = x.data[k] - mean.data[map[k]];
-        sq.data[k] = dv * dv;
-      }
-      return reduceRef(sq, mask, n.boolArg(3), n.types[0].dtype, 0.0, addAcc,
-                       [corr](double v, int64_t c) { return v / std::max(0.0, (double)c - corr); });
+      return varRef(n, *a.at(0), n.isNoneArg(2) ? 1.0 : n.scalarArg(2), n.boolArg(3));
     });
   }
   {
@@ -191,17 +191,7 @@ void registerReductionOps(OpRegistry &r) {
       requireFloating(n, t.dtype, "var");
       return {{t.dtype, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(3))}};
     };
-    setEval(d, [](const Node &n, const RefArgs &a) {
-      const RefTensor &x = *a.at(0);
-      std::vector<bool> mask = reductionMask(n, 1, (int64_t)x.shape.size());
-      double corr = n.boolArg(2) ? 1.0 : 0.0;
-      RefTensor mean = reduceRef(x, mask, true, DType::F64, 0.0, addAcc, [](double v, int64_t c) { return v / c; });
-      auto map = broadcastIndexMap(mean.shape, x.shape);
-      RefTensor sq = x;
-      for (int64_t k = 0; k < x.numel(); ++k) sq.data[k] = (x.data[k] - mean.data[map[k]]) * (x.data[k] - mean.data[map[k]]);
-      return reduceRef(sq, mask, n.boolArg(3), n.types[0].dtype, 0.0, addAcc,
-                       [corr](double v, int64_t c) { return v / std::max(0.0, (double)c - corr); });
-    });
+    setEval(d, [](const Node &n, const RefArgs &a) { return varRef(n, *a.at(0), n.boolArg(2) ? 1.0 : 0.0, n.boolArg(3)); });
   }
   // max.dim / min.dim (values, indices): the first extremum along dim, NaN winning (its value
   // and index, as eager); the gradient goes to that one index (value_selecting_reduction_backward),
