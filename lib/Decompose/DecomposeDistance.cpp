@@ -37,6 +37,11 @@ template <class F> Node *awayFromZero(Emitter &e, Node *v, F f) {
 Node *pNorm(Emitter &e, Node *diff, double p) {
   DType dt = diff->type().dtype;
   std::vector<int64_t> last = {-1};
+  if (diff->type().shape.back() == 0) { // no coordinates: every distance is 0
+    Shape s = diff->type().shape;
+    s.pop_back();
+    return e.call("aten.full.default", {s, 0.0}, {{"dtype", DTypeLit{dt}}});
+  }
   if (p == 0) return e.toDtype(e.call("aten.sum.dim_IntList", {e.call("aten.ne.Scalar", {diff, int64_t(0)}), last}), dt);
   Node *a = e.call("aten.abs.default", {diff});
   if (p == 1) return e.call("aten.sum.dim_IntList", {a, last});

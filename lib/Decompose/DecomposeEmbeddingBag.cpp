@@ -14,6 +14,8 @@
 
 #include "aotc/OpRegistry.h"
 
+#include <cmath>
+
 namespace aotc::rules {
 
 using rewrite::Emitter;
@@ -46,11 +48,26 @@ Vals embeddingBag(Emitter &e, Node &n) {
   Node *rows = e.call("aten.index_select.default", {w, int64_t(0), ix});
   Node *out, *maxIdx = nullptr;
   if (mode == 2) {
-    Node *vals = e.call("aten.scatter_reduce.two", {full({B + 1, D}, 0.0, dt), int64_t(0), tgt2, rows, std::string("amax")},
+    // ATen keeps the first entry and replaces it by a strictly greater one: a NaN wins only as
+    // a bag's first (kept) entry. So the maximum is taken with NaN as -inf, and a bag whose first
+    // entry is NaN (per feature) picks that entry.
+    Node *isNan = e.call("aten.isnan.default", {rows});
+    Node *rowsNN = e.call("aten.where.self", {isNan, e.scalarTensor(-INFINITY, dt), rows});
+    Node *firstKept = e.call("aten.scatter_reduce.two",
+                             {full({B + 1}, N, DType::I64), int64_t(0), target,
+                              e.call("aten.where.self", {keep, pos, e.scalarTensor(N, DType::I64)}), std::string("amin")});
+    Node *isFirst = e.call("aten.logical_and.default",
+                           {keep, e.call("aten.eq.Tensor", {pos, e.call("aten.index_select.default", {firstKept, int64_t(0), target})})});
+    Node *nanFirst = e.call("aten.logical_and.default", {isNan, e.view(isFirst, {N, 1})});
+    Node *bagNanFirst = e.call("aten.scatter_add.default", {full({B + 1, D}, int64_t(0), DType::I64), int64_t(0), tgt2,
+                                                            e.toDtype(nanFirst, DType::I64)});
+    Node *vals = e.call("aten.scatter_reduce.two", {full({B + 1, D}, 0.0, dt), int64_t(0), tgt2, rowsNN, std::string("amax")},
                         {{"include_self", false}});
-    Node *hit = e.call("aten.logical_and.default",
-                       {e.call("aten.eq.Tensor", {rows, e.call("aten.index_select.default", {vals, int64_t(0), target})}),
-                        e.view(keep, {N, 1})});
+    Node *regular = e.call("aten.logical_and.default",
+                           {e.call("aten.eq.Tensor", {rowsNN, e.call("aten.index_select.default", {vals, int64_t(0), target})}),
+                            e.call("aten.eq.Scalar", {e.call("aten.index_select.default", {bagNanFirst, int64_t(0), target}), int64_t(0)})});
+    Node *hit = e.call("aten.logical_or.default",
+                       {nanFirst, e.call("aten.logical_and.default", {regular, e.view(keep, {N, 1})})});
     Node *cand = e.call("aten.where.self", {hit, e.call("aten.expand.default", {e.view(pos, {N, 1}), std::vector<int64_t>{N, D}}),
                                             e.scalarTensor(N, DType::I64)});
     Node *first = e.call("aten.scatter_reduce.two", {full({B + 1, D}, N, DType::I64), int64_t(0), tgt2, cand, std::string("amin")});

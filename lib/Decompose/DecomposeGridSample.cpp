@@ -53,6 +53,9 @@ Vals gridSampler2d(Emitter &e, Node &n) {
   Node *flatIn = e.view(x, {N, C, H * W});
   // One tap: input at (ty, tx) (float pixel coordinates, integral) times w, 0 outside the image.
   auto tap = [&](Node *tx, Node *ty, Node *w) {
+    // A NaN coordinate reads nothing (ATen's safe_downgrade_to_int_range maps it to -100).
+    tx = e.call("aten.where.self", {call(e, "aten.isnan.default", {tx}), e.scalarTensor(-100.0, dt), tx});
+    ty = e.call("aten.where.self", {call(e, "aten.isnan.default", {ty}), e.scalarTensor(-100.0, dt), ty});
     Node *inside = call(e, "aten.logical_and.default",
                         {call(e, "aten.logical_and.default", {call(e, "aten.ge.Scalar", {tx, 0.0}), call(e, "aten.le.Scalar", {tx, (double)(W - 1)})}),
                          call(e, "aten.logical_and.default", {call(e, "aten.ge.Scalar", {ty, 0.0}), call(e, "aten.le.Scalar", {ty, (double)(H - 1)})})});
@@ -61,8 +64,10 @@ Vals gridSampler2d(Emitter &e, Node &n) {
     Node *flat = e.add(e.mul(cy, W), cx); // [N, Ho, Wo]
     Node *idx = e.call("aten.expand.default", {e.view(flat, {N, 1, Ho * Wo}), std::vector<int64_t>{N, C, Ho * Wo}});
     Node *v = e.view(call(e, "aten.gather.default", {flatIn, int64_t(2), idx}), {N, C, Ho, Wo});
-    Node *wm = e.call("aten.where.self", {inside, w ? w : e.scalarTensor(1.0, dt), e.scalarTensor(0.0, dt)});
-    return e.mul(v, e.view(wm, {N, 1, Ho, Wo}));
+    // The tap's value is 0 outside, its weight kept (a NaN weight makes the output NaN, as ATen's
+    // vectorized kernel: masked value times weight).
+    v = e.call("aten.where.self", {e.view(inside, {N, 1, Ho, Wo}), v, e.scalarTensor(0.0, dt)});
+    return w ? e.mul(v, e.view(w, {N, 1, Ho, Wo})) : v;
   };
   if (mode == 1) return {tap(call(e, "aten.round.default", {ix}), call(e, "aten.round.default", {iy}), nullptr)};
   Node *x0 = call(e, "aten.floor.default", {ix}), *y0 = call(e, "aten.floor.default", {iy});

@@ -279,9 +279,10 @@ Vals col2im(Emitter &e, Node &n) {
   Shape out = n.types[0].shape;
   if (!batched) out.insert(out.begin(), 1);
   int64_t N = out[0], C = out[1], H = out[2], W = out[3], Hp, Wp, ph, pw;
-  Node *pos = tapPositions(e, n, 2, H, W, N, C, Hp, Wp, ph, pw);
-  int64_t K = numelOf(x->type().shape) / (N * C);
   DType dt = x->type().dtype;
+  if (N == 0) return {e.call("aten.full.default", {n.types[0].shape, 0.0}, {{"dtype", DTypeLit{dt}}})};
+  Node *pos = tapPositions(e, n, 2, H, W, N, C, Hp, Wp, ph, pw);
+  int64_t K = x->type().shape.back() * (x->type().shape[x->type().rank() - 2] / C); // kh kw L
   Node *zeros = e.call("aten.full.default", {std::vector<int64_t>{N, C, Hp * Wp}, 0.0}, {{"dtype", DTypeLit{dt}}});
   Node *img = e.view(e.call("aten.scatter_add.default", {zeros, int64_t(2), pos, e.view(x, {N, C, K})}), {N, C, Hp, Wp});
   if (ph) img = e.call("aten.slice.Tensor", {img, int64_t(2), ph, ph + H, int64_t(1)});

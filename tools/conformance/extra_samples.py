@@ -972,12 +972,16 @@ def _grid_sampler(dtype, make):
     s = []
     for mode, pad, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 0, True), (1, 2, False)]:
         s.append((op, (make((2, 2, 4, 5)), make((2, 3, 3, 2), low=-1.6, high=1.6), mode, pad, align), {}))
+    g = make((1, 2, 2, 2), low=-0.9, high=0.9).detach()
+    g[0, 0, 1, 0] = float("nan")  # reads nothing (ATen maps a NaN coordinate to -100)
+    s.append((op, (make((1, 2, 3, 3)), g.requires_grad_(), 0, 0, False), {}))
     return s
 
 
 def _embedding_bag(dtype, make):
     """_embedding_bag: every mode, an empty bag, repeated indices, padding_idx, per-sample
-    weights, include_last_offset, ties in max (integer weights)."""
+    weights, include_last_offset, ties in max (integer weights), NaN rows in max (a NaN wins only
+    as a bag's first entry, as ATen's `v > max`)."""
     op = aten._embedding_bag.default
     w = make((10, 3))
     idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
@@ -987,7 +991,9 @@ def _embedding_bag(dtype, make):
             (op, (w, idx, torch.tensor([0, 5]), False, 0, False, make((8,))), {}),
             (op, (w, idx, torch.tensor([0, 2, 8]), False, 1, False, None, True, 4), {}),
             (op, (w, idx, torch.tensor([0, 4]), False, 0, False, None, False, 2), {}),
-            (op, (_ints(make, (6, 2), low=0, high=2), torch.tensor([0, 1, 2, 3, 4, 5, 0]), torch.tensor([0, 4]), False, 2), {})]
+            (op, (_ints(make, (6, 2), low=0, high=2), torch.tensor([0, 1, 2, 3, 4, 5, 0]), torch.tensor([0, 4]), False, 2), {}),
+            (op, (torch.tensor([[1.0, float("nan")], [float("nan"), 2.0], [-1.0, 0.5]], dtype=dtype).requires_grad_(),
+                  torch.tensor([0, 1, 2, 1, 0]), torch.tensor([0, 2, 3]), False, 2), {})]
 
 
 def overload_of(target):

@@ -76,6 +76,7 @@ void registerGridSampleOps(OpRegistry &r) {
     int64_t mode = n.intArg(2), pad = n.intArg(3);
     bool align = n.boolArg(4);
     RefTensor out(n.types[0].dtype, n.types[0].shape, 0.0);
+    auto toInt = [](double v) { return std::isfinite(v) ? (int64_t)v : int64_t(-100); }; // as ATen
     auto at = [&](int64_t b, int64_t c, int64_t y, int64_t xx) -> double {
       if (y < 0 || y >= H || xx < 0 || xx >= W) return 0.0;
       return x.data[((b * C + c) * H + y) * W + xx];
@@ -88,10 +89,11 @@ void registerGridSampleOps(OpRegistry &r) {
           for (int64_t c = 0; c < C; ++c) {
             double v;
             if (mode == 1) {
-              v = at(b, c, (int64_t)std::nearbyint(iy), (int64_t)std::nearbyint(ix));
+              v = at(b, c, toInt(std::nearbyint(iy)), toInt(std::nearbyint(ix)));
             } else {
+              // Values outside read 0, the weights are kept: NaN coordinates give NaN (ATen's CPU kernel).
               double x0 = std::floor(ix), y0 = std::floor(iy), wx = ix - x0, wy = iy - y0;
-              int64_t xi = (int64_t)x0, yi = (int64_t)y0;
+              int64_t xi = toInt(x0), yi = toInt(y0);
               v = at(b, c, yi, xi) * (1 - wx) * (1 - wy) + at(b, c, yi, xi + 1) * wx * (1 - wy) +
                   at(b, c, yi + 1, xi) * (1 - wx) * wy + at(b, c, yi + 1, xi + 1) * wx * wy;
             }

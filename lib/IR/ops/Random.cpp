@@ -64,9 +64,11 @@ void registerRandomOps(OpRegistry &r) {
       int64_t len = n.intArg(0);
       if (len < 0) nodeError(n, "randperm: n must be non-negative, got " + std::to_string(len));
       DType dt = dtypeArg(n, 1).value_or(DType::I64);
-      if (dt == DType::Bool) nodeError(n, "randperm: bool is not a valid dtype");
-      if (dt == DType::F32 && len > (int64_t(1) << 24))
-        nodeError(n, "randperm: n is too large for the result dtype float (n <= 2^24)");
+      if (dt != DType::I64 && dt != DType::F32 && dt != DType::F64)
+        nodeError(n, std::string("randperm: the result dtype must be int64, float32 or float64 in aotc, got ") +
+                         dtypeTorchName(dt));
+      if (dt == DType::F32 && len > (int64_t(1) << 24) + 1)
+        nodeError(n, "randperm: n is too large for result tensor type: float (n <= 2^24 + 1)");
       return {{dt, {len}}};
     };
   }

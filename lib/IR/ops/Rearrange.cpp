@@ -193,6 +193,8 @@ void registerRearrangeOps(OpRegistry &r) {
       if (os.size() != 2) nodeError(n, "col2im: output_size must have 2 elements, got " + shapeStr(os));
       Blocks b = blocksOf(n, os[0], os[1], 2, "col2im");
       int64_t r = t.rank(), rows = t.shape[r - 2];
+      if (rows == 0 || t.shape[r - 1] == 0)
+        nodeError(n, "col2im: expected non-empty 2D or 3D input tensor (apart from an empty batch), got " + t.str());
       if (rows % (b.kh * b.kw) != 0)
         nodeError(n, "col2im: expected size of input's dimension " + std::to_string(r - 2) +
                          " to be divisible by the product of kernel_size, but got input.size(" + std::to_string(r - 2) +
