@@ -14,6 +14,9 @@
 
 namespace aotc {
 namespace ops {
+namespace {
+
+using Types = std::vector<TensorType>;
 
 double gridUnnormalize(double v, int64_t size, bool align) {
   return align ? (v + 1) / 2 * (double)(size - 1) : ((v + 1) * (double)size - 1) / 2;
@@ -35,10 +38,6 @@ double gridSource(double v, int64_t size, int64_t pad, bool align) {
   if (pad >= 1) c = std::min((double)(size - 1), std::max(c, 0.0));
   return c;
 }
-
-namespace {
-
-using Types = std::vector<TensorType>;
 
 } // namespace
 

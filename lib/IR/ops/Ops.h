@@ -35,15 +35,6 @@ void registerDistanceOps(OpRegistry &r);  // Distance.cpp: _cdist_forward, _pdis
 void registerGridSampleOps(OpRegistry &r); // GridSample.cpp: grid_sampler_2d
 void registerEmbeddingBagOps(OpRegistry &r); // EmbeddingBag.cpp: _embedding_bag
 void registerPool3dOps(OpRegistry &r);    // Pool3d.cpp: avg_pool3d, _adaptive_avg_pool3d, max_pool3d_with_indices
-
-/// The geometry of a 3-D pool node (avg_pool3d or max_pool3d_with_indices), checked: kernel,
-/// stride, padding, dilation and sizes as (D, H, W).
-struct Pool3d {
-  std::vector<int64_t> k, s, p, d, in, out;
-  bool ceil = false;
-};
-Pool3d pool3dOf(const Node &n, bool isMax);
-const char *opBaseName(const Node &n);
 void registerReductionOps(OpRegistry &r);
 void registerViewOps(OpRegistry &r);
 void registerMatmulOps(OpRegistry &r);

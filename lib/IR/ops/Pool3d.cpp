@@ -21,31 +21,35 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-/// kernel / stride / padding / dilation of a 3-D pool: 1 or 3 ints (stride [] = kernel).
-std::vector<int64_t> triple(const Node &n, size_t i, const char *what, std::optional<std::vector<int64_t>> dflt) {
+/// The geometry of a 3-D pool node (avg_pool3d or max_pool3d_with_indices), checked: kernel,
+/// stride, padding, dilation and sizes as (D, H, W).
+struct Pool3d {
+  std::vector<int64_t> k, s, p, d, in, out;
+  bool ceil = false;
+};
+
+/// kernel / stride / padding / dilation of a 3-D pool `op`: 1 or 3 ints (stride [] = kernel).
+std::vector<int64_t> triple(const Node &n, size_t i, const char *op, const char *what,
+                            std::optional<std::vector<int64_t>> dflt) {
   std::vector<int64_t> v = n.intListArg(i);
   if (v.empty() && dflt) return *dflt;
   if (v.size() == 1) return {v[0], v[0], v[0]};
   if (v.size() != 3)
-    nodeError(n, std::string(opBaseName(n)) + ": " + what + " must either be a single int, or a tuple of three ints");
+    nodeError(n, std::string(op) + ": " + what + " must either be a single int, or a tuple of three ints");
   return v;
 }
 
-} // namespace
-
-const char *opBaseName(const Node &n) { return n.target == "aten.avg_pool3d.default" ? "avg_pool3d" : "max_pool3d"; }
-
 Pool3d pool3dOf(const Node &n, bool isMax) {
+  const char *op = isMax ? "max_pool3d" : "avg_pool3d";
   TensorType t = argType(n, 0);
   if (t.rank() != 4 && t.rank() != 5)
-    nodeError(n, std::string(isMax ? "max_pool3d" : "avg_pool3d") +
-                     ": non-empty 4D or 5D (batch mode) tensor expected for input, got " + t.str());
-  requireFloating(n, t.dtype, isMax ? "max_pool3d" : "avg_pool3d");
+    nodeError(n, std::string(op) + ": non-empty 4D or 5D (batch mode) tensor expected for input, got " + t.str());
+  requireFloating(n, t.dtype, op);
   Pool3d p;
-  p.k = triple(n, 1, "kernel_size", std::nullopt);
-  p.s = triple(n, 2, "stride", p.k);
-  p.p = triple(n, 3, "padding", std::nullopt);
-  p.d = isMax ? triple(n, 4, "dilation", std::nullopt) : std::vector<int64_t>{1, 1, 1};
+  p.k = triple(n, 1, op, "kernel_size", std::nullopt);
+  p.s = triple(n, 2, op, "stride", p.k);
+  p.p = triple(n, 3, op, "padding", std::nullopt);
+  p.d = isMax ? triple(n, 4, op, "dilation", std::nullopt) : std::vector<int64_t>{1, 1, 1};
   p.ceil = n.boolArg(isMax ? 5 : 4);
   int64_t r = t.rank();
   p.in = {t.shape[r - 3], t.shape[r - 2], t.shape[r - 1]};
@@ -61,8 +65,6 @@ Pool3d pool3dOf(const Node &n, bool isMax) {
   if (!isMax && !n.isNoneArg(6) && n.intArg(6) == 0) nodeError(n, "avg_pool3d: divisor must be not zero");
   return p;
 }
-
-namespace {
 
 Shape pooled(Shape s, const std::vector<int64_t> &o) {
   size_t r = s.size();
