@@ -43,7 +43,9 @@ prepare() {
   set -e
   rm -rf "$out_dir"
   mkdir -p "$out_dir/models" "$out_dir/probes" "$out_dir/include/nlohmann"
-  cp /usr/include/nlohmann/json.hpp "$out_dir/include/nlohmann/"
+  # The whole package: Debian's json.hpp includes <nlohmann/detail/...>, which must not resolve
+  # to another version installed on the device (seen: 3.11.3 there, m_data errors).
+  cp -r /usr/include/nlohmann/. "$out_dir/include/nlohmann/"
   local flags=(--target=cuda --cuda-toolkit="$tk")
   compile() { # dir name source [flags...]
     local d=$1 n=$2 src=$3
@@ -73,6 +75,13 @@ open(sys.argv[2], "w").write(text)
 EOF
   compile "$out_dir/models/ln_gelu_large" ln_gelu_large "$out_dir/ln_gelu_large.fx.txt"
   rm -f "$out_dir/models/ln_gelu_large/ln_gelu_large.weights.safetensors" "$out_dir/ln_gelu_large.fx.txt"
+  # Random bits: the CPU target's outputs of tools/gpu/models/random_check.fx.txt (dropout mask,
+  # rand_like, bernoulli) travel; the device's must be bit-equal (tools/gpu/random_check.py).
+  local rc_dir=$out_dir/models/random_check
+  compile "$rc_dir" random_check "$root/tools/gpu/models/random_check.fx.txt"
+  python3 "$root/tools/gpu/random_check.py" inputs "$rc_dir/inputs.safetensors"
+  "$aotc" run "$root/tools/gpu/models/random_check.fx.txt" --inputs "$rc_dir/inputs.safetensors" \
+    --out "$rc_dir/cpu.safetensors"
   compile "$out_dir/probes/probe_chain" probe_chain "$root/tools/gpu/probes/probe_chain.fx.txt" --freeze a,b,c
   compile "$out_dir/probes/probe_ln_gelu" probe_ln_gelu "$root/tools/gpu/probes/probe_ln_gelu.fx.txt" --freeze x,w,b
   rm -f "$out_dir"/probes/*/*.weights.safetensors
@@ -194,6 +203,17 @@ device_main() {
       row "$m vs golden" "$(status_of $rc)" "train_cuda exit $rc"
     fi
   done
+  # 3b. Random bits: dropout mask, rand_like and bernoulli bit-equal to the CPU target's.
+  local rcd=$gpu/models/random_check
+  phase "random bits" 60 "$tg/train_cuda_random_check" run "$rcd/inputs.safetensors" "$work/random_check.safetensors"
+  local rr=$?
+  if [ $rr = 0 ]; then
+    phase "random bits vs cpu" 60 python3 "$root/tools/gpu/random_check.py" compare "$rcd/cpu.safetensors" "$work/random_check.safetensors"
+    local rv=$?
+    row "random bits vs CPU" "$(status_of $rv)" "$(grep -E '^(dropout mask|rand_like|bernoulli.p|numpy reference).*differ' "$log" | tr '\n' ';' | cut -c1-200)"
+  else
+    row "random bits vs CPU" "$(status_of $rr)" "train_cuda run exit $rr"
+  fi
   # 4. An out-of-range target: the gather node is named.
   phase "mlp bad index" 30 "$tg/train_cuda_mlp" bad-index "$gpu/models/mlp/mlp.weights.safetensors" "$gpu/models/mlp/golden.safetensors"
   local bi=$?

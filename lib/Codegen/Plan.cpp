@@ -274,9 +274,35 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   return kp;
 }
 
+/// Where a buffer lives: in[i], out[i], tangents[i], grads[i], saved+B, state+B, hyper[i],
+/// scratch+B, or none.
+static std::string bufferPlace(const Buffer &b) {
+  switch (b.kind) {
+  case BufferKind::Input: return "in[" + std::to_string(b.index) + "]";
+  case BufferKind::Output: return "out[" + std::to_string(b.index) + "]";
+  case BufferKind::Tangent: return "tangents[" + std::to_string(b.index) + "]";
+  case BufferKind::Grad: return "grads[" + std::to_string(b.index) + "]";
+  case BufferKind::Saved: return "saved+" + std::to_string(b.offset);
+  case BufferKind::State: return "state+" + std::to_string(b.offset);
+  case BufferKind::Hyper: return "hyper[" + std::to_string(b.offset / 8) + "]";
+  case BufferKind::Scratch: return b.offset >= 0 ? "scratch+" + std::to_string(b.offset) : "none";
+  }
+  return "?";
+}
+
+/// The buffers' names; a name that two buffers share (a value written to an output and to
+/// the saved area) gets its place without brackets, `getitem@out1` and `getitem@saved+64`,
+/// so every entry names one buffer (= one pointer argument of the kernel).
 static std::string joinNames(const KernelGraph &kg, const std::vector<int> &ids) {
   std::string s = "[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + kg.buffers[ids[i]].name;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Buffer &b = kg.buffers[ids[i]];
+    bool shared = false;
+    for (const Buffer &o : kg.buffers) shared |= &o != &b && o.name == b.name;
+    std::string place = bufferPlace(b);
+    std::erase_if(place, [](char c) { return c == '[' || c == ']'; });
+    s += (i ? ", " : "") + b.name + (shared ? "@" + place : "");
+  }
   return s + "]";
 }
 
@@ -352,20 +378,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   // Where every buffer lives, in buffer-id order (= the order of a kernel's pointer arguments).
   os << "# " << title << " buffers:";
   for (auto &b : kg.buffers) {
-    os << " " << b.name << "=";
-    switch (b.kind) {
-    case BufferKind::Input: os << "in[" << b.index << "]"; break;
-    case BufferKind::Output: os << "out[" << b.index << "]"; break;
-    case BufferKind::Tangent: os << "tangents[" << b.index << "]"; break;
-    case BufferKind::Grad: os << "grads[" << b.index << "]"; break;
-    case BufferKind::Saved: os << "saved+" << b.offset; break;
-    case BufferKind::State: os << "state+" << b.offset; break;
-    case BufferKind::Hyper: os << "hyper[" << b.offset / 8 << "]"; break;
-    case BufferKind::Scratch:
-      if (b.offset >= 0) os << "scratch+" << b.offset;
-      else os << "none";
-      break;
-    }
+    os << " " << b.name << "=" << bufferPlace(b);
   }
   os << "\n";
   return os.str();

@@ -178,6 +178,20 @@ int64_t num(const std::string &line, const std::string &key, int64_t dflt) {
   return std::regex_search(line, m, re) ? std::stoll(m[1]) : dflt;
 }
 
+/// Buffer name -> buffer id (its place in the `buffers:` line). A name two buffers share is
+/// written `name@place` in a kernel's reads/writes (the place without brackets: getitem@out1,
+/// getitem@saved+64), so both spellings are keys.
+std::map<std::string, size_t> bufferIds(const GraphText &gt) {
+  std::map<std::string, size_t> id;
+  for (size_t i = 0; i < gt.buffers.size(); ++i) {
+    std::string place = gt.buffers[i].second;
+    std::erase_if(place, [](char c) { return c == '[' || c == ']'; });
+    id[gt.buffers[i].first] = i;
+    id[gt.buffers[i].first + "@" + place] = i;
+  }
+  return id;
+}
+
 std::map<std::string, GraphText> parseKernels(const std::string &path) {
   std::ifstream f(path);
   std::map<std::string, GraphText> out;
@@ -217,8 +231,7 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
     }
   }
   for (auto &[graph, gt] : out) { // the buffers line follows the kernel lines
-    std::map<std::string, size_t> id;
-    for (size_t i = 0; i < gt.buffers.size(); ++i) id[gt.buffers[i].first] = i;
+    std::map<std::string, size_t> id = bufferIds(gt);
     for (KernelLine &k : gt.kernels) {
       k.args = k.reads;
       k.args.insert(k.args.end(), k.writes.begin(), k.writes.end());
@@ -319,8 +332,7 @@ std::string symbolPrefix(const std::string &graph) { return programName() + (gra
 void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, const aotc_cuda_exec &exec,
                 const std::vector<BlasCall> &cpuCalls, const Buffers &cpuBufs) {
   std::string prefix = symbolPrefix(graph);
-  std::map<std::string, size_t> id;
-  for (size_t i = 0; i < gt.buffers.size(); ++i) id[gt.buffers[i].first] = i;
+  std::map<std::string, size_t> id = bufferIds(gt);
   size_t ev = 0, cpu = 0;
   int launches = 0, gemms = 0;
   for (const KernelLine &k : gt.kernels) {

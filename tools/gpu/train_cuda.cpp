@@ -9,6 +9,11 @@
 //       STEPS (20) SGD steps (lr 0.1, same batch) entirely on the device; writes loss,
 //       grad.<name> of step 0 and param_final.<FQN> to OUT for tools/check_golden.py.
 //   train_cuda one-step WEIGHTS GOLDEN      one forward+backward+SGD (compute-sanitizer)
+//   train_cuda run INPUTS OUT
+//       one forward and backward as `aotc run IN --inputs INPUTS --out OUT` on the CPU:
+//       INPUTS holds every input by name (or input.<name> / param.<name>; rng_state
+//       defaults to {0, 0}) and tangent_<i> (default: ones); OUT receives output_<i> and
+//       grad_<name>, so the two files compare tensor by tensor (gpu-check's dropout phase).
 //   train_cuda bad-index WEIGHTS GOLDEN
 //       sets the first integer input's element 0 to 1000000, runs the forward and
 //       expects aotc_cuda_check to name a gather node; exit 0 when it does.
@@ -79,7 +84,9 @@ struct DeviceModel {
   std::vector<int> paramGrads; ///< grads[j] of parameters (SGD updates their inputs)
 
   /// weights/golden NULL: deterministic random floating inputs, zero integer inputs.
-  DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden) {
+  /// runInputs (`run`): every input and tangent from that file, as `aotc run` reads them.
+  DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden,
+              const SafetensorsFile *runInputs = nullptr) {
     ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     if (!ctx) {
       std::fprintf(stderr, "train_cuda: %s_context_create returned NULL (out of memory)\n", kBase.name);
@@ -90,12 +97,19 @@ struct DeviceModel {
       const aotc_tensor_desc &d = kBase.inputs[i];
       bool param = aotc_role_is_weight(d.role);
       Tensor random;
-      if (!weights) {
+      if (runInputs) {
+        const Tensor *f = nullptr;
+        for (const char *prefix : {"", "input.", "param."})
+          if (!f) f = runInputs->find(prefix + std::string(d.name));
+        if (f) random = f->clone();
+        else if (d.role == AOTC_ROLE_RNG_STATE) random = aotc::rt::rngState(0);
+        else die(std::string("run: the inputs file has no '") + d.name + "'");
+      } else if (!weights) {
         random = Tensor(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
         if (d.dtype == AOTC_F32)
           for (int64_t k = 0; k < d.numel; ++k) random.data<float>()[k] = 0.1f * aotc_gpu::uniform(k, i);
       }
-      const Tensor &t = !weights ? random
+      const Tensor &t = runInputs || !weights ? random
                         : param  ? weights->get(d.name, "weights")
                                  : golden->get(std::string("input.") + d.name, "golden");
       if (t.bytes() != d.bytes) die(std::string("input ") + d.name + ": size mismatch");
@@ -110,7 +124,14 @@ struct DeviceModel {
       void *t = nullptr;
       if ((d.dtype == AOTC_F32 || d.dtype == AOTC_F64) && d.updates_input < 0) {
         t = deviceAlloc(d.bytes);
-        if (d.numel == 1) {
+        if (runInputs) { // `aotc run`'s cotangents: tangent_<i>, default ones
+          const Tensor *given = runInputs->find("tangent_" + std::to_string(i));
+          Tensor ones = given ? given->clone()
+                              : Tensor::full(aotc::rt::dtypeFromAbi(d.dtype),
+                                             std::vector<int64_t>(d.shape, d.shape + d.rank), 1.0);
+          if (ones.bytes() != d.bytes) die("tangent_" + std::to_string(i) + ": size mismatch");
+          ck(cudaMemcpy(t, ones.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload tangent");
+        } else if (d.numel == 1) {
           float f = 1.0f;
           double g = 1.0;
           ck(cudaMemcpy(t, d.dtype == AOTC_F32 ? (const void *)&f : (const void *)&g, (size_t)d.bytes,
@@ -182,6 +203,21 @@ int train(DeviceModel &m, const std::string &outPath, int steps) {
   return 0;
 }
 
+/// One forward and backward; writes output_<i> and grad_<name> as `aotc run --out` does.
+int runOnce(DeviceModel &m, const std::string &outPath) {
+  m.step(0.0);
+  m.check();
+  std::vector<Tensor> outs, grads;
+  for (int i = 0; i < kBase.num_outputs; ++i) outs.push_back(m.download(kBase.outputs[i], m.out[i]));
+  for (int j = 0; j < kBase.num_grads; ++j) grads.push_back(m.download(kBase.grads[j], m.grads[j]));
+  std::vector<aotc::rt::NamedTensorRef> refs;
+  for (int i = 0; i < kBase.num_outputs; ++i) refs.push_back({"output_" + std::to_string(i), &outs[i]});
+  for (int j = 0; j < kBase.num_grads; ++j) refs.push_back({"grad_" + m.gradName(j), &grads[j]});
+  aotc::rt::writeSafetensors(outPath, refs);
+  std::printf("%s (cuda): one forward + backward -> %s\n", kBase.name, outPath.c_str());
+  return 0;
+}
+
 int badIndex(DeviceModel &m) {
   for (int i = 0; i < kBase.num_inputs; ++i) {
     const aotc_tensor_desc &d = kBase.inputs[i];
@@ -223,13 +259,18 @@ int bench(DeviceModel &m, int iters) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s train|one-step|bad-index|bench WEIGHTS GOLDEN [OUT|ITERS] [STEPS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s train|one-step|bad-index|bench WEIGHTS GOLDEN [OUT|ITERS] [STEPS] | run INPUTS OUT\n", argv[0]);
     return 2;
   }
   aotc_gpu::tool = "train_cuda";
   if (aotc_gpu::noCudaDevice("train_cuda")) return 77;
   try {
     std::string mode = argv[1];
+    if (mode == "run") {
+      SafetensorsFile inputs = aotc::rt::readSafetensors(argv[2]);
+      DeviceModel m(nullptr, nullptr, &inputs);
+      return runOnce(m, argv[3]);
+    }
     bool random = std::string(argv[2]) == "-";
     if (random && mode != "bench") die("random inputs (\"-\") are for bench only");
     SafetensorsFile weights, golden;
