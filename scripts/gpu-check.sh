@@ -73,7 +73,8 @@ text = re.sub(r'(f32\[)([0-9, ]+)(\])', dims, text)
 text = text.replace("[128], p_ln_weight", "[4096], p_ln_weight")
 open(sys.argv[2], "w").write(text)
 EOF
-  compile "$out_dir/models/ln_gelu_large" ln_gelu_large "$out_dir/ln_gelu_large.fx.txt"
+  # x and y frozen: torch's step (tools/gpu/torch_side.py) computes no gradient for its data.
+  compile "$out_dir/models/ln_gelu_large" ln_gelu_large "$out_dir/ln_gelu_large.fx.txt" --freeze x,y
   rm -f "$out_dir/models/ln_gelu_large/ln_gelu_large.weights.safetensors" "$out_dir/ln_gelu_large.fx.txt"
   # Random bits: the CPU target's outputs of tools/gpu/models/random_check.fx.txt (dropout mask,
   # rand_like, bernoulli) travel; the device's must be bit-equal (tools/gpu/random_check.py).
@@ -94,6 +95,10 @@ EOF
     "$out_dir" "$(find "$out_dir" -type f | wc -l)" "$(echo "$bytes / 1048576" | bc -l)" "$limit_mib" \
     "$(echo "$tree / 1048576" | bc -l)"
   [ "$bytes" -le $((limit_mib * 1048576)) ] || die "build-gpu is over $limit_mib MiB"
+  [ $((tree + bytes)) -le $((64 * 1048576)) ] ||
+    echo "gpu-check prepare: warning: the tree and build-gpu are over the device tool's 64 MiB;" \
+      "take test/fixtures, test/conformance and examples/charlm out of the index for the call" \
+      "(docs/cuda.md \"Sending the tree to the device machine\")"
   if [ $rehearse = 1 ]; then
     echo "gpu-check prepare --rehearse: building and running the device side up to the GPU"
     # Build and outputs beside DIR, never inside it (DIR is what travels to the device).

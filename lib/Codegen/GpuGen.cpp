@@ -15,6 +15,9 @@
 //     lane holds the result and the order depends on the shapes only
 //     (bit-identical run to run; not the CPU's sequential order). After-fold
 //     stores run on lane 0; phases are separated by a warp barrier.
+//   * block per row: a reduce phase over >= 8192 elements: one 256-thread block per
+//     outer iteration; a row an earlier phase loaded is kept in shared memory for the
+//     later phases (rowCacheUses, ScalarEmitter::rowCache_);
 //   * thread per row: everything else (scatter_add's accumulating stores, multi-
 //     phase map kernels): one thread runs the whole outer iteration as the CPU
 //     does, so each output element is written by one thread in index order and
@@ -79,6 +82,76 @@ int64_t prod(const Shape &s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+/// Shared memory a block-per-row kernel may spend on cached rows (of the 48 KiB a block gets
+/// without opting in; the reduction slots take 8 × 8 bytes per accumulator).
+constexpr int64_t kRowCacheBytes = 40 * 1024;
+
+/// A load that reads the same row as a load of an earlier phase: the block-per-row kernel
+/// keeps that row in shared memory (ScalarEmitter::rowCache_) instead of reading it again.
+struct RowCacheUse {
+  size_t phase = 0;
+  int access = -1;   ///< Index into the phase's accesses.
+  size_t slot = 0;   ///< Which cached row (one workgroup buffer each).
+  bool fill = false; ///< The first phase that reads it: loads and fills.
+};
+
+/// The access indices a phase's strided inner loop loads on every iteration: those reachable
+/// from its reductions (a reduce phase, whose stores use registers only) or its stores' values
+/// (a map phase). Loads with bounds checks (dyn terms) are left out.
+std::set<int> loopLoads(const Phase &p) {
+  std::set<int> seen, loads;
+  std::vector<int> todo;
+  if (!p.reductions.empty())
+    for (auto &r : p.reductions) todo.push_back(r.value);
+  else
+    for (auto &st : p.stores) todo.push_back(st.value);
+  while (!todo.empty()) {
+    int id = todo.back();
+    todo.pop_back();
+    if (id < 0 || !seen.insert(id).second) continue;
+    const Inst &in = p.insts[id];
+    if (in.op == ScalarOp::Load && p.accesses[in.access].dyn.empty()) loads.insert(in.access);
+    for (int o : {in.a, in.b, in.c}) todo.push_back(o);
+  }
+  return loads;
+}
+
+/// Loads of block-per-row kernel k that read what a load of an earlier phase read: the same
+/// buffer (one the kernel does not write) at the same affine address over the same inner
+/// domain, so the thread that visits inner position j visits it in both phases and can keep
+/// the value. Rows are cached in phase order while they fit in `budget` bytes.
+std::vector<RowCacheUse> rowCacheUses(const Kernel &k, const KernelGraph &kg, int64_t budget) {
+  std::set<int> written(k.writes.begin(), k.writes.end());
+  using Key = std::tuple<int, int64_t, std::vector<int64_t>, Shape>;
+  std::map<Key, std::vector<std::pair<size_t, int>>> uses; // key -> (phase, access), in order
+  for (size_t i = 0; i < k.phases.size(); ++i) {
+    const Phase &p = k.phases[i];
+    for (int a : loopLoads(p)) {
+      const Access &acc = p.accesses[a];
+      if (written.count(acc.buffer) || kg.buffers[acc.buffer].type.dtype == DType::Bool) continue;
+      auto &u = uses[{acc.buffer, acc.offset, acc.coef, p.inner}];
+      if (u.empty() || u.back().first != i) u.push_back({i, a});
+    }
+  }
+  std::vector<std::vector<std::pair<size_t, int>>> rows;
+  for (auto &[key, u] : uses)
+    if (u.size() > 1) rows.push_back(u);
+  // Phase order of the first use, then by access: deterministic, earliest rows first.
+  std::sort(rows.begin(), rows.end());
+  std::vector<RowCacheUse> out;
+  int64_t used = 0;
+  size_t slot = 0;
+  for (auto &u : rows) {
+    const Phase &p = k.phases[u[0].first];
+    int64_t bytes = prod(p.inner) * itemSize(kg.buffers[p.accesses[u[0].second].buffer].type.dtype);
+    if (used + bytes > budget) continue;
+    used += bytes;
+    for (size_t n = 0; n < u.size(); ++n) out.push_back({u[n].first, u[n].second, slot, n == 0});
+    ++slot;
+  }
+  return out;
 }
 
 class GpuKernelBuilder : public ScalarEmitter {
@@ -211,7 +284,9 @@ void GpuKernelBuilder::stridedStores(const Phase &p, const std::vector<Value> &o
                           vars_ = outerVars;
                           unravel(j, p.inner, vars_);
                           memo_.clear();
+                          rowJ_ = j;
                           for (auto &s : p.stores) store(s);
+                          rowJ_ = Value();
                           b_.create<scf::YieldOp>(loc_);
                         });
   memo_.clear();
@@ -232,6 +307,7 @@ SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vect
         vars_ = outerVars;
         unravel(j, p.inner, vars_);
         memo_.clear();
+        rowJ_ = j;
         SmallVector<Value> next;
         size_t ai = 0;
         for (auto &r : p.reductions) {
@@ -245,6 +321,7 @@ SmallVector<Value> GpuKernelBuilder::stridedFold(const Phase &p, const std::vect
           next.push_back(a);
           if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
         }
+        rowJ_ = Value();
         b_.create<scf::YieldOp>(loc_, next);
       });
   memo_.clear();
@@ -649,8 +726,17 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
     Value lane = b_.create<arith::RemUIOp>(loc_, tid, cIdx(32));
     std::vector<Value> ov;
     unravel(bid, k_.outer, ov);
+    std::vector<RowCacheUse> cache = rowCacheUses(k_, kg_, kRowCacheBytes);
+    std::map<size_t, Value> rows; // RowCacheUse::slot -> workgroup buffer
     for (size_t i = 0; i < k_.phases.size(); ++i) {
       const Phase &p = k_.phases[i];
+      rowCache_.clear();
+      for (const RowCacheUse &u : cache) {
+        if (u.phase != i) continue;
+        if (!rows.count(u.slot))
+          rows[u.slot] = workgroup(fn, kg_.buffers[p.accesses[u.access].buffer].type.dtype, prod(p.inner));
+        rowCache_[u.access] = {rows[u.slot], u.fill};
+      }
       if (i > 0) b_.create<gpu::BarrierOp>(loc_); // earlier phases' stores are visible
       std::vector<Value> shared;
       if (!p.reductions.empty()) {
@@ -662,6 +748,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
       }
       emitGroupPhase(p, ov, tid, launch.block, lane, warp, p.reductions.empty() ? nullptr : &shared);
     }
+    rowCache_.clear();
     break;
   }
   }

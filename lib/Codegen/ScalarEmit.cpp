@@ -147,10 +147,25 @@ Value ScalarEmitter::load(const Access &a, DType t) {
       return cast(x, kg_.buffers[a.buffer].type.dtype, t);
     }
   }
+  DType bt = kg_.buffers[a.buffer].type.dtype;
+  if (rowJ_) {
+    auto it = rowCache_.find((int)(&a - ph_->accesses.data()));
+    if (it != rowCache_.end()) { // plain accesses only (no bounds check, not Bool): GpuGen
+      auto [row, fill] = it->second;
+      Value x;
+      if (fill) {
+        Value ok, code, val;
+        x = b_.create<memref::LoadOp>(loc_, bufArg_.at(a.buffer), ValueRange{address(a, ok, code, val)});
+        b_.create<memref::StoreOp>(loc_, x, row, ValueRange{rowJ_});
+      } else {
+        x = b_.create<memref::LoadOp>(loc_, row, ValueRange{rowJ_});
+      }
+      return cast(x, bt, t);
+    }
+  }
   Value ok, code, val;
   Value addr = address(a, ok, code, val);
   Value buf = bufArg_.at(a.buffer);
-  DType bt = kg_.buffers[a.buffer].type.dtype;
   auto doLoad = [&](OpBuilder &b, Location l) -> Value {
     Value x = b.create<memref::LoadOp>(l, buf, ValueRange{addr});
     if (bt == DType::Bool) x = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, x,

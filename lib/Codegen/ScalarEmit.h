@@ -53,6 +53,14 @@ protected:
   std::map<int, std::vector<mlir::Value>> laneStores_;
   int64_t lane_ = 0;
 
+  // Row cache (the CUDA target's block-per-row kernels, GpuGen.cpp): a load of access index
+  // i in rowCache_ inside a strided inner loop (rowJ_: the linear inner index) goes through
+  // a workgroup buffer indexed by rowJ_: the phase that fills it (second: true) loads from
+  // global memory and stores the value there; later phases, whose threads visit the same
+  // positions, read it back instead of global memory.
+  std::map<int, std::pair<mlir::Value, bool>> rowCache_;
+  mlir::Value rowJ_;
+
   // Per-scope state while emitting one phase body.
   const Phase *ph_ = nullptr;
   std::vector<mlir::Value> vars_; ///< Outer ivs then inner ivs (index).

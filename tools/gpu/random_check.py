@@ -5,9 +5,12 @@ tools/gpu/models/random_check.fx.txt draws dropout (p = 0.3, then tanh and a sum
 backward runs), rand_like and bernoulli.p from one rng_state. Both targets compute every
 element from include/aotc/Philox.h's definition, so the masks, the uniforms and the
 bernoulli draws must be bit-equal on the two targets, and the rest equal to f32 rounding.
+It also takes a softmax over rows of 9001 (a block-per-row kernel on the GPU whose input row
+is kept in shared memory between its three phases; its backward caches one of two rows), with
+a non-uniform cotangent, checked to f32 rounding as well.
 
   random_check.py inputs OUT.safetensors
-      x, w (deterministic values in [-1, 1)), rng_state = {seed, offset} with both high
+      x, w, y (deterministic values in [-1, 1)), tangent_5 (softmax's cotangent), rng_state = {seed, offset} with both high
       words non-zero (seed 0x0123456789ABCDEF, offset 2^32 + 5), so all four counter
       words and both key words are exercised.
   random_check.py compare CPU.safetensors GPU.safetensors
@@ -29,10 +32,12 @@ _st = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_st)
 
 ROWS, COLS = 333, 1031
+YROWS, YCOLS = 5, 9001
 SEED, OFFSET = 0x0123456789ABCDEF, (1 << 32) + 5
 # output_<i> of the graph: 0 sum of tanh(dropout), 1 dropout, 2 the mask, 3 rand_like, 4 bernoulli.
 BIT_EQUAL = {"output_2": "dropout mask", "output_3": "rand_like", "output_4": "bernoulli.p"}
-CLOSE = {"output_0": "sum(tanh(dropout))", "output_1": "dropout", "grad_x": "grad x", "grad_w": "grad w"}
+CLOSE = {"output_0": "sum(tanh(dropout))", "output_1": "dropout", "grad_x": "grad x", "grad_w": "grad w",
+         "output_5": "softmax (rows of 9001)", "grad_y": "grad y (softmax backward)"}
 
 
 def value(k, salt):
@@ -43,9 +48,12 @@ def value(k, salt):
 def make_inputs(path):
     x = [value(k, 1) for k in range(ROWS * COLS)]
     w = [2.0 * value(k, 2) for k in range(COLS)]
+    y = [value(k, 3) for k in range(YROWS * YCOLS)]
+    ty = [value(k, 4) for k in range(YROWS * YCOLS)]
     rng = [SEED - (1 << 64) if SEED >= 1 << 63 else SEED, OFFSET]
     _st.write(path, [_st.tensor("x", "f32", [ROWS, COLS], x), _st.tensor("w", "f32", [COLS], w),
-                     _st.tensor("rng_state", "i64", [2], rng)])
+                     _st.tensor("y", "f32", [YROWS, YCOLS], y), _st.tensor("rng_state", "i64", [2], rng),
+                     _st.tensor("tangent_5", "f32", [YROWS, YCOLS], ty)])
 
 
 def floats(t):
