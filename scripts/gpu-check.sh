@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one-call GPU check of the CUDA target (docs/cuda.md "On a GPU").
 #
-#   scripts/gpu-check.sh prepare [--rehearse] [--out DIR]     (here: needs aotc built)
+#   scripts/gpu-check.sh prepare [--rehearse] [--conformance] [--out DIR]  (here: needs aotc built)
 #     Compiles, with --target=cuda, the e2e models (mlp, ln_gelu), LN-GELU at N=8192,
 #     D=1024, H=4096 (from ln_gelu.fx.txt with the sizes replaced) and the two bandwidth
 #     probes into DIR (default build-gpu/, git-ignored), with weights, goldens, --emit=kernels
@@ -9,6 +9,9 @@
 #     the total size and fails above 56 MiB. --rehearse then configures and builds the
 #     device side from DIR exactly as `device` does (-DAOTC_RUNTIME_ONLY=ON) and runs each
 #     phase up to where a GPU is needed (the drivers exit 77 here).
+#     --conformance also compiles the first 2 conformance samples of every (op, dtype) for
+#     sm_90 into DIR/conformance (tools/gpu/conformance_gpu.py prepare; a few minutes), which
+#     `device` then runs on the GPU against torch's references.
 #     aotc: $AOTC_BIN, else $AOTC_BUILD_DIR/tools/aotc/aotc (default build/).
 #   scripts/gpu-check.sh device                                (there: `run` with carry build-gpu)
 #     Versions, build (runtime + drivers only), then every phase under `timeout`: both
@@ -22,9 +25,11 @@ mode=${1:-}
 shift || true
 out_dir=$root/build-gpu
 rehearse=0
+conformance=0
 while [ $# -gt 0 ]; do
   case $1 in
     --rehearse) rehearse=1 ;;
+    --conformance) conformance=1 ;;
     --out) out_dir=$2; shift ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -86,6 +91,9 @@ EOF
   compile "$out_dir/probes/probe_chain" probe_chain "$root/tools/gpu/probes/probe_chain.fx.txt" --freeze a,b,c
   compile "$out_dir/probes/probe_ln_gelu" probe_ln_gelu "$root/tools/gpu/probes/probe_ln_gelu.fx.txt" --freeze x,w,b
   rm -f "$out_dir"/probes/*/*.weights.safetensors
+  if [ $conformance = 1 ]; then
+    python3 "$root/tools/gpu/conformance_gpu.py" prepare --aotc "$aotc" --out "$out_dir/conformance" | tail -n 5
+  fi
   set +e
   local bytes
   bytes=$(du -sb "$out_dir" | cut -f1)
@@ -97,7 +105,8 @@ EOF
   [ "$bytes" -le $((limit_mib * 1048576)) ] || die "build-gpu is over $limit_mib MiB"
   [ $((tree + bytes)) -le $((64 * 1048576)) ] ||
     echo "gpu-check prepare: warning: the tree and build-gpu are over the device tool's 64 MiB;" \
-      "take test/fixtures, test/conformance and examples/charlm out of the index for the call" \
+      "take test/fixtures, test/conformance/ops, its manifest.json and examples/charlm out of the index" \
+      "for the call" \
       "(docs/cuda.md \"Sending the tree to the device machine\")"
   if [ $rehearse = 1 ]; then
     echo "gpu-check prepare --rehearse: building and running the device side up to the GPU"
@@ -218,6 +227,13 @@ device_main() {
     row "random bits vs CPU" "$(status_of $rv)" "$(grep -E '^(dropout mask|rand_like|bernoulli.p|numpy reference).*differ' "$log" | tr '\n' ';' | cut -c1-200)"
   else
     row "random bits vs CPU" "$(status_of $rr)" "train_cuda run exit $rr"
+  fi
+  # 3c. The conformance samples prepare --conformance compiled, against torch's references.
+  if [ -f "$gpu/conformance/programs.cpp" ]; then
+    phase "cuda conformance" 150 python3 "$root/tools/gpu/conformance_gpu.py" device --dir "$gpu/conformance" \
+      --driver "$tg/conformance_cuda" --work "$work/conformance" --results "$OUTD/conformance.jsonl" --timeout 60
+    local cr=$?
+    row "cuda conformance" "$(status_of $cr)" "$(grep '^cuda conformance:' "$log" | tail -n1 | cut -c1-200)"
   fi
   # 4. An out-of-range target: the gather node is named.
   phase "mlp bad index" 30 "$tg/train_cuda_mlp" bad-index "$gpu/models/mlp/mlp.weights.safetensors" "$gpu/models/mlp/golden.safetensors"

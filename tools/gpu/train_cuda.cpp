@@ -28,10 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include AOTC_GPU_HEADER
 
-#include "aotc/cuda.h"
-#include "gpu_common.h"
-#include "aotc/runtime.h"
-#include "aotc/safetensors.h"
+#include "device_model.h"
 
 #include <cuda_runtime_api.h>
 
@@ -50,133 +47,11 @@ namespace {
 const aotc_cuda_program &kProg = AOTC_GPU_PROGRAM;
 const aotc_program &kBase = kProg.base;
 
-[[noreturn]] void die(const std::string &what) {
-  std::fprintf(stderr, "train_cuda: %s\n", what.c_str());
-  std::exit(2);
-}
-
 using aotc_gpu::ck;
+using aotc_gpu::DeviceModel;
+using aotc_gpu::die;
 
-void ckRc(int rc, const char *what) {
-  if (rc != 0) {
-    const char *msg = rc > 0 && rc <= kBase.num_errors ? kBase.errors[rc - 1]
-                      : rc == AOTC_ERROR_CONTEXT ? "AOTC_ERROR_CONTEXT: no context or another program's"
-                                                 : aotc_cuda_last_error();
-    die(std::string(what) + " returned " + std::to_string(rc) + ": " + msg);
-  }
-}
-
-
-void *deviceAlloc(int64_t bytes) {
-  void *p = nullptr;
-  ck(cudaMalloc(&p, (size_t)std::max<int64_t>(256, (bytes + 255) / 256 * 256)), "cudaMalloc");
-  ck(cudaMemset(p, 0, (size_t)std::max<int64_t>(256, bytes)), "cudaMemset");
-  return p; // cudaMalloc returns 256-byte aligned pointers (AOTC_CUDA_ALIGNMENT)
-}
-
-struct DeviceModel {
-  aotc_cuda_exec exec{};
-  /// The object's ABI context (abi.h), made once; lives as long as the process (as exec).
-  aotc_context *ctx = kBase.context_create();
-  cudaStream_t stream = nullptr;
-  std::vector<void *> in, out, tangents, grads;
-  void *saved = nullptr, *scratch = nullptr;
-  std::vector<int> paramGrads; ///< grads[j] of parameters (SGD updates their inputs)
-
-  /// weights/golden NULL: deterministic random floating inputs, zero integer inputs.
-  /// runInputs (`run`): every input and tangent from that file, as `aotc run` reads them.
-  DeviceModel(const SafetensorsFile *weights, const SafetensorsFile *golden,
-              const SafetensorsFile *runInputs = nullptr) {
-    ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    if (!ctx) {
-      std::fprintf(stderr, "train_cuda: %s_context_create returned NULL (out of memory)\n", kBase.name);
-      std::exit(2);
-    }
-    ckRc(aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
-    for (int i = 0; i < kBase.num_inputs; ++i) {
-      const aotc_tensor_desc &d = kBase.inputs[i];
-      bool param = aotc_role_is_weight(d.role);
-      Tensor random;
-      if (runInputs) {
-        const Tensor *f = nullptr;
-        for (const char *prefix : {"", "input.", "param."})
-          if (!f) f = runInputs->find(prefix + std::string(d.name));
-        if (f) random = f->clone();
-        else if (d.role == AOTC_ROLE_RNG_STATE) random = aotc::rt::rngState(0);
-        else die(std::string("run: the inputs file has no '") + d.name + "'");
-      } else if (!weights) {
-        random = Tensor(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
-        if (d.dtype == AOTC_F32)
-          for (int64_t k = 0; k < d.numel; ++k) random.data<float>()[k] = 0.1f * aotc_gpu::uniform(k, i);
-      }
-      const Tensor &t = runInputs || !weights ? random
-                        : param  ? weights->get(d.name, "weights")
-                                 : golden->get(std::string("input.") + d.name, "golden");
-      if (t.bytes() != d.bytes) die(std::string("input ") + d.name + ": size mismatch");
-      in.push_back(deviceAlloc(d.bytes));
-      ck(cudaMemcpy(in.back(), t.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload");
-    }
-    for (int i = 0; i < kBase.num_outputs; ++i) {
-      const aotc_tensor_desc &d = kBase.outputs[i];
-      out.push_back(deviceAlloc(d.bytes));
-      // As the CPU runtime's DifferentiableFunction::backward: 1 for a scalar (the loss),
-      // 0 for other differentiable outputs, NULL for integer ones and mutated inputs' new values.
-      void *t = nullptr;
-      if ((d.dtype == AOTC_F32 || d.dtype == AOTC_F64) && d.updates_input < 0) {
-        t = deviceAlloc(d.bytes);
-        if (runInputs) { // `aotc run`'s cotangents: tangent_<i>, default ones
-          const Tensor *given = runInputs->find("tangent_" + std::to_string(i));
-          Tensor ones = given ? given->clone()
-                              : Tensor::full(aotc::rt::dtypeFromAbi(d.dtype),
-                                             std::vector<int64_t>(d.shape, d.shape + d.rank), 1.0);
-          if (ones.bytes() != d.bytes) die("tangent_" + std::to_string(i) + ": size mismatch");
-          ck(cudaMemcpy(t, ones.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload tangent");
-        } else if (d.numel == 1) {
-          float f = 1.0f;
-          double g = 1.0;
-          ck(cudaMemcpy(t, d.dtype == AOTC_F32 ? (const void *)&f : (const void *)&g, (size_t)d.bytes,
-                        cudaMemcpyHostToDevice),
-             "upload tangent");
-        }
-      }
-      tangents.push_back(t);
-    }
-    for (int j = 0; j < kBase.num_grads; ++j) {
-      grads.push_back(deviceAlloc(kBase.grads[j].bytes));
-      if (kBase.inputs[kBase.grad_input_index[j]].role == AOTC_ROLE_PARAMETER) paramGrads.push_back(j);
-    }
-    saved = deviceAlloc(kBase.saved_bytes);
-    scratch = deviceAlloc(kBase.scratch_bytes);
-    // The uploads and memsets above ran on the legacy stream and may still be in flight
-    // (pageable copies return early); the work runs on a non-blocking stream.
-    ck(cudaDeviceSynchronize(), "setup");
-  }
-
-  /// Enqueues forward, backward and (lr > 0) SGD on the parameters; no sync.
-  void step(double lr) {
-    ckRc(kProg.forward(ctx, in.data(), out.data(), saved, scratch, &exec), "forward");
-    ckRc(kProg.backward(ctx, in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
-    if (lr > 0) sgd(lr);
-  }
-  /// Enqueues p -= lr * grad for every parameter.
-  void sgd(double lr) {
-    for (int j : paramGrads) {
-      int i = kBase.grad_input_index[j];
-      ckRc(aotc_cuda_sgd(&exec, kBase.inputs[i].dtype, in[i], grads[j], kBase.inputs[i].numel, lr), "sgd");
-    }
-  }
-
-  Tensor download(const aotc_tensor_desc &d, const void *p) const {
-    Tensor t(aotc::rt::dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
-    ck(cudaMemcpy(t.data(), p, (size_t)d.bytes, cudaMemcpyDeviceToHost), "download");
-    return t;
-  }
-  void check() {
-    int rc = aotc_cuda_check(&exec);
-    if (rc != 0) die(std::string("device error: ") + aotc_cuda_last_error());
-  }
-  std::string gradName(int j) const { return kBase.inputs[kBase.grad_input_index[j]].name; }
-};
+void ckRc(int rc, const char *what) { aotc_gpu::ckRc(kBase, rc, what); }
 
 int train(DeviceModel &m, const std::string &outPath, int steps) {
   Tensor loss(aotc::rt::DType::F32, {steps});
@@ -200,21 +75,6 @@ int train(DeviceModel &m, const std::string &outPath, int steps) {
   aotc::rt::writeSafetensors(outPath, refs);
   std::printf("%s (cuda): steps=%d loss_first=%.9g loss_last=%.9g\n", kBase.name, steps, loss.at(0),
               loss.at(steps - 1));
-  return 0;
-}
-
-/// One forward and backward; writes output_<i> and grad_<name> as `aotc run --out` does.
-int runOnce(DeviceModel &m, const std::string &outPath) {
-  m.step(0.0);
-  m.check();
-  std::vector<Tensor> outs, grads;
-  for (int i = 0; i < kBase.num_outputs; ++i) outs.push_back(m.download(kBase.outputs[i], m.out[i]));
-  for (int j = 0; j < kBase.num_grads; ++j) grads.push_back(m.download(kBase.grads[j], m.grads[j]));
-  std::vector<aotc::rt::NamedTensorRef> refs;
-  for (int i = 0; i < kBase.num_outputs; ++i) refs.push_back({"output_" + std::to_string(i), &outs[i]});
-  for (int j = 0; j < kBase.num_grads; ++j) refs.push_back({"grad_" + m.gradName(j), &grads[j]});
-  aotc::rt::writeSafetensors(outPath, refs);
-  std::printf("%s (cuda): one forward + backward -> %s\n", kBase.name, outPath.c_str());
   return 0;
 }
 
@@ -268,8 +128,8 @@ int main(int argc, char **argv) {
     std::string mode = argv[1];
     if (mode == "run") {
       SafetensorsFile inputs = aotc::rt::readSafetensors(argv[2]);
-      DeviceModel m(nullptr, nullptr, &inputs);
-      return runOnce(m, argv[3]);
+      DeviceModel m(kProg, nullptr, nullptr, &inputs);
+      return aotc_gpu::runOnce(m, argv[3]);
     }
     bool random = std::string(argv[2]) == "-";
     if (random && mode != "bench") die("random inputs (\"-\") are for bench only");
@@ -278,7 +138,7 @@ int main(int argc, char **argv) {
       weights = aotc::rt::readSafetensors(argv[2]);
       golden = aotc::rt::readSafetensors(argv[3]);
     }
-    DeviceModel m(random ? nullptr : &weights, random ? nullptr : &golden);
+    DeviceModel m(kProg, random ? nullptr : &weights, random ? nullptr : &golden);
     if (mode == "train" && argc >= 5) return train(m, argv[4], argc >= 6 ? std::atoi(argv[5]) : 20);
     if (mode == "one-step") {
       m.step(0.1);
