@@ -335,7 +335,8 @@ void Parser::parseStatement(Graph &g, bool &returned) {
     if (peek().kind == TK::Comment) break;
     while (true) {
       const Tok &n = expectName("a name in the '= None' tail");
-      if (!g.find(n.text)) fail(n, "undefined name '" + n.text + "'");
+      // A dropped check (_assert_tensor_metadata) is deleted like any node: `x = op(...);  x = None`.
+      if (!g.find(n.text) && !dropped_.count(n.text)) fail(n, "undefined name '" + n.text + "'");
       expectOp("=", "in the '= None' tail");
       if (isName(peek(), "None")) { next(); break; }
     }
@@ -406,10 +407,10 @@ void Parser::parseAssignment(Graph &g) {
   }
   if (r.kind == TK::Name && isOp(peek(1), "=")) {
     // a = b = ... = None
-    if (!g.find(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
+    if (!g.find(lhs.text) && !dropped_.count(lhs.text)) fail(lhs, "undefined name '" + lhs.text + "'");
     while (peek().kind == TK::Name && isOp(peek(1), "=")) {
       const Tok &n = next();
-      if (!g.find(n.text)) fail(n, "undefined name '" + n.text + "'");
+      if (!g.find(n.text) && !dropped_.count(n.text)) fail(n, "undefined name '" + n.text + "'");
       next();
     }
     if (!isName(peek(), "None")) fail(peek(), "chained assignment must end with '= None'");
