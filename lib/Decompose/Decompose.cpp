@@ -411,7 +411,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.isinf.default",             isinfRule,      "eq(abs(x), inf); ne(x, x) for integers and bool"},
     {"aten.argmin.default",            argmin,       "argmax(neg(x)) (floating), argmax(~x) (integers)"},
     {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index"},
-    {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else where(hit, ..., self)"},
+    {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else scatter.src (the last write wins)"},
     {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,
                                                      "bmm(q, k^T) scaled, causal/bool masks by where, float mask added, _softmax (0 for fully masked rows), bmm with v"},
     {"aten._scaled_dot_product_flash_attention_for_cpu.default", flashAttentionForCpu,

@@ -104,9 +104,10 @@ Vals index(Emitter &e, Node &n) {
 }
 
 /// index_put(self, indices, values, accumulate): values broadcast to self[indices]'s shape and
-/// viewed as [pre..., numel(B), post...]; scatter_add along the merged dim with L expanded.
-/// accumulate: self + that; else where(hit, that into zeros, self), hit = count > 0 (positions
-/// written twice get the sum: torch leaves duplicate indices undefined without accumulate).
+/// viewed as [pre..., numel(B), post...]; along the merged dim with L expanded, scatter_add
+/// (accumulate) or scatter.src (a position written twice keeps the last value in index order,
+/// as torch's CPU kernel, which documents duplicates without accumulate as undefined; max_unpool
+/// with repeated indices relies on it).
 Vals indexPut(Emitter &e, Node &n) {
   const auto &ix = std::get<std::vector<Node *>>(n.args.at(1));
   if (ix.size() == 1 && ix[0] && (ix[0]->type().dtype == DType::Bool || ix[0]->type().dtype == DType::U8)) {
@@ -136,18 +137,11 @@ Vals indexPut(Emitter &e, Node &n) {
   Shape ixShape(flatShape.size(), 1);
   ixShape[L.pos] = numelOf(L.bshape);
   Node *ixv = e.call("aten.expand.default", {e.view(L.index, ixShape), flatShape});
-  DType dt = n.types[0].dtype;
   Node *result;
   if (n.boolArg(3)) {
     result = e.call("aten.scatter_add.default", {L.self, L.pos, ixv, vflat});
   } else {
-    Shape ms = L.self->type().shape;
-    Node *zeros = e.call("aten.full.default", {ms, int64_t(0)}, {{"dtype", DTypeLit{dt}}});
-    Node *put = e.call("aten.scatter_add.default", {zeros, L.pos, ixv, vflat});
-    Node *cnt0 = e.call("aten.full.default", {ms, int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
-    Node *ones = e.call("aten.full.default", {flatShape, int64_t(1)}, {{"dtype", DTypeLit{DType::I64}}});
-    Node *hit = e.call("aten.gt.Scalar", {e.call("aten.scatter_add.default", {cnt0, L.pos, ixv, ones}), int64_t(0)});
-    result = e.call("aten.where.self", {hit, put, L.self});
+    result = e.call("aten.scatter.src", {L.self, L.pos, ixv, vflat});
   }
   result = e.view(result, L.permuted);
   if (!L.perm.empty()) {
