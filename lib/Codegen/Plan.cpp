@@ -12,6 +12,7 @@
 #include "aotc/abi.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace aotc {
@@ -290,18 +291,17 @@ static std::string bufferPlace(const Buffer &b) {
   return "?";
 }
 
-/// The buffers' names; a name that two buffers share (a value written to an output and to
-/// the saved area) gets its place without brackets, `getitem@out1` and `getitem@saved+64`,
-/// so every entry names one buffer (= one pointer argument of the kernel).
-static std::string joinNames(const KernelGraph &kg, const std::vector<int> &ids) {
+/// The buffers' names; a name that two buffers share (`shared`: a value written to an output
+/// and to the saved area) gets its place without brackets, `getitem@out1` and
+/// `getitem@saved+64`, so every entry names one buffer (= one pointer argument of the kernel).
+static std::string joinNames(const KernelGraph &kg, const std::set<std::string> &shared,
+                             const std::vector<int> &ids) {
   std::string s = "[";
   for (size_t i = 0; i < ids.size(); ++i) {
     const Buffer &b = kg.buffers[ids[i]];
-    bool shared = false;
-    for (const Buffer &o : kg.buffers) shared |= &o != &b && o.name == b.name;
     std::string place = bufferPlace(b);
     std::erase_if(place, [](char c) { return c == '[' || c == ']'; });
-    s += (i ? ", " : "") + b.name + (shared ? "@" + place : "");
+    s += (i ? ", " : "") + b.name + (shared.count(b.name) ? "@" + place : "");
   }
   return s + "]";
 }
@@ -311,13 +311,16 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   std::ostringstream os;
   os << "# " << title << ": " << kg.kernels.size() << " kernels, scratch " << kg.scratchBytes
      << " bytes\n";
+  std::set<std::string> seen, shared; // names of more than one buffer
+  for (auto &b : kg.buffers)
+    if (!seen.insert(b.name).second) shared.insert(b.name);
   for (auto &k : kg.kernels) {
     os << "kernel " << k.name << ":";
     if (k.kind == Kernel::Kind::Extern) os << " " << externFnName(k.call.fn);
     if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv) os << " " << convRoleName(k.call.conv.role);
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
-    os << "] reads=" << joinNames(kg, k.reads) << " writes=" << joinNames(kg, k.writes);
+    os << "] reads=" << joinNames(kg, shared, k.reads) << " writes=" << joinNames(kg, shared, k.writes);
     Shape dom = k.outer;
     Shape inner;
     bool common = true;

@@ -52,7 +52,7 @@ inline void *deviceAlloc(int64_t bytes) {
 
 struct DeviceModel {
   const aotc_cuda_program &prog;
-  const aotc_program &kBase; ///< prog.base
+  const aotc_program &base; ///< prog.base
   aotc_cuda_exec exec{};
   /// The object's ABI context (abi.h), made once per model.
   aotc_context *ctx = nullptr;
@@ -65,16 +65,16 @@ struct DeviceModel {
   /// runInputs (`run`): every input and tangent from that file, as `aotc run` reads them.
   DeviceModel(const aotc_cuda_program &program, const SafetensorsFile *weights, const SafetensorsFile *golden,
               const SafetensorsFile *runInputs = nullptr)
-      : prog(program), kBase(program.base) {
-    ctx = kBase.context_create();
+      : prog(program), base(program.base) {
+    ctx = base.context_create();
     ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     if (!ctx) {
-      std::fprintf(stderr, "%s: %s_context_create returned NULL (out of memory)\n", tool, kBase.name);
+      std::fprintf(stderr, "%s: %s_context_create returned NULL (out of memory)\n", tool, base.name);
       std::exit(2);
     }
-    ckRc(kBase, aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
-    for (int i = 0; i < kBase.num_inputs; ++i) {
-      const aotc_tensor_desc &d = kBase.inputs[i];
+    ckRc(base, aotc_cuda_exec_create(&exec, stream, 0), "aotc_cuda_exec_create");
+    for (int i = 0; i < base.num_inputs; ++i) {
+      const aotc_tensor_desc &d = base.inputs[i];
       bool param = aotc_role_is_weight(d.role);
       Tensor random;
       if (runInputs) {
@@ -96,8 +96,8 @@ struct DeviceModel {
       in.push_back(deviceAlloc(d.bytes));
       ck(cudaMemcpy(in.back(), t.data(), (size_t)d.bytes, cudaMemcpyHostToDevice), "upload");
     }
-    for (int i = 0; i < kBase.num_outputs; ++i) {
-      const aotc_tensor_desc &d = kBase.outputs[i];
+    for (int i = 0; i < base.num_outputs; ++i) {
+      const aotc_tensor_desc &d = base.outputs[i];
       out.push_back(deviceAlloc(d.bytes));
       // As the CPU runtime's DifferentiableFunction::backward: 1 for a scalar (the loss),
       // 0 for other differentiable outputs, NULL for integer ones and mutated inputs' new values.
@@ -121,12 +121,12 @@ struct DeviceModel {
       }
       tangents.push_back(t);
     }
-    for (int j = 0; j < kBase.num_grads; ++j) {
-      grads.push_back(deviceAlloc(kBase.grads[j].bytes));
-      if (kBase.inputs[kBase.grad_input_index[j]].role == AOTC_ROLE_PARAMETER) paramGrads.push_back(j);
+    for (int j = 0; j < base.num_grads; ++j) {
+      grads.push_back(deviceAlloc(base.grads[j].bytes));
+      if (base.inputs[base.grad_input_index[j]].role == AOTC_ROLE_PARAMETER) paramGrads.push_back(j);
     }
-    saved = deviceAlloc(kBase.saved_bytes);
-    scratch = deviceAlloc(kBase.scratch_bytes);
+    saved = deviceAlloc(base.saved_bytes);
+    scratch = deviceAlloc(base.scratch_bytes);
     // The uploads and memsets above ran on the legacy stream and may still be in flight
     // (pageable copies return early); the work runs on a non-blocking stream.
     ck(cudaDeviceSynchronize(), "setup");
@@ -143,22 +143,22 @@ struct DeviceModel {
     cudaFree(scratch);
     aotc_cuda_exec_destroy(&exec);
     cudaStreamDestroy(stream);
-    kBase.context_destroy(ctx);
+    base.context_destroy(ctx);
   }
 
   /// Enqueues forward, backward (when the program has gradients, as `aotc run`) and (lr > 0)
   /// SGD on the parameters; no sync.
   void step(double lr) {
-    ckRc(kBase, prog.forward(ctx, in.data(), out.data(), saved, scratch, &exec), "forward");
-    if (kBase.num_grads > 0)
-      ckRc(kBase, prog.backward(ctx, in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
+    ckRc(base, prog.forward(ctx, in.data(), out.data(), saved, scratch, &exec), "forward");
+    if (base.num_grads > 0)
+      ckRc(base, prog.backward(ctx, in.data(), saved, tangents.data(), grads.data(), scratch, &exec), "backward");
     if (lr > 0) sgd(lr);
   }
   /// Enqueues p -= lr * grad for every parameter.
   void sgd(double lr) {
     for (int j : paramGrads) {
-      int i = kBase.grad_input_index[j];
-      ckRc(kBase, aotc_cuda_sgd(&exec, kBase.inputs[i].dtype, in[i], grads[j], kBase.inputs[i].numel, lr), "sgd");
+      int i = base.grad_input_index[j];
+      ckRc(base, aotc_cuda_sgd(&exec, base.inputs[i].dtype, in[i], grads[j], base.inputs[i].numel, lr), "sgd");
     }
   }
 
@@ -171,22 +171,22 @@ struct DeviceModel {
     int rc = aotc_cuda_check(&exec);
     if (rc != 0) die(std::string("device error: ") + aotc_cuda_last_error());
   }
-  std::string gradName(int j) const { return kBase.inputs[kBase.grad_input_index[j]].name; }
+  std::string gradName(int j) const { return base.inputs[base.grad_input_index[j]].name; }
 };
 
 /// One forward and backward; writes output_<i> and grad_<name> as `aotc run --out` does.
 inline int runOnce(DeviceModel &m, const std::string &outPath) {
   m.step(0.0);
   m.check();
-  const aotc_program &kBase = m.kBase;
+  const aotc_program &base = m.base;
   std::vector<Tensor> outs, grads;
-  for (int i = 0; i < kBase.num_outputs; ++i) outs.push_back(m.download(kBase.outputs[i], m.out[i]));
-  for (int j = 0; j < kBase.num_grads; ++j) grads.push_back(m.download(kBase.grads[j], m.grads[j]));
+  for (int i = 0; i < base.num_outputs; ++i) outs.push_back(m.download(base.outputs[i], m.out[i]));
+  for (int j = 0; j < base.num_grads; ++j) grads.push_back(m.download(base.grads[j], m.grads[j]));
   std::vector<aotc::rt::NamedTensorRef> refs;
-  for (int i = 0; i < kBase.num_outputs; ++i) refs.push_back({"output_" + std::to_string(i), &outs[i]});
-  for (int j = 0; j < kBase.num_grads; ++j) refs.push_back({"grad_" + m.gradName(j), &grads[j]});
+  for (int i = 0; i < base.num_outputs; ++i) refs.push_back({"output_" + std::to_string(i), &outs[i]});
+  for (int j = 0; j < base.num_grads; ++j) refs.push_back({"grad_" + m.gradName(j), &grads[j]});
   aotc::rt::writeSafetensors(outPath, refs);
-  std::printf("%s (cuda): one forward + backward -> %s\n", kBase.name, outPath.c_str());
+  std::printf("%s (cuda): one forward + backward -> %s\n", base.name, outPath.c_str());
   return 0;
 }
 
