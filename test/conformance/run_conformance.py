@@ -96,6 +96,33 @@ def compare(a, r, rtol, atol):
     return None
 
 
+def check_outputs(got, refs, checks, rtol, atol):
+    """The problems of aotc's results `got` (name -> Tensor) against `refs` (ref name -> Tensor):
+    checks are (result name, ref name, aotc dtype) triples; empty when all match. Also used by
+    tools/gpu/conformance_gpu.py and tools/opinfo/run_opinfo.py."""
+    problems = []
+    for key, ref, dtype in checks:
+        if key not in got:
+            problems.append(f"{key}: missing in aotc's output")
+            continue
+        a = got[key]
+        if _ST_NAME.get(a.dtype) != dtype:
+            problems.append(f"{key}: dtype {a.dtype} != torch's {dtype}")
+            continue
+        why = compare(a, refs[ref], rtol, atol)
+        if why:
+            problems.append(f"{key}: {why}")
+    return problems
+
+
+def perturbed(t):
+    """A copy of Tensor t with floating values times 1.01 plus 1e-3 (so zeros move too): the
+    negative controls' wrong reference."""
+    if t.dtype not in ("F32", "F64"):
+        return t
+    return type(t)(t.name, t.dtype, t.shape, type(t.values)(t.values.typecode, (v * 1.01 + 1e-3 for v in t.values)))
+
+
 class Units:
     """Lazily loaded per-op fixtures: graph sections and tensors."""
 
@@ -174,21 +201,10 @@ def run_sample(args, units, sid, s):
         res.update(status="fail", cause="aotc", reason=f"unreadable output: {e}")
         return res
     rtol, atol = s["tol"]
-    problems = []
     checks = [(f"output_{i}", f"ref.output_{i}", o["dtype"]) for i, o in enumerate(s["outputs"])]
     checks += [(f"grad_{n}", f"ref.grad_{n}",
                 next(i["dtype"] for i in s["inputs"] if i["name"] == n)) for n in s["grads"]]
-    for key, ref, dtype in checks:
-        if key not in got:
-            problems.append(f"{key}: missing in aotc's output")
-            continue
-        a = got[key]
-        if _ST_NAME.get(a.dtype) != dtype:
-            problems.append(f"{key}: dtype {a.dtype} != torch's {dtype}")
-            continue
-        why = compare(a, tensors[f"{sid}/{ref}"], rtol, atol)
-        if why:
-            problems.append(f"{key}: {why}")
+    problems = check_outputs(got, {ref: tensors[f"{sid}/{ref}"] for _, ref, _ in checks}, checks, rtol, atol)
     if problems:
         res.update(status="fail", cause="mismatch", reason="; ".join(problems))
     else:

@@ -121,30 +121,11 @@ def audit(args):
     return 1 if count["internal"] else 0
 
 
-def perturbed(t):
-    """A copy of check_golden Tensor t with floating values scaled by 1.01 plus 1e-3."""
-    if t.dtype not in ("F32", "F64"):
-        return t
-    vals = type(t.values)(t.values.typecode, (v * 1.01 + 1e-3 for v in t.values))
-    return type(t)(t.name, t.dtype, t.shape, vals)
-
-
 def check_sample(m, got_path, ref_path):
     """Problems of one sample's outputs against its references (empty: pass)."""
     got, _ = rc.read_safetensors(got_path)
     ref, _ = rc.read_safetensors(ref_path)
-    rtol, atol = m["tol"]
-    problems = []
-    for key, rkey, dtype in m["checks"]:
-        if key not in got:
-            problems.append(f"{key}: missing")
-        elif rc._ST_NAME.get(got[key].dtype) != dtype:
-            problems.append(f"{key}: dtype {got[key].dtype} != torch's {dtype}")
-        else:
-            why = rc.compare(got[key], ref[rkey], rtol, atol)
-            if why:
-                problems.append(f"{key}: {why}")
-    return problems
+    return rc.check_outputs(got, ref, m["checks"], *m["tol"])
 
 
 def prepare(args):
@@ -184,7 +165,7 @@ def prepare(args):
             # The negative control: the first sample's references scaled by 1.01 and shifted by
             # 1e-3 (so zeros move too); `device` must find this sample wrong against them.
             rc.write_safetensors(os.path.join(out, name + ".ref-perturbed.safetensors"),
-                                 {ref: perturbed(tensors[f"{sid}/{ref}"]) for _, ref, _ in checks})
+                                 {ref: rc.perturbed(tensors[f"{sid}/{ref}"]) for _, ref, _ in checks})
         for ext in (".h", ".weights.safetensors"):
             if os.path.exists(os.path.join(out, name + ext)):
                 os.unlink(os.path.join(out, name + ext))

@@ -172,7 +172,7 @@ def prepare(cid, fn, args, kwargs, work):
             if g32 is None or not differentiable:
                 freeze.append(n)
             else:
-                checks.append((f"grad_{n}", "F32"))
+                checks.append((f"grad_{n}", f"ref.grad_{n}", "f32"))
     for n, v in lifted.items():
         bad = v.dtype not in gen._ST_ABBR
         if bad:
@@ -181,18 +181,18 @@ def prepare(cid, fn, args, kwargs, work):
         if v.is_floating_point():
             freeze.append(n)
     for i, (o, o64, tg) in enumerate(zip(outs, outs64, tangents)):
-        checks.append((f"output_{i}", gen._ST_ABBR[o.dtype].upper().replace("B8", "BOOL")))
+        checks.append((f"output_{i}", f"ref.output_{i}", gen._ST_ABBR[o.dtype]))
         st[f"ref.output_{i}"] = (o64 if o.is_floating_point() else o).detach()
         if tg is not None:
             st[f"tangent_{i}"] = tg.to(o.dtype)
     for n, g64 in zip(names, grads64):
-        if f"grad_{n}" in [c for c, _ in checks]:
+        if f"grad_{n}" in [c for c, _, _ in checks]:
             st[f"ref.grad_{n}"] = g64.detach()
     for i, (o, r) in enumerate(zip(outs, outs64)):
         if o.is_floating_point() and not gen.within(o.detach(), r.detach(), RTOL, ATOL):
             return {**base, "status": "ill-conditioned", "reason": f"torch's float32 output_{i} breaks the bound"}
     for n, a, r in zip(names, grads32, grads64):
-        if f"grad_{n}" in [c for c, _ in checks] and not gen.within(a.detach(), r.detach(), RTOL, ATOL):
+        if f"grad_{n}" in [c for c, _, _ in checks] and not gen.within(a.detach(), r.detach(), RTOL, ATOL):
             return {**base, "status": "ill-conditioned", "reason": f"torch's float32 grad_{n} breaks the bound"}
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "graph.fx.txt"), "w") as f:
@@ -227,27 +227,9 @@ def run_aotc(aotc, work, timeout):
         why = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}: {rc.error_line(p.stderr)}"
         return {**res, "status": "internal", "reason": why}
     got, _ = rc.read_safetensors(os.path.join(work, "out.safetensors"))
-    problems = compare_all(got, tensors, meta["checks"])
-    res["checks"] = meta["checks"]
+    problems = rc.check_outputs(got, tensors, meta["checks"], RTOL, ATOL)
+    res.update(checks=meta["checks"], work=work)
     return {**res, "status": "wrong" if problems else "pass", "reason": "; ".join(problems)}
-
-
-def compare_all(got, ref, checks, perturb=False):
-    problems = []
-    for key, dtype in checks:
-        if key not in got:
-            problems.append(f"{key}: missing in aotc's output")
-            continue
-        if got[key].dtype != dtype:
-            problems.append(f"{key}: dtype {got[key].dtype} != torch's {dtype}")
-            continue
-        r = ref[f"ref.{key}"]
-        if perturb and key.startswith("grad_"):
-            r = type(r)(r.name, r.dtype, r.shape, type(r.values)(r.values.typecode, (v * 1.01 + 1e-3 for v in r.values)))
-        why = rc.compare(got[key], r, RTOL, ATOL)
-        if why:
-            problems.append(f"{key}: {why}")
-    return problems
 
 
 def refused_op(reason):
@@ -351,13 +333,13 @@ def main():
     control = "no passing case with a gradient"
     caught = False
     for r in results:
-        if r["status"] == "pass" and any(c.startswith("grad_") for c, _ in r.get("checks", [])):
-            d = os.path.dirname(r["command"].split(" --inputs ")[0].split(" run ")[1])
-            got, _ = rc.read_safetensors(os.path.join(d, "out.safetensors"))
-            ref, _ = rc.read_safetensors(os.path.join(d, "case.safetensors"))
-            if not any(len(ref[f"ref.{c}"].values) for c, _ in r["checks"] if c.startswith("grad_")):
+        if r["status"] == "pass" and any(c.startswith("grad_") for c, _, _ in r["checks"]):
+            got, _ = rc.read_safetensors(os.path.join(r["work"], "out.safetensors"))
+            ref, _ = rc.read_safetensors(os.path.join(r["work"], "case.safetensors"))
+            if not any(len(ref[k].values) for k in ref if k.startswith("ref.grad_")):
                 continue  # empty gradients cannot be perturbed
-            probs = compare_all(got, ref, r["checks"], perturb=True)
+            wrong = {k: rc.perturbed(v) if k.startswith("ref.grad_") else v for k, v in ref.items()}
+            probs = rc.check_outputs(got, wrong, r["checks"], RTOL, ATOL)
             caught = bool(probs)
             control = f"{r['id']}: gradients against references x 1.01 + 1e-3: " + \
                       (f"caught ({probs[0][:100]})" if caught else "NOT CAUGHT")
