@@ -172,8 +172,8 @@ GemmBlocks gemmBlocks(const GemmDesc &g);
 
 /// The library functions an Extern kernel can call. Each has a descriptor of its own for its
 /// attributes; each target maps it to a library (CPU: cblas from OpenBLAS; CUDA: cuBLASLt).
-enum class ExternFn { Gemm, Conv };
-const char *externFnName(ExternFn f); ///< "gemm", "conv"
+enum class ExternFn { Gemm, Conv, Fft };
+const char *externFnName(ExternFn f); ///< "gemm", "conv", "fft"
 
 /// One of the three regular convolution primitives (include/aotc/Conv.h), a call of the
 /// run-time kernel library (aotc_conv, runtime/include/aotc/kernels.h: oneDNN for f32,
@@ -191,6 +191,23 @@ struct ConvDesc {
 };
 const char *convRoleName(ConvDesc::Role r); ///< "forward", "input_grad", "weight_grad"
 
+/// One discrete Fourier transform (_fft_r2c / _fft_c2r / _fft_c2c, lib/IR/ops/Fft.cpp), a call
+/// of the run-time kernel library (aotc_fft, runtime/include/aotc/kernels.h: PocketFFT). Complex
+/// buffers are view_as_real pairs; buffers are dense row-major; offsets are elements.
+struct FftDesc {
+  enum class Kind { C2C, R2C, C2R } kind = Kind::C2C; ///< the values of AOTC_FFT_*
+  DType dtype = DType::F32;
+  bool forward = true;       ///< C2C only.
+  bool onesided = true;      ///< R2C only: the half spectrum along the last axis, else the whole.
+  Shape shape;               ///< The logical shape: R2C's input, C2R's output, C2C's (without the pair dim).
+  std::vector<int64_t> axes; ///< Transformed dims of `shape`; R2C / C2R halve the last.
+  double scale = 1.0;        ///< Multiplies every output element.
+  int in = -1, out = -1;
+  int64_t offIn = 0, offOut = 0;
+  int error = -1; ///< As ConvDesc::error: aotc_fft's status is the value.
+};
+const char *fftKindName(FftDesc::Kind k); ///< "c2c", "r2c", "c2r"
+
 /// A library call (Kernel::Kind::Extern).
 struct ExternCall {
   ExternFn fn = ExternFn::Gemm;
@@ -200,6 +217,7 @@ struct ExternCall {
   int workspace = -1;
   GemmDesc gemm;            ///< ExternFn::Gemm: shapes, layout, alpha/beta, element offsets.
   ConvDesc conv;            ///< ExternFn::Conv.
+  FftDesc fft;              ///< ExternFn::Fft.
   /// True when the call computes nothing (a GEMM with m, n or batch 0): no call is emitted.
   bool empty() const;
 };
@@ -207,6 +225,8 @@ struct ExternCall {
 ExternCall gemmCall(const GemmDesc &g);
 /// The call of a convolution primitive: inputs {a, b}, output {c}.
 ExternCall convCall(const ConvDesc &c);
+/// The call of a transform: inputs {in}, output {out}.
+ExternCall fftCall(const FftDesc &f);
 
 struct Kernel {
   enum class Kind { Loop, Extern } kind = Kind::Loop;
@@ -219,7 +239,7 @@ struct Kernel {
   std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
   std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
   bool mayFail() const;   ///< Has a bounds-checked access.
-  /// An Extern kernel whose library call can fail (a convolution: ConvDesc::error).
+  /// An Extern kernel whose library call can fail (a convolution or FFT: its desc's error).
   bool callMayFail() const;
 };
 

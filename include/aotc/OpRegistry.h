@@ -68,6 +68,7 @@ enum class OpCategory {
   Factory,    ///< full, scalar_tensor, zeros, arange
   Composite,  ///< Decomposed before autodiff or lowered after it (linear, layer_norm, ...)
   Conv,       ///< convolution, convolution_backward, aotc::conv_*_grad (library calls)
+  Fft,        ///< _fft_r2c, _fft_c2r, _fft_c2c (library calls on complex values' view_as_real)
   Other,
 };
 const char *categoryName(OpCategory c);
@@ -162,6 +163,11 @@ std::string canonicalTarget(const std::string &target);
 Node *buildCall(Graph &g, const std::string &name, const std::string &target,
                 const std::vector<Arg> &args, const std::vector<std::pair<std::string, Arg>> &kwargs,
                 const SourceLoc &loc = {}, Node *insertBefore = nullptr);
+
+/// buildCall's argument binding alone: `args` and `kwargs` in schema order, defaults filled,
+/// values coerced, for the op of `at.op` (errors name `at`; no types are inferred).
+std::vector<Arg> bindArgs(const Node &at, const std::vector<Arg> &args,
+                          const std::vector<std::pair<std::string, Arg>> &kwargs);
 
 /// Re-runs shape inference for one existing node (used by capture to compare
 /// with exported meta). Returns the inferred types.

@@ -11,6 +11,7 @@
 // (buildCall fills them). Tuple results are named after their getitem users
 // (unused ones `<node>_unused_<i>`); aotc re-creates the getitem nodes.
 //===----------------------------------------------------------------------===//
+#include "Complex.h"
 #include "aotc/Capture.h"
 #include "aotc/OpRegistry.h"
 
@@ -67,6 +68,8 @@ private:
   std::pair<std::string, const json *> unionOf(const json &u, const std::string &ctx) const;
   std::string tensorName(const json &arg, const std::string &ctx) const; ///< {"name": ...}
   TensorType metaType(const std::string &name) const;
+  /// Whether tensor_values[name] has a complex dtype (metaType then gives its view_as_real).
+  bool metaComplex(const std::string &name) const;
   double jsonFloat(const json &v, const std::string &ctx) const;
   int64_t jsonInt(const json &v, const std::string &ctx) const;
 
@@ -89,6 +92,7 @@ private:
   Program p_;
   const json *tensorValues_ = nullptr;
   std::map<std::string, Node *> values_; ///< JSON value name -> node.
+  std::set<const Node *> complex_;       ///< Nodes holding a complex value's view_as_real (Complex.h).
   std::set<std::string> reserved_;       ///< Every name the JSON defines.
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
   DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
@@ -172,7 +176,8 @@ TensorType Reader::metaType(const std::string &name) const {
   if (it == tensorValues_->end()) fail("no tensor_values entry for '" + name + "'");
   const json &m = *it;
   int64_t dt = jsonInt(field(m, "dtype", ctx), ctx + ".dtype");
-  auto d = dtypeFromEnum(dt);
+  // complex64 / complex128: the view_as_real, a trailing dim of 2 added below (Complex.h).
+  auto d = dt == 10 ? std::optional<DType>(DType::F32) : dt == 11 ? std::optional<DType>(DType::F64) : dtypeFromEnum(dt);
   if (!d)
     fail("tensor '" + name + "': unsupported dtype " + scalarTypeName(dt) + " (ScalarType " +
          std::to_string(dt) + "; aotc supports float32, float64, int64, bool; int32 and uint8 as index inputs)");
@@ -198,7 +203,15 @@ TensorType Reader::metaType(const std::string &name) const {
   if (m.contains("layout") && m["layout"].is_number_integer() && m["layout"].get<int64_t>() != 7 &&
       m["layout"].get<int64_t>() != 0)
     fail("tensor '" + name + "': non-strided (sparse/mkldnn) layout is not supported");
+  if (dt == 10 || dt == 11) t.shape.push_back(2);
   return t;
+}
+
+bool Reader::metaComplex(const std::string &name) const {
+  auto it = tensorValues_->find(name);
+  if (it == tensorValues_->end() || !it->is_object() || !it->contains("dtype")) return false;
+  const json &d = (*it)["dtype"];
+  return d.is_number_integer() && (d.get<int64_t>() == 10 || d.get<int64_t>() == 11);
 }
 
 /// Every tensor/sym name an Argument reads.
@@ -336,6 +349,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   }
   if (k == "as_scalar_type") {
     int64_t e = jsonInt(v, ctx);
+    if (e == 10 || e == 11) return complex_values::complexDTypeLit(e == 10 ? DType::F32 : DType::F64);
     auto d = dtypeFromEnum(e);
     if (!d)
       failNode(jn, ctx + ": unsupported dtype " + scalarTypeName(e) + " (ScalarType " + std::to_string(e) +
@@ -407,6 +421,10 @@ void Reader::readInputs(const json &graph, const json &sig) {
       fail(ctx + ": unknown input kind '" + kind + "'");
     }
     if (values_.count(name)) fail("duplicate name '" + name + "' in graph.inputs");
+    if (metaComplex(name))
+      fail(ctx + ": input '" + name + "' is complex: aotc computes complex values inside the graph only "
+           "(docs/complex.md); make it a real tensor of its view_as_real and call "
+           "torch.view_as_complex on it in forward");
     Node *ph = p_.forward.addPlaceholder(name, metaType(name), role);
     ph->fqn = fqn;
     ph->requiresGrad = role == InputRole::Parameter;
@@ -514,7 +532,8 @@ static std::string targetProblem(const std::string &raw) {
       return "symbolic-shape op '" + raw + "': dynamic shapes not supported yet";
     return "unknown op '" + raw + "'";
   }
-  if (!OpRegistry::get().lookup(canonicalTarget(raw))) return "unknown op '" + raw + "'";
+  if (!OpRegistry::get().lookup(canonicalTarget(raw)) && !complex_values::isComplexOnlyTarget(canonicalTarget(raw)))
+    return "unknown op '" + raw + "'";
   return "";
 }
 
@@ -552,8 +571,9 @@ void Reader::buildNode(const json &jn) {
   if (std::string why = targetProblem(raw); !why.empty()) failNode(jn, why); // checkTargets reported it already
   std::string target = canonicalTarget(raw);
   const OpDef *def = OpRegistry::get().lookup(target);
-  AOTC_ASSERT(def, "capture: targetProblem accepted the unknown op '" + raw + "'");
-  const auto &sargs = def->schema.args;
+  AOTC_ASSERT(def || complex_values::isComplexOnlyTarget(target), "capture: targetProblem accepted the unknown op '" + raw + "'");
+  static const std::vector<SchemaArg> noSchema; // complex-only targets: positional tensors (Complex.cpp)
+  const auto &sargs = def ? def->schema.args : noSchema;
   std::string stack;
   if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("stack_trace") &&
       jn["metadata"]["stack_trace"].is_string())
@@ -564,7 +584,7 @@ void Reader::buildNode(const json &jn) {
   std::set<std::string> seen;
   for (const json &na : jn["inputs"]) {
     std::string an = na.contains("name") && na["name"].is_string() ? na["name"].get<std::string>() : "";
-    if (an.empty()) {
+    if (an.empty() || !def) { // complex-only targets (no schema): their arguments in order
       if (!kwargs.empty()) failNode(jn, "positional argument after named ones");
       const SchemaArg *sa = pos.size() < sargs.size() ? &sargs[pos.size()] : nullptr;
       pos.push_back(convertArg(na["arg"], sa, jn, target));
@@ -577,12 +597,12 @@ void Reader::buildNode(const json &jn) {
     if (!seen.insert(an).second) failNode(jn, "argument '" + an + "' given twice");
     kwargs.push_back({an, convertArg(na["arg"], sa, jn, target)});
   }
-  if (pos.size() > sargs.size())
+  if (def && pos.size() > sargs.size())
     failNode(jn, "expects at most " + std::to_string(sargs.size()) + " arguments, got " + std::to_string(pos.size()));
 
   // Result names.
   const json &outs = jn["outputs"];
-  bool single = def->schema.numReturns == 1 && outs.size() == 1 && outs[0].is_object() &&
+  bool single = (!def || def->schema.numReturns == 1) && outs.size() == 1 && outs[0].is_object() &&
                 outs[0].size() == 1 && outs[0].begin().key() == "as_tensor";
   std::string nodeName;
   if (single) {
@@ -590,14 +610,22 @@ void Reader::buildNode(const json &jn) {
   } else if (jn.contains("name") && jn["name"].is_string()) {
     nodeName = jn["name"].get<std::string>();
   } else {
-    nodeName = def->schema.name;
+    std::string base = def ? def->schema.name : "complex_op";
+    nodeName = base;
     for (int i = 1; reserved_.count(nodeName) || p_.forward.find(nodeName); ++i)
-      nodeName = def->schema.name + "_" + std::to_string(i);
+      nodeName = base + "_" + std::to_string(i);
     reserved_.insert(nodeName);
   }
   Node *n = nullptr;
+  auto isComplex = [&](const Node *x) { return complex_.count(x) != 0; };
+  complex_values::ComplexCall cc{nodeName, target, pos, kwargs, loc_, stack, single && metaComplex(nodeName)};
   try {
-    n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+    if (complex_values::needsComplexLowering(cc, isComplex)) {
+      if (!single) failNode(jn, "an op with several results on complex values is not supported");
+      n = complex_values::lowerComplexCall(p_.forward, cc, isComplex);
+    } else {
+      n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+    }
   } catch (const Error &e) {
     // Errors of argument binding / shape inference: add the node's stack trace.
     std::string msg = e.what();
@@ -620,6 +648,7 @@ void Reader::buildNode(const json &jn) {
   if (single) {
     if (n->types.size() != 1) nodeError(*n, "expected one result, the op has " + std::to_string(n->types.size()));
     check(n, nodeName, n->types[0]);
+    if (metaComplex(nodeName)) complex_.insert(n);
     values_[nodeName] = n;
     return;
   }
@@ -669,6 +698,9 @@ void Reader::readOutputs(const json &graph, const json &sig) {
     std::string name = tensorName(*v, ctx);
     auto it = values_.find(name);
     if (it == values_.end()) fail(ctx + ": returns '" + name + "', which no input or node defines (dangling reference)");
+    if (complex_.count(it->second))
+      fail(ctx + ": returns the complex tensor '" + name + "': aotc computes complex values inside the graph only "
+           "(docs/complex.md); return torch.view_as_real of it");
     if (!specs) {
       result.push_back(it->second);
       continue;

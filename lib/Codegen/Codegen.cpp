@@ -76,11 +76,18 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
-  bool convs = false;
+  bool convs = false, ffts = false;
   for (const KernelGraph *kg : {&kp.forward, &kp.backward})
-    for (const Kernel &k : kg->kernels) convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
+    for (const Kernel &k : kg->kernels) {
+      convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
+      ffts |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft;
+    }
   if (!cuda)
-    os << " * Run-time libraries: " << (convs ? "libaotc_kernels (convolutions, aotc/kernels.h), " : "")
+    os << " * Run-time libraries: "
+       << (convs && ffts ? "libaotc_kernels (convolutions and FFTs, aotc/kernels.h), "
+           : convs       ? "libaotc_kernels (convolutions, aotc/kernels.h), "
+           : ffts        ? "libaotc_kernels (FFTs, aotc/kernels.h), "
+                         : "")
        << "OpenBLAS (cblas), LLVM libomp, " << (convs ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
        << "libm (docs/abi.md; CMake: aotc_link_step, or aotc_add_model of an installed aotc).\n";
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
@@ -222,6 +229,10 @@ void checkTargetSupport(const Program &p, const std::string &target) {
       if (const fusion::OpLowering *l = fusion::findLowering(*n); l && l->kind == fusion::LoweringKind::Conv)
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (convolutions "
                                                        "run through libaotc_kernels on the CPU; compile for the CPU)"));
+      else if (l && l->kind == fusion::LoweringKind::Fft)
+        dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (FFTs run "
+                                                       "through PocketFFT in libaotc_kernels on the CPU, no cuFFT call "
+                                                       "yet; compile for the CPU)"));
   dl.throwIfAny();
 }
 

@@ -26,6 +26,7 @@
 #include "aotc/OpRegistry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 namespace aotc {
@@ -197,7 +198,7 @@ private:
   /// A library call that reads its operands from dense buffers (GEMMs, convolutions).
   bool readsBuffers(const Node *n) {
     const OpLowering *l = findLowering(*n);
-    return l && (l->kind == LoweringKind::Matmul || l->kind == LoweringKind::Conv);
+    return l && (l->kind == LoweringKind::Matmul || l->kind == LoweringKind::Conv || l->kind == LoweringKind::Fft);
   }
 
   void defineNode(const Node *n);
@@ -210,6 +211,7 @@ private:
   void defineScatter(const Node *n);
   void defineViewScatter(const Node *n);
   void defineConv(const Node *n, const OpLowering &l);
+  void defineFft(const Node *n);
   /// (buffer, element offset) of a dense row-major copy of arg's value (arg's own home when
   /// it already is one).
   std::pair<int, int64_t> denseOperand(Node *arg);
@@ -277,6 +279,7 @@ void GraphFuser::defineNode(const Node *n) {
   case LoweringKind::Scatter: return defineScatter(n);
   case LoweringKind::ViewScatter: return defineViewScatter(n);
   case LoweringKind::Conv: return defineConv(n, l);
+  case LoweringKind::Fft: return defineFft(n);
   }
 }
 
@@ -677,6 +680,60 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   k.ops = v.ops;
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(d.c);
+  vals_[n].ops = v.ops;
+}
+
+/// A transform (lib/IR/ops/Fft.cpp): one ExternFn::Fft call from a dense operand into the
+/// node's home. Complex values are view_as_real pairs: the descriptor's shape is the logical one.
+/// An empty tensor computes nothing (zeros; the op's shape function refuses an empty signal).
+void GraphFuser::defineFft(const Node *n) {
+  const TensorType &ot = n->type();
+  Node *X = n->tensorArg(0);
+  const TensorType &xt = X->type();
+  FftDesc d;
+  d.dtype = ot.dtype;
+  if (n->target == "aten._fft_r2c.default") {
+    d.kind = FftDesc::Kind::R2C;
+    d.shape = xt.shape;
+    d.onesided = n->boolArg(3);
+  } else if (n->target == "aten._fft_c2r.default") {
+    d.kind = FftDesc::Kind::C2R;
+    d.shape = ot.shape;
+  } else {
+    d.kind = FftDesc::Kind::C2C;
+    d.forward = n->boolArg(3);
+    d.shape = Shape(ot.shape.begin(), ot.shape.end() - 1);
+  }
+  double N = 1;
+  for (int64_t a : n->intListArg(1)) {
+    int64_t w = a < 0 ? a + (int64_t)d.shape.size() : a; // checked by the op's shape function
+    d.axes.push_back(w);
+    N *= (double)d.shape[w];
+  }
+  int64_t mode = n->intArg(2);
+  d.scale = mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(N) : 1.0 / N;
+  if (xt.dtype != ot.dtype) nodeError(*n, "codegen: an FFT's operand must have the result's dtype");
+  if ((int64_t)d.shape.size() > 16) nodeError(*n, "codegen: FFTs of more than 16 dims are not supported");
+  Val v;
+  v.type = ot;
+  v.ops = {opBase(n->target)};
+  if (numelOf(ot.shape) == 0 || numelOf(xt.shape) == 0) {
+    v.e = mkConst(ot.dtype, 0.0);
+    maybeRealize(n, v);
+    vals_[n] = std::move(v);
+    return;
+  }
+  std::tie(d.in, d.offIn) = denseOperand(X);
+  d.out = homeFor(n);
+  TKernel k;
+  k.kind = Kernel::Kind::Extern;
+  k.noMerge = true;
+  k.outer = ot.shape;
+  d.error = newError(*n, "the FFT failed in libaotc_kernels (the value is aotc_fft's status, aotc/kernels.h)");
+  k.call = fftCall(d);
+  k.ops = v.ops;
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(d.out);
   vals_[n].ops = v.ops;
 }
 

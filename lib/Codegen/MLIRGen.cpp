@@ -405,7 +405,8 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
       if (k.kind == Kernel::Kind::Extern && !k.call.empty()) {
         switch (k.call.fn) {
         case ExternFn::Gemm: buildGemmFunction(b, mod, k, gemmSymbol(kp.name, bwd, k.name)); break;
-        case ExternFn::Conv: break; // a call of libaotc_kernels, emitted by the entry point (ObjectEmit)
+        case ExternFn::Conv:
+        case ExternFn::Fft: break; // calls of libaotc_kernels, emitted by the entry point (ObjectEmit)
         }
       }
     }

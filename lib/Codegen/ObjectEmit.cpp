@@ -153,19 +153,20 @@ struct EntryBuilder {
               convFunction(), {cg::contextState(b, ea.ctx), convDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)),
                                at(d.a, d.offA), at(d.b, d.offB), at(d.c, d.offC), ws},
               "conv.rc");
-          // A failure returns the node's error code with aotc_conv's status as the value
-          // (scratch + error_value_offset, as a bounds-checked kernel leaves it).
-          llvm::Function *F = b.GetInsertBlock()->getParent();
-          auto *err = llvm::BasicBlock::Create(C, k.name + ".conv.error", F);
-          auto *cont = llvm::BasicBlock::Create(C, k.name + ".conv.ok", F);
-          b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
-          b.SetInsertPoint(err);
-          b.CreateAlignedStore(b.getInt64(d.error + 1), status, llvm::Align(8));
-          b.CreateAlignedStore(b.CreateSExt(rc, b.getInt64Ty()),
-                               b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1), llvm::Align(8));
-          unpoisonArena(ea);
-          b.CreateRet(b.getInt32(d.error + 1));
-          b.SetInsertPoint(cont);
+          failWith(rc, d.error, status, ea, k.name + ".conv");
+          break;
+        }
+        case ExternFn::Fft: {
+          const FftDesc &d = k.call.fft;
+          auto at = [&](int id, int64_t off) {
+            return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), need(id), off * itemSize(d.dtype));
+          };
+          AOTC_ASSERT(status && d.error >= 0, "codegen: FFT call without status");
+          llvm::Value *rc = b.CreateCall(
+              fftFunction(), {fftDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)), at(d.in, d.offIn),
+                              at(d.out, d.offOut)},
+              "fft.rc");
+          failWith(rc, d.error, status, ea, k.name + ".fft");
           break;
         }
         }
@@ -176,6 +177,48 @@ struct EntryBuilder {
     }
     unpoisonArena(ea);
     if (ret) b.CreateRet(b.getInt32(0));
+  }
+
+  /// After a library call returning `rc`: a failure returns the node's error code `error + 1`
+  /// with the call's status as the value (scratch + error_value_offset, as a bounds-checked
+  /// kernel leaves it).
+  void failWith(llvm::Value *rc, int error, llvm::Value *status, const cg::EntryArgs &ea, const std::string &label) {
+    llvm::Function *F = b.GetInsertBlock()->getParent();
+    auto *err = llvm::BasicBlock::Create(C, label + ".error", F);
+    auto *cont = llvm::BasicBlock::Create(C, label + ".ok", F);
+    b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
+    b.SetInsertPoint(err);
+    b.CreateAlignedStore(b.getInt64(error + 1), status, llvm::Align(8));
+    b.CreateAlignedStore(b.CreateSExt(rc, b.getInt64Ty()), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1),
+                         llvm::Align(8));
+    unpoisonArena(ea);
+    b.CreateRet(b.getInt32(error + 1));
+    b.SetInsertPoint(cont);
+  }
+
+  /// `int aotc_fft(const aotc_fft_desc *, const void *in, void *out)` of libaotc_kernels.
+  llvm::Function *fftFunction() {
+    if (llvm::Function *f = M.getFunction("aotc_fft")) return f;
+    llvm::Type *p = b.getPtrTy();
+    auto *ft = llvm::FunctionType::get(b.getInt32Ty(), {p, p, p}, false);
+    auto *f = llvm::Function::Create(ft, llvm::GlobalValue::ExternalLinkage, "aotc_fft", M);
+    f->setDoesNotThrow();
+    return f;
+  }
+  /// The constant aotc_fft_desc of one call: {6 x i32, 16 x i64 shape, 16 x i64 axes, double} (kernels.h).
+  llvm::Constant *fftDescriptor(const FftDesc &d, const std::string &sym) {
+    constexpr int kMax = 16; // AOTC_FFT_MAX_RANK
+    std::vector<llvm::Type *> fields(6, b.getInt32Ty());
+    fields.resize(6 + 2 * kMax, b.getInt64Ty());
+    fields.push_back(b.getDoubleTy());
+    auto *ty = llvm::StructType::get(C, fields);
+    std::vector<llvm::Constant *> v = {b.getInt32((int)d.dtype), b.getInt32((int)d.kind), b.getInt32(d.forward ? 1 : 0),
+                                       b.getInt32((int)d.shape.size()), b.getInt32((int)d.axes.size()),
+                                       b.getInt32(d.onesided ? 1 : 0)};
+    for (int i = 0; i < kMax; ++i) v.push_back(b.getInt64(i < (int)d.shape.size() ? d.shape[i] : 0));
+    for (int i = 0; i < kMax; ++i) v.push_back(b.getInt64(i < (int)d.axes.size() ? d.axes[i] : 0));
+    v.push_back(llvm::ConstantFP::get(b.getDoubleTy(), d.scale));
+    return cg::privateConstant(M, llvm::ConstantStruct::get(ty, v), sym + ".fft");
   }
 
   /// `int aotc_conv(aotc_kernels_state *, const aotc_conv_desc *, const void *a, const void *b,

@@ -46,8 +46,27 @@ const char *externFnName(ExternFn f) {
   switch (f) {
   case ExternFn::Gemm: return "gemm";
   case ExternFn::Conv: return "conv";
+  case ExternFn::Fft: return "fft";
   }
   return "?";
+}
+
+const char *fftKindName(FftDesc::Kind k) {
+  switch (k) {
+  case FftDesc::Kind::C2C: return "c2c";
+  case FftDesc::Kind::R2C: return "r2c";
+  case FftDesc::Kind::C2R: return "c2r";
+  }
+  return "?";
+}
+
+ExternCall fftCall(const FftDesc &d) {
+  ExternCall c;
+  c.fn = ExternFn::Fft;
+  c.inputs = {d.in};
+  c.outputs = {d.out};
+  c.fft = d;
+  return c;
 }
 
 const char *convRoleName(ConvDesc::Role r) {
@@ -81,7 +100,8 @@ ExternCall gemmCall(const GemmDesc &g) {
 bool ExternCall::empty() const {
   switch (fn) {
   case ExternFn::Gemm: return gemm.m <= 0 || gemm.n <= 0 || gemm.batch <= 0;
-  case ExternFn::Conv: return false; // empty tensors never reach codegen as calls (defineConv)
+  case ExternFn::Conv: // empty tensors never reach codegen as calls (defineConv, defineFft)
+  case ExternFn::Fft: return false;
   }
   return false;
 }
@@ -318,6 +338,12 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
     os << "kernel " << k.name << ":";
     if (k.kind == Kernel::Kind::Extern) os << " " << externFnName(k.call.fn);
     if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv) os << " " << convRoleName(k.call.conv.role);
+    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft) {
+      const FftDesc &f = k.call.fft;
+      os << " " << fftKindName(f.kind) << (f.kind == FftDesc::Kind::C2C ? (f.forward ? " forward" : " backward") : "")
+         << (f.kind == FftDesc::Kind::R2C && !f.onesided ? " full" : "")
+         << " shape=" << shapeStr(f.shape) << " axes=" << shapeStr(f.axes) << " scale=" << f.scale;
+    }
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
     os << "] reads=" << joinNames(kg, shared, k.reads) << " writes=" << joinNames(kg, shared, k.writes);

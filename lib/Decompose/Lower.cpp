@@ -361,6 +361,8 @@ const std::vector<RuleEntry> &table() {
     {"aten.constant_pad_nd.default",        constantPadNd,      "slice for negative pads; full(value) + slice_scatter per padded dim"},
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad"},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask"},
+    {"aotc.fft_r2c_backward.default",       fftR2cBackward,     "real part of the inverse _fft_c2c of the gradient zero-padded to the input's size"},
+    {"aotc.fft_c2r_backward.default",       fftC2rBackward,     "onesided _fft_r2c of the gradient, mirrored entries doubled"},
     {"aotc.prod_others.default",            prodOthers,         "prod over j of where(j == i, 1, x expanded to [.., n (i), n (j), ..])"},
     {"aten.scatter_reduce.two",             scatterReduce,      "scatter.value / scatter.src (no include_self), then scatter_add or aotc.scatter_combine; mean: / max(count, 1)"},
     {"aten.clamp.Tensor",                   clampTensor,        "minimum(maximum(x, min), max) in the result dtype"},

@@ -142,4 +142,8 @@ Vals reshapeAlias(rewrite::Emitter &e, Node &n);
 Vals convolution(rewrite::Emitter &e, Node &n);
 Vals convolutionBackward(rewrite::Emitter &e, Node &n);
 
+// LowerFft.cpp.
+Vals fftR2cBackward(rewrite::Emitter &e, Node &n);
+Vals fftC2rBackward(rewrite::Emitter &e, Node &n);
+
 } // namespace aotc::rules

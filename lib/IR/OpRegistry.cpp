@@ -277,6 +277,7 @@ const char *categoryName(OpCategory c) {
   case OpCategory::Factory: return "factory";
   case OpCategory::Composite: return "composite";
   case OpCategory::Conv: return "conv";
+  case OpCategory::Fft: return "fft";
   case OpCategory::Other: return "other";
   }
   return "?";
@@ -312,6 +313,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerDistanceOps(*r);
     ops::registerPool3dOps(*r);
     ops::registerGridSampleOps(*r);
+    ops::registerFftOps(*r);
     ops::registerEmbeddingBagOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
@@ -476,6 +478,36 @@ static Arg coerceArg(const Node &n, const OpDef &op, const SchemaArg &sa, Arg v)
   return bad(t);
 }
 
+std::vector<Arg> bindArgs(const Node &at, const std::vector<Arg> &args,
+                          const std::vector<std::pair<std::string, Arg>> &kwargs) {
+  AOTC_ASSERT(at.op, "bindArgs: node '" + at.name + "' has no registry entry");
+  const OpDef &op = *at.op;
+  const auto &sa = op.schema.args;
+  size_t numPositional = 0;
+  for (auto &a : sa)
+    if (!a.kwargOnly) ++numPositional;
+  if (args.size() > numPositional)
+    nodeError(at, "expects at most " + std::to_string(numPositional) + " arguments, got " + std::to_string(args.size()));
+  std::vector<std::optional<Arg>> slots(sa.size());
+  for (size_t i = 0; i < args.size(); ++i) slots[i] = args[i];
+  for (auto &[k, v] : kwargs) {
+    size_t i = 0;
+    while (i < sa.size() && sa[i].name != k) ++i;
+    if (i == sa.size()) nodeError(at, "unexpected keyword argument '" + k + "'");
+    if (slots[i]) nodeError(at, "got multiple values for argument '" + k + "'");
+    slots[i] = v;
+  }
+  std::vector<Arg> out;
+  for (size_t i = 0; i < sa.size(); ++i) {
+    if (!slots[i]) {
+      if (!sa[i].hasDefault) nodeError(at, "missing argument '" + sa[i].name + "'");
+      slots[i] = sa[i].defaultValue;
+    }
+    out.push_back(coerceArg(at, op, sa[i], *slots[i]));
+  }
+  return out;
+}
+
 Node *buildCall(Graph &g, const std::string &name, const std::string &target,
                 const std::vector<Arg> &args, const std::vector<std::pair<std::string, Arg>> &kwargs,
                 const SourceLoc &loc, Node *insertBefore) {
@@ -496,29 +528,7 @@ Node *buildCall(Graph &g, const std::string &name, const std::string &target,
     const OpDef *op = OpRegistry::get().lookup(t);
     if (!op) userError(loc, "unknown op '" + target + "'");
     tmp.op = op;
-    const auto &sa = op->schema.args;
-    size_t numPositional = 0;
-    for (auto &a : sa)
-      if (!a.kwargOnly) ++numPositional;
-    if (args.size() > numPositional)
-      nodeError(tmp, "expects at most " + std::to_string(numPositional) + " arguments, got " +
-                         std::to_string(args.size()));
-    std::vector<std::optional<Arg>> slots(sa.size());
-    for (size_t i = 0; i < args.size(); ++i) slots[i] = args[i];
-    for (auto &[k, v] : kwargs) {
-      size_t i = 0;
-      while (i < sa.size() && sa[i].name != k) ++i;
-      if (i == sa.size()) nodeError(tmp, "unexpected keyword argument '" + k + "'");
-      if (slots[i]) nodeError(tmp, "got multiple values for argument '" + k + "'");
-      slots[i] = v;
-    }
-    for (size_t i = 0; i < sa.size(); ++i) {
-      if (!slots[i]) {
-        if (!sa[i].hasDefault) nodeError(tmp, "missing argument '" + sa[i].name + "'");
-        slots[i] = sa[i].defaultValue;
-      }
-      tmp.args.push_back(coerceArg(tmp, *op, sa[i], *slots[i]));
-    }
+    tmp.args = bindArgs(tmp, args, kwargs);
     types = checkedInfer(*op, tmp);
   }
   Node *n = insertBefore ? g.insertCallBefore(insertBefore, name, t, std::move(tmp.args), std::move(types))

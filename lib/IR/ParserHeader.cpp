@@ -184,6 +184,9 @@ TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
                                               "c32",  "c64", "c128",     "i8",     "i16",
                                               "u16", "u32",      "u64",    "b16",        "b1x8"};
   if (!dt) {
+    if (abbr == "c64" || abbr == "c128")
+      userError(loc(0), what + ": complex dtype '" + abbr + "': aotc reads complex values from a .pt2 (or its "
+                                "ExportedProgram JSON) only, not from FX text (docs/complex.md)");
     if (known.count(abbr))
       userError(loc(0), what + ": unsupported dtype '" + abbr +
                                 "' (aotc supports f32, f64, i64, b8; i32 and u8 as index inputs)");

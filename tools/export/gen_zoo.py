@@ -170,6 +170,56 @@ def vit_tiny():
                                       mlp_dim=64, num_classes=10, dropout=0.0, attention_dropout=0.0))
 
 
+class SpectralConv2d(nn.Module):
+    """FNO's spectral convolution (Li et al., "Fourier Neural Operator", 2021): rfft2, the lowest
+    m1 x m2 modes (both signs along H) mixed by complex weights, the rest zero, irfft2. The
+    complex weights are kept as their view_as_real (real parameters [cin, cout, m1, m2, 2]) and
+    viewed as complex in forward: aotc refuses complex graph inputs (docs/complex.md)."""
+
+    def __init__(self, cin, cout, m1, m2):
+        super().__init__()
+        self.m1, self.m2 = m1, m2
+        scale = 1 / (cin * cout)
+        self.w1 = nn.Parameter(scale * torch.rand(cin, cout, m1, m2, 2))
+        self.w2 = nn.Parameter(scale * torch.rand(cin, cout, m1, m2, 2))
+
+    def forward(self, x):
+        b, _, h, w = x.shape
+        xf = torch.fft.rfft2(x)
+        out = torch.zeros(b, self.w1.shape[1], h, w // 2 + 1, dtype=torch.cfloat)
+        out[:, :, :self.m1, :self.m2] = torch.einsum("bixy,ioxy->boxy", xf[:, :, :self.m1, :self.m2],
+                                                     torch.view_as_complex(self.w1))
+        out[:, :, -self.m1:, :self.m2] = torch.einsum("bixy,ioxy->boxy", xf[:, :, -self.m1:, :self.m2],
+                                                      torch.view_as_complex(self.w2))
+        return torch.fft.irfft2(out, s=(h, w))
+
+
+class FNO2dSmall(nn.Module):
+    """A 2-D Fourier Neural Operator: the input field and its (x, y) grid lifted by a linear layer,
+    two Fourier layers (spectral convolution + 1x1 conv, GELU between), a two-layer projection,
+    MSE against a target field."""
+
+    def __init__(self, modes=4, width=8):
+        super().__init__()
+        self.lift = nn.Linear(3, width)
+        self.spec = nn.ModuleList([SpectralConv2d(width, width, modes, modes) for _ in range(2)])
+        self.skip = nn.ModuleList([nn.Conv2d(width, width, 1) for _ in range(2)])
+        self.proj1 = nn.Linear(width, 16)
+        self.proj2 = nn.Linear(16, 1)
+
+    def forward(self, a, target):
+        b, h, w, _ = a.shape
+        gy, gx = torch.meshgrid(torch.linspace(0, 1, h), torch.linspace(0, 1, w), indexing="ij")
+        x = torch.cat([a, gx.expand(b, h, w).unsqueeze(-1), gy.expand(b, h, w).unsqueeze(-1)], -1)
+        x = self.lift(x).permute(0, 3, 1, 2)
+        for i, (sp, sk) in enumerate(zip(self.spec, self.skip)):
+            x = sp(x) + sk(x)
+            if i < len(self.spec) - 1:
+                x = F.gelu(x)
+        y = self.proj2(F.gelu(self.proj1(x.permute(0, 2, 3, 1)))).squeeze(-1)
+        return F.mse_loss(y, target)
+
+
 def models():
     """name -> (module factory, inputs factory, train mode, lr)."""
     def resnet_inputs():
@@ -188,6 +238,8 @@ def models():
                        True, 0.01),
         "convnext_small": (ConvNeXtSmall, lambda: {"x": torch.randn(4, 3, 32, 32),
                                                    "target": torch.randint(0, 10, (4,))}, True, 0.01),
+        "fno_small": (FNO2dSmall, lambda: {"a": torch.randn(2, 16, 16, 1), "target": torch.randn(2, 16, 16)},
+                      True, 0.05),
         **lm_models.models(),
     }
 

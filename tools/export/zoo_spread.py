@@ -8,7 +8,8 @@ error of three float32 runs of the same 20 SGD steps, each measured against the 
 reference (ref.*) with the checker's err (gen_zoo.err):
   golden         the golden's torch_err (gen_zoo.py's run, in its process);
   default        the same run again here (thread counts and libraries may round differently);
-  channels_last  the module and 4-D inputs in torch.channels_last (convolution models only:
+  channels_last  the module and 4-D inputs in torch.channels_last (models with 4-D inputs and no
+                 parameter above rank 4 only:
                  other models have no 4-D tensor and skip it);
   perturbed      every floating input scaled by (1 + 1e-7), about one float32 ulp; a model whose
                  inputs are all integer (token ids) gets its first parameter scaled instead.
@@ -66,7 +67,9 @@ def measure(name, make, make_inputs, train, lr, rng_seed=None, keep=()):
         for k, b in module.named_buffers():
             b.copy_(golden[f"buffer.{k}"])
     runs = {"default": errors(gen_zoo.run(copy.deepcopy(module), inputs, lr, gen_zoo.STEPS, rng_seed), golden)}
-    if any(v.dim() == 4 and v.is_floating_point() for v in inputs.values()):
+    # channels_last needs every parameter of rank <= 4 (FNO's spectral weights are 5-D).
+    if any(v.dim() == 4 and v.is_floating_point() for v in inputs.values()) and \
+            all(p.dim() <= 4 for p in module.parameters()):
         m = copy.deepcopy(module).to(memory_format=torch.channels_last)
         cl = {k: (v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v) for k, v in inputs.items()}
         runs["channels_last"] = errors(gen_zoo.run(m, cl, lr, gen_zoo.STEPS, rng_seed), golden)

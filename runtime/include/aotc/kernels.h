@@ -1,7 +1,8 @@
 /*===- kernels.h - aotc's run-time kernel library (libaotc_kernels) -*- C -*-===*
  *
  * Library calls an aotc object makes for kernels that are not generated loops or GEMMs:
- * today the three convolution primitives (include/aotc/Conv.h in the compiler). An object
+ * the three convolution primitives (include/aotc/Conv.h in the compiler) and the discrete
+ * Fourier transforms (below). An object
  * whose header lists "libaotc_kernels" among its run-time libraries must be linked with
  * it (CMake: aotc_link_step; the Python package links it; docs/abi.md "Run-time libraries").
  *
@@ -108,6 +109,43 @@ int aotc_conv_im2col(const aotc_conv_desc *d, const void *a, const void *b, void
 /** 0 when `d` describes a valid convolution (see above), else AOTC_KERNELS_ERROR_INVALID;
  *  when `msg` is not NULL a message of at most `msg_size` bytes says why. */
 int aotc_conv_check(const aotc_conv_desc *d, char *msg, int64_t msg_size);
+
+/* ---- Discrete Fourier transforms (aten._fft_r2c / _fft_c2r / _fft_c2c) ------------------
+ * A complex tensor is its view_as_real everywhere in aotc: interleaved (re, im) pairs of the
+ * real dtype, a trailing dimension of 2 (docs/complex.md). One call transforms
+ * a dense row-major tensor along `naxes` of its dimensions, through PocketFFT (BSD-3, the
+ * header-only C++ library PyTorch and NumPy use; Debian ships it in python3-pythran) on the
+ * calling thread, so results do not depend on the thread count. `shape` is the logical
+ * shape, without the trailing 2:
+ *   AOTC_FFT_C2C  in and out complex of `shape`; sign -1 when `forward`, else +1.
+ *   AOTC_FFT_R2C  in real of `shape`, out complex of `shape` with the last axis n -> n/2 + 1
+ *                 (forward: the onesided half; the other half is its conjugate mirror), or
+ *                 of `shape` itself when not `onesided` (the mirror written too).
+ *   AOTC_FFT_C2R  out real of `shape`, in complex of `shape` with the last axis n -> n/2 + 1
+ *                 (backward, +1: the Hermitian signal those entries define; the imaginary
+ *                 parts of the zero and Nyquist frequencies are ignored, as torch's).
+ * Every output element is multiplied by `scale` (torch's normalization: 1, 1/sqrt(N), 1/N).
+ * PocketFFT allocates its plans (cached, shared by threads) and work arrays on the heap. */
+enum { AOTC_FFT_C2C = 0, AOTC_FFT_R2C = 1, AOTC_FFT_C2R = 2 };
+enum { AOTC_FFT_MAX_RANK = 16 };
+
+typedef struct aotc_fft_desc {
+  int32_t dtype;   /**< AOTC_F32 or AOTC_F64 (abi.h) */
+  int32_t kind;    /**< AOTC_FFT_* */
+  int32_t forward; /**< C2C only: 1 forward (sign -1), 0 backward (+1) */
+  int32_t rank;    /**< dimensions of `shape`, 0..AOTC_FFT_MAX_RANK */
+  int32_t naxes;   /**< transformed axes, 1..rank; the last is R2C's / C2R's halved axis */
+  int32_t onesided; /**< R2C only: 1 the half spectrum (n/2 + 1), 0 the whole (n; the mirror filled in) */
+  int64_t shape[AOTC_FFT_MAX_RANK];
+  int64_t axes[AOTC_FFT_MAX_RANK]; /**< distinct, each in [0, rank) */
+  double scale;
+} aotc_fft_desc;
+
+/** 0 when `d` is valid, else AOTC_KERNELS_ERROR_INVALID (with a message as aotc_conv_check). */
+int aotc_fft_check(const aotc_fft_desc *d, char *msg, int64_t msg_size);
+/** Runs one transform (see above). `in` and `out` do not overlap. Returns AOTC_KERNELS_OK,
+ *  AOTC_KERNELS_ERROR_INVALID (nothing written) or AOTC_KERNELS_ERROR_NO_MEMORY. */
+int aotc_fft(const aotc_fft_desc *d, const void *in, void *out);
 
 #ifdef __cplusplus
 }

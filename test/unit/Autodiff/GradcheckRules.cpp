@@ -572,6 +572,33 @@ std::vector<Case> allCases() {
     };
     v.push_back(c);
   }
+  // The transforms (complex values as view_as_real pairs): one and two dims, each normalization,
+  // onesided and full r2c, odd and even c2r lengths, c2c both directions.
+  struct FftCase {
+    const char *target;
+    Shape x;
+    std::vector<int64_t> dims;
+    int64_t norm;
+    Arg last; ///< onesided (r2c), last_dim_size (c2r), forward (c2c)
+  };
+  for (const FftCase &fc : std::vector<FftCase>{{"aten._fft_r2c.default", {3, 6}, {1}, 0, true},
+                                                {"aten._fft_r2c.default", {2, 5, 4}, {0, -1}, 1, true},
+                                                {"aten._fft_r2c.default", {4, 5}, {0}, 2, false},
+                                                {"aten._fft_c2r.default", {3, 4, 2}, {1}, 2, int64_t(6)},
+                                                {"aten._fft_c2r.default", {2, 3, 3, 2}, {0, 2}, 1, int64_t(5)},
+                                                {"aten._fft_c2c.default", {3, 5, 2}, {1}, 0, true},
+                                                {"aten._fft_c2c.default", {2, 3, 4, 2}, {2, 0}, 2, false}}) {
+    Case c;
+    c.target = fc.target;
+    c.label = std::string(fc.target) + " x" + shapeStr(fc.x) + " dims " + shapeStr(fc.dims) + " norm " +
+              std::to_string(fc.norm) + " " + argStr(fc.last);
+    c.build = [fc] {
+      B b;
+      Node *x = b.input("x", f64(fc.x));
+      return b.done({b.call(fc.target, {x, fc.dims, fc.norm, fc.last})});
+    };
+    v.push_back(c);
+  }
   // convolution: 2-D with bias, stride/padding/dilation/groups, depthwise, 1x1, transposed
   // (groups, output_padding, dilation), 1-D; gradients of input, weight and bias.
   struct ConvCase {
