@@ -342,15 +342,27 @@ Value ScalarEmitter::inst(int id) {
   case ScalarOp::Ceil: r = fl ? b_.create<math::CeilOp>(loc_, A()).getResult() : A(); break;
   case ScalarOp::Trunc: r = fl ? b_.create<math::TruncOp>(loc_, A()).getResult() : A(); break;
   case ScalarOp::Round: r = fl ? b_.create<math::RoundEvenOp>(loc_, A()).getResult() : A(); break;
-  case ScalarOp::Fmod: r = b_.create<arith::RemFOp>(loc_, A(), B()); break; // frem: fmod's exact result
+  // frem: fmod's exact result; integers (a constant divisor other than 0 and -1, the op's shape
+  // function) remsi, C's truncated remainder.
+  case ScalarOp::Fmod:
+    r = fl ? b_.create<arith::RemFOp>(loc_, A(), B()).getResult() : b_.create<arith::RemSIOp>(loc_, A(), B()).getResult();
+    break;
   case ScalarOp::Remainder: { // ATen: m = fmod(a, b); m != 0 && (b < 0) != (m < 0) ? m + b : m
-    Value b = B(), m = b_.create<arith::RemFOp>(loc_, A(), b);
-    Value zero = zeroOf(t);
-    Value nz = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNE, m, zero);
-    Value bNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, b, zero);
-    Value mNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, m, zero);
+    Value b = B(), zero = zeroOf(t);
+    Value m = fl ? b_.create<arith::RemFOp>(loc_, A(), b).getResult() : b_.create<arith::RemSIOp>(loc_, A(), b).getResult();
+    Value nz, bNeg, mNeg;
+    if (fl) {
+      nz = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNE, m, zero);
+      bNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, b, zero);
+      mNeg = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OLT, m, zero);
+    } else {
+      nz = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, m, zero);
+      bNeg = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, b, zero);
+      mNeg = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, m, zero);
+    }
     Value fix = b_.create<arith::AndIOp>(loc_, nz, b_.create<arith::XOrIOp>(loc_, bNeg, mNeg));
-    r = b_.create<arith::SelectOp>(loc_, fix, b_.create<arith::AddFOp>(loc_, m, b), m);
+    Value sum = fl ? b_.create<arith::AddFOp>(loc_, m, b).getResult() : b_.create<arith::AddIOp>(loc_, m, b).getResult();
+    r = b_.create<arith::SelectOp>(loc_, fix, sum, m);
     break;
   }
   case ScalarOp::Philox: r = philox(A(), B(), inst(in.c), in.iconst); break;

@@ -220,6 +220,60 @@ class FNO2dSmall(nn.Module):
         return F.mse_loss(y, target)
 
 
+def swin_tiny():
+    """torchvision's SwinTransformer (shifted-window attention with the relative position bias
+    and the shifted-window mask, patch merging) at embed dim 16, depths (2, 2), heads (2, 4),
+    window 4, patch 2, on 16x16 images; stochastic depth 0."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    return WithLoss(SwinTransformer(patch_size=[2, 2], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                                    window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10))
+
+
+class BiLSTMTagger(nn.Module):
+    """A sequence tagger: embedding, a 2-layer bidirectional nn.LSTM (the reverse direction runs
+    on the flipped sequence), a linear layer per token, cross entropy over every token."""
+
+    def __init__(self, vocab=50, dim=16, tags=5):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, dim, num_layers=2, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(2 * dim, tags)
+
+    def forward(self, tokens, tags):
+        h, _ = self.rnn(self.emb(tokens))
+        return F.cross_entropy(self.out(h).flatten(0, 1), tags.flatten())
+
+
+class DetectionMultiLoss(nn.Module):
+    """An SSD/YOLO-style dense detection head on a small conv body, trained with the standard losses
+    combined: cross entropy with label smoothing (classes), smooth L1 on the positive cells
+    (boxes), BCE with logits and pos_weight (objectness), Huber, and a KL term towards a detached
+    target. Exported keeping aten.detach: torch's default run_decompositions() turns detach into
+    alias, and the gradient would then flow into the target (docs/formats.md "detach")."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+                                  nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.ReLU())
+        self.cls = nn.Conv2d(8, classes, 1)
+        self.box = nn.Conv2d(8, 4, 1)
+        self.obj = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x, labels, boxes, objectness):
+        f = self.body(x)
+        c = self.cls(f).permute(0, 2, 3, 1).flatten(0, 2)
+        b = self.box(f).permute(0, 2, 3, 1).flatten(0, 2)
+        o = self.obj(f).flatten()
+        pos = (labels.flatten() > 0).to(b.dtype).unsqueeze(1)
+        target = boxes.flatten(0, 2)
+        l_cls = F.cross_entropy(c, labels.flatten(), label_smoothing=0.1)
+        l_box = (F.smooth_l1_loss(b, target, reduction="none", beta=0.5) * pos).sum() / pos.sum().clamp(min=1)
+        l_obj = F.binary_cross_entropy_with_logits(o, objectness.flatten(), pos_weight=torch.tensor(2.0, dtype=o.dtype))
+        l_hub = F.huber_loss(b.tanh(), target.tanh(), delta=0.3)
+        l_kl = F.kl_div(F.log_softmax(c, -1), F.softmax(c.detach() * 0.5, -1), reduction="batchmean")
+        return l_cls + l_box + l_obj + l_hub + 0.1 * l_kl
+
+
 def models():
     """name -> (module factory, inputs factory, train mode, lr)."""
     def resnet_inputs():
@@ -240,6 +294,15 @@ def models():
                                                    "target": torch.randint(0, 10, (4,))}, True, 0.01),
         "fno_small": (FNO2dSmall, lambda: {"a": torch.randn(2, 16, 16, 1), "target": torch.randn(2, 16, 16)},
                       True, 0.05),
+        "swin_tiny": (swin_tiny, lambda: {"x": torch.randn(2, 3, 16, 16), "target": torch.randint(0, 10, (2,))},
+                      True, 0.01),
+        "bilstm_tagger": (BiLSTMTagger, lambda: {"tokens": torch.randint(0, 50, (2, 7)),
+                                                 "tags": torch.randint(0, 5, (2, 7))}, True, 0.1),
+        "detection_multiloss": (DetectionMultiLoss, lambda: {"x": torch.randn(2, 3, 8, 8),
+                                                             "labels": torch.randint(0, 4, (2, 4, 4)),
+                                                             "boxes": torch.randn(2, 4, 4, 4),
+                                                             "objectness": torch.rand(2, 4, 4).round()}, True, 0.05,
+                                {"keep": (torch.ops.aten.detach.default,)}),
         **lm_models.models(),
     }
 

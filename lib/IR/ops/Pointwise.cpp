@@ -248,8 +248,10 @@ void registerPointwiseOps(OpRegistry &r) {
   unarySame(r, "ceil(Tensor self) -> Tensor", [](double x) { return std::ceil(x); }, true, ScalarOp::Ceil);
   unarySame(r, "trunc(Tensor self) -> Tensor", [](double x) { return std::trunc(x); }, true, ScalarOp::Trunc);
   unarySame(r, "round(Tensor self) -> Tensor", [](double x) { return std::nearbyint(x); }, true, ScalarOp::Round);
-  // fmod (C's, the sign of self) and remainder (Python's, the sign of other): floating only so
-  // far (an integer division by zero must raise, as torch's ZeroDivisionError; not yet).
+  // fmod (C's, the sign of self) and remainder (Python's, the sign of other). Integers only by a
+  // constant Scalar other than 0 and -1 (Swin's window masks: `arange % n`): an integer division
+  // by a tensor could divide by zero, which must raise as torch's ZeroDivisionError (not yet), and
+  // INT_MIN % -1 overflows.
   auto python_mod = [](double x, double y, const Node &) {
     double m = std::fmod(x, y);
     return m != 0 && ((y < 0) != (m < 0)) ? m + y : m;
@@ -264,9 +266,11 @@ void registerPointwiseOps(OpRegistry &r) {
     auto base = d.infer;
     d.infer = [base](const Node &n) -> Types {
       Types t = base(n);
-      if (!isFloating(t[0].dtype))
-        nodeError(n, "integer " + n.target + " is not supported yet (only floating tensors): an integer division by "
-                                             "zero must raise, as torch's ZeroDivisionError");
+      bool constDivisor = n.target.ends_with(".Scalar") && std::holds_alternative<int64_t>(n.args[1]) &&
+                          std::get<int64_t>(n.args[1]) != 0 && std::get<int64_t>(n.args[1]) != -1;
+      if (!isFloating(t[0].dtype) && (t[0].dtype == DType::Bool || !constDivisor))
+        nodeError(n, "integer " + n.target + " is supported only by a constant other than 0 and -1: an integer "
+                                             "division by zero must raise, as torch's ZeroDivisionError (not yet)");
       return t;
     };
   }
