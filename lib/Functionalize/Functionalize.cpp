@@ -29,7 +29,9 @@
 // FunctionalTensorWrapper.cpp, "regenerate views from the updated base") in the
 // form of one forward sweep over an FX graph.
 //
-// Errors: an out= op, an op mutating an argument other than `self`, writes
+// out= overloads write foo's value into `out`; _native_batch_norm_legit (the in-place batch norm)
+// becomes _native_batch_norm_legit_functional and writes its new running statistics back.
+// Errors: another op mutating an argument other than `self`, writes
 // through a view without an inverse (expand, diagonal, as_strided, ...), or an
 // in-place result whose shape/dtype cannot be stored into `self` are located
 // user errors "unsupported mutation ..." (nodeError). Afterwards the graph has no
@@ -315,15 +317,72 @@ private:
     return v;
   }
 
+  /// out= overloads (`foo.out(..., *, Tensor(a!) out)`: out gets foo's value, cast to its
+  /// dtype; the node is out) and the in-place batch norm (_native_batch_norm_legit: its
+  /// functional form's new running statistics are written back; the node's three results are
+  /// the functional form's first three).
+  void functionalizeOtherMutation(Node *m) {
+    const OpSchema &s = m->op->schema;
+    if (s.overload == "out") {
+      if (s.mutatedArgs.size() != 1 || m->types.size() != 1)
+        nodeError(*m, "unsupported mutation: only out= variants with one out argument are supported");
+      int oi = s.mutatedArgs[0];
+      std::string fn = "aten." + s.name + ".default";
+      if (!OpRegistry::get().lookup(fn)) nodeError(*m, "unsupported mutation: no functional form '" + fn + "'");
+      std::vector<Arg> args = mapArgs(m), pos;
+      std::vector<std::pair<std::string, Arg>> kw;
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if ((int)i == oi) continue;
+        if (s.args[i].kwargOnly) kw.push_back({s.args[i].name, args[i]});
+        else pos.push_back(args[i]);
+      }
+      Node *out = m->tensorArg(oi);
+      const TensorType &ot = out->type();
+      Node *v = emit(m, fn, pos, kw);
+      if (v->type().shape != ot.shape)
+        nodeError(*m, "unsupported mutation: out= tensor of shape " + shapeStr(ot.shape) + " for a result of shape " +
+                          shapeStr(v->type().shape) + " (torch would resize it; aotc's shapes are static)");
+      if (v->type().dtype != ot.dtype) {
+        if (!canCastTo(v->type().dtype, ot.dtype))
+          nodeError(*m, std::string("unsupported mutation: result type ") + dtypeAbbr(v->type().dtype) +
+                            " can't be cast to the desired output type " + dtypeAbbr(ot.dtype));
+        v = emit(m, "aten._to_copy.default", {v}, {{"dtype", DTypeLit{ot.dtype}}});
+      }
+      writeBack(m, out, v);
+      alias_[m] = alias_.at(out);
+      return;
+    }
+    if (m->target == "aten._native_batch_norm_legit.default") {
+      Node *f = emit(m, "aten._native_batch_norm_legit_functional.default", mapArgs(m));
+      for (int i : {3, 4}) {
+        Node *stat = buildCall(neu_, fresh(f->name + "_" + std::to_string(i)), "getitem", {f, (int64_t)i}, {}, m->loc);
+        created_.insert(stat);
+        writeBack(m, m->tensorArg(i), stat);
+      }
+      alias_[m] = {m, {}};
+      cur_[m] = f; // its getitems 0..2 are the node's three results
+      version_[m] = 0;
+      return;
+    }
+    nodeError(*m, "unsupported mutation: only in-place ops (foo_), out= variants and _native_batch_norm_legit "
+                  "are supported");
+  }
+
   void functionalizeMutation(Node *m) {
     const OpSchema &s = m->op->schema;
-    if (s.name.empty() || s.name.back() != '_')
-      nodeError(*m, "unsupported mutation: out= variants are not supported; use the "
-                    "functional op");
+    if (s.name.empty() || s.name.back() != '_') return functionalizeOtherMutation(m);
     if (s.mutatedArgs != std::vector<int>{0} || m->types.size() != 1)
       nodeError(*m, "unsupported mutation: only in-place ops that mutate their first "
                     "argument are supported");
     Node *self = m->tensorArg(0);
+    writeBack(m, self, nullptr);
+    // The in-place node returns (an alias of) its mutated argument.
+    alias_[m] = alias_.at(self);
+  }
+
+  /// Writes the new value of `self` (input-graph node) back to its storage root through its
+  /// views; `v` is the value, or nullptr for in-place node m's functional value.
+  void writeBack(Node *m, Node *self, Node *v) {
     Alias a = alias_.at(self);
     // Check every view on the way can be written through before emitting anything.
     for (Node *v : a.chain) {
@@ -336,7 +395,7 @@ private:
     if (a.root->types.size() != 1)
       nodeError(*m, "unsupported mutation: cannot write into the tuple '" + a.root->name + "'");
 
-    Node *v = functionalValue(m, self);
+    if (!v) v = functionalValue(m, self);
     // Bases of each view in the chain, at the current version.
     std::vector<Node *> bases;
     Node *b = cur_.at(a.root);
@@ -357,8 +416,6 @@ private:
     int ver = ++version_[a.root];
     cur_[a.root] = upd;
     for (size_t i = 0; i < a.chain.size(); ++i) cache_[a.chain[i]] = {newVals[i], ver};
-    // The in-place node returns (an alias of) its mutated argument.
-    alias_[m] = a;
   }
 };
 

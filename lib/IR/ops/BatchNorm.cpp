@@ -107,6 +107,23 @@ void registerBatchNormOps(OpRegistry &r) {
     };
   }
   {
+    // The in-place form (running statistics updated in place, `(a!)`): functionalize turns it
+    // into _native_batch_norm_legit_functional and writes results 3 and 4 back.
+    OpDef &d = r.add("_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, "
+                     "Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      int64_t C = checkBatchNorm(n, "batch_norm");
+      TensorType x = argType(n, 0);
+      Shape stat = {n.boolArg(5) ? C : 0};
+      return {x, {x.dtype, stat}, {x.dtype, stat}};
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      BnRef b = batchNormRef(n, a, n.boolArg(5), n.scalarArg(6), n.scalarArg(7));
+      return std::vector<RefTensor>{b.out, b.mean, b.rstd};
+    };
+  }
+  {
     // _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps): batch
     // statistics and no running ones (F.batch_norm(x, None, None, training=True), a norm with
     // track_running_stats=False). Without running statistics there is nothing to normalize with

@@ -38,7 +38,30 @@ void inPlaceOf(OpRegistry &r, const std::string &schema, const std::string &base
 
 } // namespace
 
+/// Registers the out= overload `schema` of `base` (`foo.out(..., *, Tensor(a!) out)`): its
+/// result is `out` (type: out's; foo's result must have out's shape and cast to its dtype).
+void outOf(OpRegistry &r, const std::string &schema, const std::string &base) {
+  const OpDef *b = r.lookup(base);
+  AOTC_ASSERT(b, "out= op's base '" + base + "' is not registered");
+  OpDef &d = r.add(schema, b->category);
+  auto inferBase = b->infer;
+  d.infer = [inferBase](const Node &n) -> Types {
+    TensorType out = argType(n, n.args.size() - 1);
+    TensorType res = inferBase(n)[0]; // the base's arguments come first, in its order
+    if (res.shape != out.shape)
+      nodeError(n, "out= tensor of shape " + shapeStr(out.shape) + " for a result of shape " + shapeStr(res.shape) +
+                       " (torch would resize it; aotc's shapes are static)");
+    if (!canCast(res.dtype, out.dtype))
+      nodeError(n, std::string("result type ") + dtypeTorchName(res.dtype) + " can't be cast to the desired output type " +
+                       dtypeTorchName(out.dtype));
+    return {out};
+  };
+  d.eval = b->eval; // evaluators write n.types[0] (= out's type)
+}
+
 void registerInPlaceOps(OpRegistry &r) {
+  // out= overloads: only the Core ATen one (atan2.out); functionalize makes them foo + a write.
+  outOf(r, "atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)", "aten.atan2.default");
   inPlaceOf(r, "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", "aten.add.Tensor");
   inPlaceOf(r, "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", "aten.add.Scalar");
   inPlaceOf(r, "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", "aten.sub.Tensor");

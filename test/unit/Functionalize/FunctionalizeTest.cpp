@@ -248,3 +248,65 @@ TEST_CASE("functionalize: unsupported mutations are located user errors", "[func
                                              Catch::Contains("'split' view"));
   }
 }
+
+TEST_CASE("functionalize: an out= overload writes the op's value into out, through its view", "[functionalize]") {
+  // atan2(y, x, out=o[1]) where o is an input: o's row 1 is overwritten (a mutated input), the
+  // node's value is the row, and a later read of o sees the write.
+  Program p;
+  Graph &g = p.forward;
+  Node *y = input(g, "y", f32({3})), *x = input(g, "x", f32({3})), *o = input(g, "o", f64({2, 3}));
+  Node *row = op(g, "aten.select.int", {o, int64_t(0), int64_t(1)});
+  Node *r = op(g, "aten.atan2.out", {y, x}, {{"out", row}});
+  Node *after = op(g, "aten.mul.Tensor", {o, 2.0});
+  g.setOutputs({r, after});
+  auto in = randomInputs(g, 3);
+  auto out = run(p, in);
+  RefTensor wr(DType::F64, {3}), wa = like(in[2]), wm = like(in[2]);
+  for (int64_t j = 0; j < 3; ++j) {
+    // f32 atan2 cast to f64 (the reference evaluates in f64: the cast is exact either way).
+    wr.data[j] = std::atan2(in[0].data[j], in[1].data[j]);
+    for (int64_t i = 0; i < 2; ++i) {
+      double v = i == 1 ? wr.data[j] : in[2].data[i * 3 + j];
+      wm.data[i * 3 + j] = v;
+      wa.data[i * 3 + j] = 2 * v;
+    }
+  }
+  expectClose(out, {wr, wa, wm});
+  REQUIRE(p.mutatedInputs.size() == 1);
+  CHECK(p.mutatedInputs[0].second == "o");
+  CHECK(countTarget(p.forward, "aten.atan2.default") == 1);
+  CHECK(countTarget(p.forward, "aten.select_scatter.default") == 1);
+}
+
+TEST_CASE("functionalize: the in-place batch norm updates the running statistics it was given", "[functionalize]") {
+  // _native_batch_norm_legit(x, w, b, rm(a!), rv(b!), training=True, 0.1, 1e-5): the outputs are
+  // the functional form's first three results; rm and rv become mutated inputs holding its
+  // results 3 and 4, compared with the statistics computed here.
+  Program p;
+  Graph &g = p.forward;
+  Node *x = input(g, "x", f32({4, 2})), *w = input(g, "w", f32({2})), *b = input(g, "b", f32({2}));
+  Node *rm = g.addPlaceholder("rm", f32({2}), InputRole::Buffer);
+  Node *rv = g.addPlaceholder("rv", f32({2}), InputRole::Buffer);
+  Node *bn = op(g, "aten._native_batch_norm_legit.default", {x, w, b, rm, rv, true, 0.1, 1e-5});
+  Node *y = op(g, "getitem", {bn, int64_t(0)});
+  Node *mean = op(g, "getitem", {bn, int64_t(1)});
+  g.setOutputs({y, mean});
+  auto in = randomInputs(g, 4, {{"rv", {0.5, 1.5}}});
+  auto out = run(p, in);
+  REQUIRE(out.size() == 4);
+  REQUIRE(p.mutatedInputs.size() == 2);
+  CHECK(p.mutatedInputs[0].second == "rm");
+  CHECK(p.mutatedInputs[1].second == "rv");
+  CHECK(countTarget(p.forward, "aten._native_batch_norm_legit_functional.default") == 1);
+  for (int64_t c = 0; c < 2; ++c) {
+    double m = 0, v = 0;
+    for (int64_t n = 0; n < 4; ++n) m += in[0].data[n * 2 + c] / 4;
+    for (int64_t n = 0; n < 4; ++n) v += (in[0].data[n * 2 + c] - m) * (in[0].data[n * 2 + c] - m);
+    CHECK(out[1].data[c] == Approx(m).epsilon(1e-9));
+    CHECK(out[2].data[c] == Approx(0.9 * in[3].data[c] + 0.1 * m).epsilon(1e-9));
+    CHECK(out[3].data[c] == Approx(0.9 * in[4].data[c] + 0.1 * v / 3).epsilon(1e-9)); // unbiased
+    for (int64_t n = 0; n < 4; ++n)
+      CHECK(out[0].data[n * 2 + c] ==
+            Approx((in[0].data[n * 2 + c] - m) / std::sqrt(v / 4 + 1e-5) * in[1].data[c] + in[2].data[c]).epsilon(1e-6));
+  }
+}
