@@ -9,7 +9,9 @@
 
 #include "aotc/OpRegistry.h"
 
+#include <cstdio>
 #include <numbers>
+#include <optional>
 #include <set>
 
 namespace aotc::complex_values {
@@ -22,6 +24,14 @@ const std::set<std::string> &complexOnly() {
       "aten.complex.default",       "aten.polar.default",          "aten.angle.default",
       "aten.real.default",          "aten.imag.default"};
   return s;
+}
+
+/// The parts of a complex number argument (complexNumberLit), if `a` is one.
+std::optional<std::pair<double, double>> complexNumber(const Arg &a) {
+  auto *e = std::get_if<EnumLit>(&a);
+  double re = 0, im = 0;
+  if (!e || std::sscanf(e->text.c_str(), "complex(%lf, %lf)", &re, &im) != 2) return std::nullopt;
+  return std::make_pair(re, im);
 }
 
 bool isComplexDType(const Arg &a) {
@@ -65,9 +75,11 @@ private:
       else pos.push_back(a[i]);
     return call(target, pos, kw);
   }
+  /// A complex value: an exported one (isComplex_) or a pair this rewrite made.
+  bool cplx(const Node *n) const { return isComplex_(n) || mine_.count(n) != 0; }
   bool complexArg(const Arg &a) const {
     auto *n = std::get_if<Node *>(&a);
-    return n && *n && isComplex_(*n);
+    return n && *n && cplx(*n);
   }
   Node *node(size_t i) {
     if (i >= args_.size() || !std::holds_alternative<Node *>(args_[i]))
@@ -83,8 +95,14 @@ private:
            ", " + std::to_string(std::max<int64_t>(rank, 1) - 1) + "], but got " + std::to_string(d) + ")");
     return w;
   }
-  Part re(const Arg &a) { return complexArg(a) ? Part{call("aten.select.int", {a, (int64_t)-1, (int64_t)0})} : Part{a}; }
-  Part im(const Arg &a) { return complexArg(a) ? Part{call("aten.select.int", {a, (int64_t)-1, (int64_t)1})} : Part{}; }
+  Part re(const Arg &a) {
+    if (auto z = complexNumber(a)) return Part{z->first};
+    return complexArg(a) ? Part{call("aten.select.int", {a, (int64_t)-1, (int64_t)0})} : Part{a};
+  }
+  Part im(const Arg &a) {
+    if (auto z = complexNumber(a)) return z->second == 0 ? Part{} : Part{z->second};
+    return complexArg(a) ? Part{call("aten.select.int", {a, (int64_t)-1, (int64_t)1})} : Part{};
+  }
   Part bin(const char *op, const Part &a, const Part &b) {
     std::string o = op;
     if (o == "mul" && (a.zero() || b.zero())) return {};
@@ -113,7 +131,9 @@ private:
   Node *make(const Part &r, const Part &i, const Shape &s, DType dt) {
     Node *a = call("aten.unsqueeze.default", {asTensor(r, s, dt), (int64_t)-1});
     Node *b = call("aten.unsqueeze.default", {asTensor(i, s, dt), (int64_t)-1});
-    return call("aten.cat.default", {std::vector<Node *>{a, b}, (int64_t)-1});
+    Node *pair = call("aten.cat.default", {std::vector<Node *>{a, b}, (int64_t)-1});
+    mine_.insert(pair);
+    return pair;
   }
   /// The complex shape of the broadcast of the operands at `idx` (tensors; complex ones without their pair dim).
   Shape broadcastShape(const std::vector<Arg> &ops) {
@@ -122,7 +142,7 @@ private:
       auto *n = std::get_if<Node *>(&a);
       if (!n) continue;
       Shape s = (*n)->type().shape;
-      if (isComplex_(*n)) s.pop_back();
+      if (cplx(*n)) s.pop_back();
       if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
       size_t off = out.size() - s.size();
       for (size_t k = 0; k < s.size(); ++k) {
@@ -153,6 +173,7 @@ private:
   const ComplexCall &c_;
   const std::function<bool(const Node *)> &isComplex_;
   Node at_; ///< For diagnostics before the result exists.
+  std::set<const Node *> mine_; ///< Pairs made here (complex, although the export never named them).
   bool complexDType_ = false; ///< A dtype argument named a complex dtype (bound as its real one).
   std::vector<Arg> args_;
 };
@@ -166,8 +187,13 @@ Node *Lowering::binary(const std::string &op) {
       bool one = (std::holds_alternative<int64_t>(al) && std::get<int64_t>(al) == 1) ||
                  (std::holds_alternative<double>(al) && std::get<double>(al) == 1.0);
       if (!one) {
-        if (complexArg(b)) b = call("aten.mul.Tensor", {b, al});
-        else if (std::holds_alternative<Node *>(b)) b = call("aten.mul.Tensor", {b, al});
+        if (complexArg(b)) {
+          Node *scaled = call("aten.mul.Tensor", {b, al});
+          mine_.insert(scaled);
+          b = scaled;
+        } else if (std::holds_alternative<Node *>(b)) {
+          b = call("aten.mul.Tensor", {b, al});
+        }
         else fail("alpha with a number operand on complex values is not supported");
       }
     }
@@ -231,7 +257,7 @@ Node *Lowering::shapeOp(const std::string &t) {
     if (xs.empty()) fail("expected a non-empty list of tensors");
     Shape s0;
     for (Node *&x : xs)
-      if (!isComplex_(x)) {
+      if (!cplx(x)) {
         // A real tensor joins complex ones as (x, 0).
         x = make(Part{x}, Part{}, x->type().shape, x->type().dtype);
       }
@@ -309,11 +335,21 @@ Node *Lowering::run() {
       }
       return a;
     };
+    // A complex number binds as 0.0 (a Scalar) and is put back afterwards, at its schema index.
+    std::vector<std::pair<size_t, Arg>> numbers;
     std::vector<Arg> pos;
     std::vector<std::pair<std::string, Arg>> kw;
-    for (const Arg &a : c_.args) pos.push_back(real(a));
-    for (const auto &[k, v] : c_.kwargs) kw.push_back({k, real(v)});
+    for (const Arg &a : c_.args) {
+      if (complexNumber(a)) numbers.push_back({pos.size(), a});
+      pos.push_back(complexNumber(a) ? Arg(0.0) : real(a));
+    }
+    for (const auto &[k, v] : c_.kwargs) {
+      for (size_t i = 0; i < op->schema.args.size(); ++i)
+        if (op->schema.args[i].name == k && complexNumber(v)) numbers.push_back({i, v});
+      kw.push_back({k, complexNumber(v) ? Arg(0.0) : real(v)});
+    }
     args_ = bindArgs(at_, pos, kw);
+    for (auto &[i, v] : numbers) args_[i] = v;
   }
   auto unaryNode = [&]() {
     if (args_.size() != 1) fail("expected one argument");
@@ -322,7 +358,7 @@ Node *Lowering::run() {
   // Ops that only make sense for complex values, or whose real form is trivial.
   if (t == "aten.view_as_real.default") {
     Node *x = unaryNode();
-    if (!isComplex_(x)) fail("view_as_real is only supported for complex tensors");
+    if (!cplx(x)) fail("view_as_real is only supported for complex tensors");
     return finish(x);
   }
   if (t == "aten.view_as_complex.default") {
@@ -334,13 +370,13 @@ Node *Lowering::run() {
   if (t == "aten.resolve_conj.default" || t == "aten.resolve_neg.default") return finish(unaryNode());
   if (t == "aten._conj.default" || t == "aten.conj_physical.default") {
     Node *x = unaryNode();
-    if (!isComplex_(x)) return finish(x);
+    if (!cplx(x)) return finish(x);
     return finish(make(re(x), Part{call("aten.neg.default", {std::get<Node *>(im(x).v)})},
                        Shape(x->type().shape.begin(), x->type().shape.end() - 1), x->type().dtype));
   }
   if (t == "aten.real.default" || t == "aten.imag.default") {
     Node *x = unaryNode();
-    if (!isComplex_(x)) {
+    if (!cplx(x)) {
       if (t == "aten.imag.default") fail("imag is not implemented for tensors with non-complex dtypes.");
       return finish(x);
     }
@@ -349,7 +385,7 @@ Node *Lowering::run() {
   if (t == "aten.complex.default" || t == "aten.polar.default") {
     if (args_.size() != 2) fail("expected two arguments");
     Node *a = node(0), *b = node(1);
-    if (isComplex_(a) || isComplex_(b)) fail("expected real operands");
+    if (cplx(a) || cplx(b)) fail("expected real operands");
     Shape s = broadcastShape({a, b});
     if (t == "aten.complex.default") return finish(make(Part{a}, Part{b}, s, a->type().dtype));
     Node *r = call("aten.mul.Tensor", {a, call("aten.cos.default", {b})});
@@ -358,7 +394,7 @@ Node *Lowering::run() {
   }
   if (t == "aten.angle.default") {
     Node *x = unaryNode();
-    if (isComplex_(x)) return finish(call("aten.atan2.default", {im(x).v, re(x).v}));
+    if (cplx(x)) return finish(call("aten.atan2.default", {im(x).v, re(x).v}));
     // Real input: pi for negative values, 0 otherwise, NaN kept (torch's angle).
     Node *neg = call("aten.lt.Scalar", {x, (int64_t)0});
     Node *v = call("aten.where.ScalarOther", {neg, call("aten.full_like.default", {x, std::numbers::pi}), 0.0});
@@ -386,10 +422,10 @@ Node *Lowering::run() {
     const Arg &dt = args_[1];
     if (complexDType_) {
       DType real = std::get<DTypeLit>(dt).dtype;
-      if (isComplex_(x)) return finish(call("aten._to_copy.default", {x}, {{"dtype", DTypeLit{real}}}));
+      if (cplx(x)) return finish(call("aten._to_copy.default", {x}, {{"dtype", DTypeLit{real}}}));
       return finish(make(Part{x}, Part{}, x->type().shape, real));
     }
-    if (!isComplex_(x)) fail("unexpected complex lowering of a real _to_copy");
+    if (!cplx(x)) fail("unexpected complex lowering of a real _to_copy");
     if (std::holds_alternative<std::monostate>(dt)) return finish(call("aten.clone.default", {x}));
     // To a real dtype: the real part (torch warns that the imaginary part is discarded).
     return finish(call("aten._to_copy.default", {re(x).v}, {{"dtype", dt}}));
@@ -411,8 +447,8 @@ Node *Lowering::run() {
   if (t == "aten.copy.default" || t == "aten.slice_scatter.default") {
     // The written value joins the complex one as (x, 0) when it is real; copy broadcasts it.
     Node *self = node(0), *src = node(1);
-    auto pair = [&](Node *x) { return isComplex_(x) ? x : make(Part{x}, Part{}, x->type().shape, x->type().dtype); };
-    if (!isComplex_(self)) fail("writing a complex value into a real tensor is not supported");
+    auto pair = [&](Node *x) { return cplx(x) ? x : make(Part{x}, Part{}, x->type().shape, x->type().dtype); };
+    if (!cplx(self)) fail("writing a complex value into a real tensor is not supported");
     std::vector<Arg> a = args_;
     a[1] = pair(src);
     if (t == "aten.slice_scatter.default") a[2] = wrap(std::get<int64_t>(a[2]), crank(self));
@@ -449,11 +485,17 @@ EnumLit complexDTypeLit(DType real) {
   return EnumLit{real == DType::F64 ? "torch.complex128" : "torch.complex64"};
 }
 
+EnumLit complexNumberLit(double re, double im) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "complex(%.17g, %.17g)", re, im);
+  return EnumLit{buf};
+}
+
 bool needsComplexLowering(const ComplexCall &c, const std::function<bool(const Node *)> &isComplex) {
   if (c.target.rfind("aten._fft_", 0) == 0) return false; // defined on the pairs
   if (c.resultComplex || isComplexOnlyTarget(c.target)) return true;
   auto check = [&](const Arg &a) {
-    if (isComplexDType(a)) return true;
+    if (isComplexDType(a) || complexNumber(a)) return true;
     if (auto *n = std::get_if<Node *>(&a)) return *n && isComplex(*n);
     if (auto *l = std::get_if<std::vector<Node *>>(&a))
       for (Node *x : *l)

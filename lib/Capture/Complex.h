@@ -28,6 +28,9 @@ bool isComplexOnlyTarget(const std::string &canonicalTarget);
 /// "torch.complex64" / "torch.complex128" (only the rewrites here read it).
 EnumLit complexDTypeLit(DType real);
 
+/// A Python complex number argument (`x * 1j`): an EnumLit "complex(<re>, <im>)" (%.17g).
+EnumLit complexNumberLit(double re, double im);
+
 struct ComplexCall {
   std::string name;   ///< The exported node's name: the node returned carries it.
   std::string target; ///< Canonical target.

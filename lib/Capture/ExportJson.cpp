@@ -93,6 +93,7 @@ private:
   const json *tensorValues_ = nullptr;
   std::map<std::string, Node *> values_; ///< JSON value name -> node.
   std::set<const Node *> complex_;       ///< Nodes holding a complex value's view_as_real (Complex.h).
+  std::set<std::string> scalars_;        ///< Symbols _local_scalar_dense defines (item() values: 0-d tensors).
   std::set<std::string> reserved_;       ///< Every name the JSON defines.
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
   DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
@@ -226,6 +227,9 @@ std::vector<std::string> Reader::refsOf(const json &arg) const {
   if (k == "as_tensor") nameOf(v);
   else if (k == "as_tensors" && v.is_array())
     for (const json &x : v) nameOf(x);
+  else if ((k == "as_sym_float" || k == "as_sym_int" || k == "as_sym_bool") && v.is_object() && v.contains("as_name") &&
+           v["as_name"].is_string())
+    r.push_back(v["as_name"].get<std::string>()); // a symbol: _local_scalar_dense's value
   else if ((k == "as_optional_tensors") && v.is_array()) {
     for (const json &x : v)
       if (x.is_object() && x.contains("as_tensor")) nameOf(x["as_tensor"]);
@@ -264,6 +268,18 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   };
   if (k == "as_none") return std::monostate{};
   if (k == "as_tensor") return ref(tensorName(v, ctx), jn);
+  if (k == "as_complex") // a Python complex number: only the complex rewrites read it (Complex.h)
+    return complex_values::complexNumberLit(jsonFloat(field(v, "real", ctx), ctx), jsonFloat(field(v, "imag", ctx), ctx));
+  if ((k == "as_sym_float" || k == "as_sym_int" || k == "as_sym_bool") && v.is_object() && v.contains("as_name") &&
+      v["as_name"].is_string() && scalars_.count(v["as_name"].get<std::string>())) {
+    // A value read by item() (_local_scalar_dense): a 0-d tensor, accepted where a tensor is.
+    std::string name = v["as_name"].get<std::string>();
+    if (ty != "Tensor" && ty != "Tensor?")
+      failNode(jn, ctx + ": the value of item() ('" + name + "') used as a " + (ty.empty() ? "non-tensor" : ty) +
+                       " argument: data-dependent (shapes, sizes and non-tensor arguments must be known when "
+                       "compiling; a tensor argument is supported)");
+    return ref(name, jn);
+  }
   if (k == "as_tensors" || k == "as_optional_tensors") {
     if (!v.is_array()) failNode(jn, ctx + ": expected a list");
     std::vector<Node *> r;
@@ -447,8 +463,12 @@ void Reader::readNodes(const json &graph) {
     if (!outs.is_array()) failNode(jn, "'outputs' must be a list");
     for (const json &o : outs) {
       std::vector<std::string> names = refsOf(o);
-      if (o.is_object() && o.size() == 1 && o.begin().key() == "as_sym_int")
-        failNode(jn, "symbolic integer result: dynamic shapes not supported yet");
+      bool item = jn.contains("target") && jn["target"].is_string() &&
+                  jn["target"].get<std::string>() == "torch.ops.aten._local_scalar_dense.default";
+      if (o.is_object() && o.size() == 1 && o.begin().key().rfind("as_sym_", 0) == 0) {
+        if (!item) failNode(jn, "symbolic result: dynamic shapes not supported yet");
+        for (const std::string &n : names) scalars_.insert(n);
+      }
       for (const std::string &n : names) {
         if (reserved_.count(n)) failNode(jn, "duplicate name '" + n + "'");
         reserved_.insert(n);
@@ -604,8 +624,17 @@ void Reader::buildNode(const json &jn) {
   const json &outs = jn["outputs"];
   bool single = (!def || def->schema.numReturns == 1) && outs.size() == 1 && outs[0].is_object() &&
                 outs[0].size() == 1 && outs[0].begin().key() == "as_tensor";
+  // item(): one symbol result, named by as_name (a 0-d tensor in aotc).
+  bool symbol = target == "aten._local_scalar_dense.default" && outs.size() == 1 && outs[0].is_object() &&
+                outs[0].size() == 1 && outs[0].begin().key().rfind("as_sym_", 0) == 0;
   std::string nodeName;
-  if (single) {
+  if (symbol) {
+    const json &sv = outs[0].begin().value();
+    if (!sv.is_object() || !sv.contains("as_name") || !sv["as_name"].is_string())
+      failNode(jn, "outputs[0]: expected a named symbol");
+    nodeName = sv["as_name"].get<std::string>();
+    single = true;
+  } else if (single) {
     nodeName = tensorName(outs[0]["as_tensor"], "outputs[0]");
   } else if (jn.contains("name") && jn["name"].is_string()) {
     nodeName = jn["name"].get<std::string>();

@@ -388,6 +388,19 @@ static const std::vector<RuleEntry> &table() {
     {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight"},
     {"aten.mse_loss.default",          mseLoss,      "sub, pow 2, mean/sum"},
     {"aten.silu.default",              silu,         "x * sigmoid(x)"},
+    {"aten._local_scalar_dense.default", [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         return Vals{e.call("aten.detach.default", {e.view(x, {})})};
+                                       },
+                                                     "detach(view(x, [])): item()'s number as a 0-d tensor, no gradient"},
+    {"aten.max.default",               [](Emitter &e, Node &n) {
+                                         return Vals{e.call("aten.amax.default", {n.tensorArg(0), std::vector<int64_t>{}, false})};
+                                       },
+                                                     "amax over every dim"},
+    {"aten.min.default",               [](Emitter &e, Node &n) {
+                                         return Vals{e.call("aten.amin.default", {n.tensorArg(0), std::vector<int64_t>{}, false})};
+                                       },
+                                                     "amin over every dim"},
     {"aten.t.default",                 transposeT,   "permute [1, 0]"},
     {"aten.transpose.int",             transposeInt, "permute with two dims swapped"},
     {"aten._unsafe_view.default",      toView,       "view"},

@@ -99,6 +99,24 @@ void registerReductionOps(OpRegistry &r) {
         3, true);
   minMaxOp(r, "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", true);
   minMaxOp(r, "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", false);
+  // max() / min() of every element (not Core ATen; run_decompositions keeps them): amax / amin
+  // over every dim (decompose), the same value, NaN and tie conventions (torch's
+  // evenly_distribute_backward is amax's gradient rule).
+  for (bool isMax : {true, false}) {
+    OpDef &d = r.add(isMax ? "max(Tensor self) -> Tensor" : "min(Tensor self) -> Tensor", OpCategory::Composite);
+    d.infer = [isMax](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.numel() == 0)
+        nodeError(n, std::string(isMax ? "max" : "min") + "(): Expected reduction dim to be specified for "
+                     "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+      return {{t.dtype, {}}};
+    };
+    setEval(d, [isMax](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      return reduceRef(x, std::vector<bool>(x.shape.size(), true), false, n.types[0].dtype, isMax ? -kInf : kInf,
+                       isMax ? maxAcc : minAcc, [](double v, int64_t) { return v; });
+    });
+  }
   // argmax / argmin: dim=None flattens (result 0-d, or all-ones shape with keepdim). The first
   // extremum wins; NaN is both the maximum and the minimum (torch). argmax is a primitive;
   // argmin is argmax of the order reversed (decompose).

@@ -163,6 +163,20 @@ void registerViewOps(OpRegistry &r) {
     setEval(d, reshapeEval);
   }
   {
+    // _local_scalar_dense (Tensor.item()): the single element of self, as a Python number in
+    // torch; a 0-d tensor of self's dtype in aotc (capture reads the symbol as a tensor
+    // argument), no gradient. Decomposed to detach(view(self, [])).
+    OpDef &d = r.add("_local_scalar_dense(Tensor self) -> Scalar", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (t.numel() != 1)
+        nodeError(n, "a Tensor with " + std::to_string(t.numel()) + " elements cannot be converted to Scalar");
+      return {{t.dtype, {}}};
+    };
+    d.nonDifferentiable = true;
+    setEval(d, reshapeEval);
+  }
+  {
     // detach: alias's value, and no gradient flows through it (lowered as alias).
     OpDef &d = r.add("detach(Tensor(a) self) -> Tensor(a)", OpCategory::View);
     d.writeThrough = true;
