@@ -20,7 +20,7 @@ namespace {
 const std::set<std::string> &complexOnly() {
   static const std::set<std::string> s = {
       "aten.view_as_real.default", "aten.view_as_complex.default", "aten._conj.default",
-      "aten.conj_physical.default", "aten.resolve_conj.default",   "aten.resolve_neg.default",
+      "aten.conj_physical.default", "aten._conj_physical.default", "aten.resolve_conj.default",   "aten.resolve_neg.default",
       "aten.complex.default",       "aten.polar.default",          "aten.angle.default",
       "aten.real.default",          "aten.imag.default"};
   return s;
@@ -368,7 +368,7 @@ Node *Lowering::run() {
     return finish(x);
   }
   if (t == "aten.resolve_conj.default" || t == "aten.resolve_neg.default") return finish(unaryNode());
-  if (t == "aten._conj.default" || t == "aten.conj_physical.default") {
+  if (t == "aten._conj.default" || t == "aten.conj_physical.default" || t == "aten._conj_physical.default") {
     Node *x = unaryNode();
     if (!cplx(x)) return finish(x);
     return finish(make(re(x), Part{call("aten.neg.default", {std::get<Node *>(im(x).v)})},

@@ -401,6 +401,18 @@ static const std::vector<RuleEntry> &table() {
                                          return Vals{e.call("aten.amin.default", {n.tensorArg(0), std::vector<int64_t>{}, false})};
                                        },
                                                      "amin over every dim"},
+    {"aten.unfold.default",            [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         const Shape &xs = x->type().shape, &os = n.type().shape;
+                                         if (xs.empty()) return Vals{e.call("aten.expand.default", {e.view(x, {1}), os})};
+                                         int64_t dim = wrapDimAt(n, n.intArg(1), (int64_t)xs.size());
+                                         std::vector<int64_t> st = contiguousStrides(xs);
+                                         int64_t inner = st[dim];
+                                         st[dim] *= n.intArg(3);
+                                         st.push_back(inner);
+                                         return Vals{e.call("aten.as_strided.default", {x, os, st, int64_t(0)})};
+                                       },
+                                                     "as_strided over the dense layout: stride[dim] * step, then stride[dim] for the window"},
     {"aten.t.default",                 transposeT,   "permute [1, 0]"},
     {"aten.transpose.int",             transposeInt, "permute with two dims swapped"},
     {"aten._unsafe_view.default",      toView,       "view"},

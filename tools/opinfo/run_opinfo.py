@@ -10,7 +10,8 @@ call it: `output_process_fn_grad(gradcheck_wrapper(op, *inputs, **kwargs))`:
   * references: the same call in float64 on the upcast inputs, outputs and input gradients
     of sum_i <output_i, tangent_i> with seeded random cotangents (so a weighted sum of the
     outputs is the loss);
-  * aotc: `aotc run` on the exported graph with the float32 inputs and cotangents, outputs
+  * complex results are compared as their view_as_real (aotc's representation: docs/complex.md);
+  * aotc: `aotc run` on the exported .pt2 with the float32 inputs and cotangents, outputs
     and gradients compared with the references by the conformance rule
     (test/conformance/run_conformance.py: NaN/inf in the same places, |a - r| <=
     1e-4 |r| + 1e-5 max|r|).
@@ -70,7 +71,11 @@ def cases_of(info, samples):
             if k >= samples:
                 break
             op, wrap, post = info.get_op(), info.gradcheck_wrapper, s.output_process_fn_grad
-            fn = (lambda op, wrap, post: lambda *a, **kw: post(wrap(op, *a, **kw)))(op, wrap, post)
+            # Complex results are compared as their view_as_real (aotc's representation,
+            # docs/complex.md; the gradient of the pairs is torch's complex gradient).
+            fn = (lambda op, wrap, post: lambda *a, **kw: pytree.tree_map(
+                lambda t: torch.view_as_real(t.resolve_conj()) if isinstance(t, torch.Tensor) and t.is_complex() else t,
+                post(wrap(op, *a, **kw))))(op, wrap, post)
             fn.__name__ = info.name
             out.append((f"{name}[{k}]", fn, (s.input, *s.args), dict(s.kwargs)))
     except Exception as e:  # a sample generator that fails on this torch build
@@ -195,8 +200,9 @@ def prepare(cid, fn, args, kwargs, work):
         if f"grad_{n}" in [c for c, _, _ in checks] and not gen.within(a.detach(), r.detach(), RTOL, ATOL):
             return {**base, "status": "ill-conditioned", "reason": f"torch's float32 grad_{n} breaks the bound"}
     os.makedirs(work, exist_ok=True)
-    with open(os.path.join(work, "graph.fx.txt"), "w") as f:
+    with open(os.path.join(work, "graph.fx.txt"), "w") as f:  # for reading; aotc gets the .pt2
         f.write(text)
+    torch.export.save(ep, os.path.join(work, "graph.pt2"))
     gen.common.write_safetensors(os.path.join(work, "case.safetensors"),
                                  {k: v.contiguous() for k, v in st.items()}, {"case": cid},
                                  same=lambda a, b: torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
@@ -212,10 +218,14 @@ def run_aotc(aotc, work, timeout):
     tensors, _ = rc.read_safetensors(os.path.join(work, "case.safetensors"))
     ins = {k: v for k, v in tensors.items() if not k.startswith("ref.")}
     rc.write_safetensors(os.path.join(work, "in.safetensors"), ins)
-    cmd = [aotc, "run", os.path.join(work, "graph.fx.txt"), "--inputs", os.path.join(work, "in.safetensors"),
+    cmd = [aotc, "run", os.path.join(work, "graph.pt2"), "--inputs", os.path.join(work, "in.safetensors"),
            "--out", os.path.join(work, "out.safetensors")]
     if meta["freeze"]:
         cmd.append("--freeze=" + ",".join(meta["freeze"]))
+    # A .pt2's user inputs get no gradient by default: ask for the checked ones.
+    wanted = [c[len("grad_"):] for c, _, _ in meta["checks"] if c.startswith("grad_")]
+    if wanted:
+        cmd.append("--requires-grad=" + ",".join(wanted))
     res["command"] = " ".join(cmd)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -338,6 +338,49 @@ void registerViewOps(OpRegistry &r) {
     setEval(d, [](const Node &n, const RefArgs &a) { return asStridedRef(n, *a.at(0), n.isNoneArg(3) ? 0 : n.intArg(3)); });
   }
   {
+    // unfold(self, dimension, size, step): every window of `size` elements `step` apart along
+    // `dimension`, as a new last dim (torch: [.., (n - size) / step + 1 at dimension, .., size]);
+    // a 0-d self is [size] with size <= 1. Decompose: as_strided over self's dense layout.
+    OpDef &d = r.add("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      int64_t size = n.intArg(2), step = n.intArg(3);
+      if (step <= 0) nodeError(n, "unfold(): step is " + std::to_string(step) + " but must be > 0");
+      if (size < 0) nodeError(n, "unfold(): size is " + std::to_string(size) + " but must be >= 0");
+      if (t.rank() == 0) {
+        if (size > 1) nodeError(n, "unfold(): maximum size for tensor at dimension 0 is 1 but size is " + std::to_string(size));
+        return {{t.dtype, {size}}};
+      }
+      int64_t dim = wrapDimOrError(n, n.intArg(1), t.rank());
+      if (size > t.shape[dim])
+        nodeError(n, "unfold(): maximum size for tensor at dimension " + std::to_string(dim) + " is " +
+                         std::to_string(t.shape[dim]) + " but size is " + std::to_string(size));
+      Shape s = t.shape;
+      s[dim] = (t.shape[dim] - size) / step + 1;
+      s.push_back(size);
+      return {{t.dtype, s}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      const RefTensor &x = *a.at(0);
+      const Shape &os = n.types[0].shape;
+      RefTensor out(n.types[0].dtype, os);
+      if (x.shape.empty()) {
+        for (int64_t k = 0; k < out.numel(); ++k) out.data[k] = x.data[0];
+        return out;
+      }
+      int64_t dim = wrapDimOrError(n, n.intArg(1), (int64_t)x.shape.size()), step = n.intArg(3);
+      std::vector<int64_t> idx(os.size());
+      for (int64_t k = 0; k < out.numel(); ++k) {
+        int64_t rem = k;
+        for (size_t d = os.size(); d-- > 0;) idx[d] = rem % os[d], rem /= os[d];
+        std::vector<int64_t> src(idx.begin(), idx.end() - 1);
+        src[dim] = idx[dim] * step + idx.back();
+        out.data[k] = x.data[x.offset(src)];
+      }
+      return out;
+    });
+  }
+  {
     // _reshape_alias (older exports' reshape of a contiguous tensor): as_strided at offset 0;
     // decompose makes it a view (or, strides not contiguous, an as_strided).
     OpDef &d = r.add("_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)", OpCategory::Composite);
