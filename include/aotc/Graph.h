@@ -193,8 +193,10 @@ struct Program {
   /// The name of the input whose new value forward output k is (mutatedInputs), or nullptr.
   const std::string *mutatedInputOf(int k) const;
   /// Whether forward output k, of dtype dt, is differentiable, i.e. gets a tangent placeholder
-  /// in the joint graph and a tangents[k] in the ABI: a floating dtype and not a mutated
-  /// input's new value (as AOTAutograd: batch norm's running statistics get no cotangent).
+  /// in the joint graph and a tangents[k] in the ABI: a floating dtype, and, for a mutated
+  /// input's new value, an input that requires grad (an activation mutated in place: the
+  /// caller's later uses of it send their gradient through the mutation, as in eager; batch
+  /// norm's running statistics, buffers, get no cotangent, as in AOTAutograd).
   /// The one rule the joint builder, gradcheck and codegen share.
   bool outputHasTangent(int k, DType dt) const;
 

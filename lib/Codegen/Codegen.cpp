@@ -47,7 +47,8 @@ static void tensorLines(std::ostringstream &os, const char *arr, const std::vect
       os << ", the RNG state {seed, offset} (int64; the step returns it advanced: docs/randomness.md)";
     if (inputs && ts[i].updatesInput >= 0)
       os << ", new value of in[" << ts[i].updatesInput << "] " << (*inputs)[ts[i].updatesInput].name
-         << " (copy it there after the step)";
+         << " (copy it there after the step" << (ts[i].requiresGrad ? "; takes a tangent: the input requires grad" : "")
+         << ")";
     os << "\n";
   }
 }
@@ -72,7 +73,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << " * Inputs (forward in[], and again backward in[]):\n";
   tensorLines(os, "in", kp.inputs);
   os << " * Outputs (forward out[]; backward tangents[] has the same shapes, NULL for\n"
-     << " * non-floating outputs and for the new values of mutated inputs):\n";
+     << " * non-floating outputs and for the new values of mutated inputs that do not require grad):\n";
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);

@@ -195,6 +195,8 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
         if (fph[i]->name == *mut) t.updatesInput = (int)i;
       if (t.updatesInput < 0)
         internalError("codegen: output " + std::to_string(k) + " updates unknown input '" + *mut + "'");
+      // abi.h: a new value that takes a tangent (its input requires grad) says so (ABI 9.2).
+      t.requiresGrad = hasBwd && p.outputHasTangent(k, t.type.dtype);
     }
     kp.outputs.push_back(t);
   }

@@ -114,7 +114,15 @@ const std::string *Program::mutatedInputOf(int k) const {
   return nullptr;
 }
 
-bool Program::outputHasTangent(int k, DType dt) const { return isFloating(dt) && !mutatedInputOf(k); }
+bool Program::outputHasTangent(int k, DType dt) const {
+  if (!isFloating(dt)) return false;
+  const std::string *mut = mutatedInputOf(k);
+  if (!mut) return true;
+  // A mutated input's new value takes a cotangent when the input requires grad (an activation
+  // mutated in place: eager's gradient flows through the mutation); buffers never do.
+  const Node *ph = forward.find(*mut);
+  return ph && ph->isPlaceholder() && ph->requiresGrad;
+}
 
 Program Program::clone() const {
   Program q;

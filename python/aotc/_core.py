@@ -343,10 +343,10 @@ class TensorDesc:
 
     name (FQN for parameters/buffers), dtype ('f32'...), role ('parameter', 'buffer',
     'user_input', 'output', 'grad', 'constant', 'rng_state'), shape (tuple), numel, nbytes,
-    requires_grad (bool; inputs only), updates_input (outputs only: the index of the input
-    whose new value this output is, e.g. batch norm's running_mean; else -1), differentiable
-    (outputs: gets a tangent: floating and not a mutated input's new value), index (position
-    in its list).
+    requires_grad (bool; inputs: gets a gradient; outputs: a mutated input's new value that
+    takes a tangent), updates_input (outputs only: the index of the input whose new value this
+    output is, e.g. batch norm's running_mean; else -1), differentiable (outputs: gets a
+    tangent: floating and not a mutated buffer's new value), index (position in its list).
     """
 
     __slots__ = ("index", "name", "dtype", "role", "shape", "numel", "nbytes", "requires_grad",
@@ -367,8 +367,9 @@ class TensorDesc:
 
     @property
     def differentiable(self):
-        """Whether backward takes a tangent for this output (abi.h tangents[i])."""
-        return self.dtype in FLOATING and self.updates_input < 0
+        """Whether backward takes a tangent for this output (abi.h aotc_output_takes_tangent:
+        floating, and for a mutated input's new value an input that requires grad)."""
+        return self.dtype in FLOATING and (self.updates_input < 0 or bool(self.requires_grad))
 
     @property
     def type_str(self):

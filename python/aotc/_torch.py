@@ -15,10 +15,13 @@ the remaining (user) inputs are forward's arguments, in placeholder order.
             are kept in ctx through ctx.save_for_backward (so autograd frees the area
             after the backward unless retain_graph, and modifying an input in place
             before the backward is caught by its version check); integer/bool outputs
-            and mutated inputs' new values are marked non-differentiable; an input an
-            output updates is saved as a copy (the module writes the new value back).
+            and mutated buffers' new values are marked non-differentiable; an input an
+            output updates is saved as a copy (the module writes a buffer's new value back);
+            a mutated user input is changed in place (its new value copied into it) and
+            marked dirty, so its autograd history continues through the call, as after an
+            in-place op in eager, and its later uses' gradient arrives as that output's tangent.
   backward: cotangents of differentiable outputs (zeros for outputs that received
-            none, NULL for integer/bool ones and mutated inputs' new values), aotc_rt_backward, and the gradient of every
+            none, NULL for integer/bool ones and mutated buffers' new values), aotc_rt_backward, and the gradient of every
             input that needs one; None for the others (integer inputs, frozen
             parameters, inputs without requires_grad).
 An input that requires grad but whose gradient the program does not compute is an
@@ -130,6 +133,19 @@ class AotcFunction(torch.autograd.Function):
         updated = {d.updates_input for d in p.outputs if d.updates_input >= 0}
         ctx.save_for_backward(*[t.clone() if i in updated else t for i, t in enumerate(ready)],
                               saved)
+        # A user input the graph mutates (an activation changed in place) is changed in place
+        # here too, as eager does: its new value is written into the caller's tensor, which
+        # is returned as that output and marked dirty, so its autograd history continues
+        # through this call and a later use sends its gradient back as that output's tangent.
+        dirty = []
+        for k, d in enumerate(p.outputs):
+            if d.updates_input >= 0 and p.inputs[d.updates_input].role == "user_input":
+                x = inputs[d.updates_input]
+                x.copy_(outs[k])
+                outs[k] = x
+                dirty.append(x)
+        if dirty:
+            ctx.mark_dirty(*dirty)
         ctx.mark_non_differentiable(*[o for d, o in zip(p.outputs, outs)
                                       if not d.differentiable])
         return tuple(outs)
@@ -308,6 +324,11 @@ class CompiledModule(torch.nn.Module):
             for d, o in zip(p.outputs, outs):
                 if d.updates_input < 0:
                     user.append(o)
+                    continue
+                if p.inputs[d.updates_input].role == "user_input":
+                    # A mutated user input: AotcFunction wrote it; the eval path writes it here.
+                    if use_eval:
+                        full[d.updates_input].copy_(o)
                     continue
                 if self.training:
                     owner, leaf = self._param_paths[d.updates_input]

@@ -191,8 +191,8 @@ using detail::roleWord;
 
 bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
 
-/// abi.h: an output has a tangent when it is floating and not a mutated input's new value.
-bool isDifferentiableOutput(const aotc_tensor_desc &d) { return isFloatingAbi(d.dtype) && d.updates_input < 0; }
+/// abi.h's aotc_output_takes_tangent.
+bool isDifferentiableOutput(const aotc_tensor_desc &d) { return aotc_output_takes_tangent(&d) != 0; }
 
 } // namespace
 
@@ -212,7 +212,7 @@ DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : pr
     const aotc_tensor_desc &d = program.outputs[i];
     if (isDifferentiableOutput(d))
       defaultTangents_[i] = Tensor::full(dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank),
-                                         d.rank == 0 ? 1.0 : 0.0);
+                                         d.rank == 0 && d.updates_input < 0 ? 1.0 : 0.0);
   }
   detail::pinBlasToOneThread();
 }

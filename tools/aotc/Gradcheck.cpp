@@ -119,14 +119,14 @@ int gradcheckCommand(const GradcheckOptions &o) {
   const aotc_program &prog = obj.program();
   std::vector<rt::Tensor> inputs = bindInputs(prog, compiled.weights, file ? &*file : nullptr,
                                               o.inputs, &randomInput, o.seed);
-  // Random cotangents in [-1, 1] for every differentiable output (floating, and not a
-  // mutated input's new value: those are not differentiated, abi.h).
+  // Random cotangents in [-1, 1] for every differentiable output (abi.h's
+  // aotc_output_takes_tangent: a mutated buffer's new value is not differentiated).
   std::vector<std::unique_ptr<rt::Tensor>> cot;
   std::mt19937_64 gen(o.seed + 12345);
   std::uniform_real_distribution<double> uni(-1.0, 1.0);
   for (int i = 0; i < prog.num_outputs; ++i) {
     const aotc_tensor_desc &d = prog.outputs[i];
-    if (d.dtype != AOTC_F64 || d.updates_input >= 0) {
+    if (d.dtype != AOTC_F64 || !aotc_output_takes_tangent(&d)) {
       cot.push_back(nullptr);
       continue;
     }

@@ -128,25 +128,27 @@ std::vector<std::unique_ptr<rt::Tensor>> bindTangents(const aotc_program &prog,
     const aotc_tensor_desc &d = prog.outputs[i];
     const std::string key = "tangent_" + std::to_string(i);
     const rt::Tensor *t = file ? file->find(key) : nullptr;
-    if (d.updates_input >= 0) { // a mutated input's new value: no tangent (abi.h)
+    if (d.updates_input >= 0 && !aotc_output_takes_tangent(&d)) { // a mutated buffer's new value (abi.h)
       if (t)
         userError(filePath + ": '" + key + "' given, but output " + std::to_string(i) +
                   " is the new value of input '" + prog.inputs[d.updates_input].name +
-                  "' and takes no cotangent (as in PyTorch, a mutated buffer is not differentiated)");
+                  "', which does not require grad: it takes no cotangent (as in PyTorch, a mutated buffer is "
+                  "not differentiated)");
       tangents.push_back(nullptr);
       continue;
     }
-    if (d.dtype != AOTC_F32 && d.dtype != AOTC_F64) {
+    if (!aotc_output_takes_tangent(&d)) {
       tangents.push_back(nullptr);
       continue;
     }
     if (t && !t->matches(d))
       userError(filePath + ": '" + key + "' is " + t->typeString() + " but output " +
                 std::to_string(i) + " is " + rt::descTypeString(d));
+    // Default: ones; zeros for a mutated input's new value (nothing used it after the call).
     tangents.push_back(std::make_unique<rt::Tensor>(
         t ? t->clone()
           : rt::Tensor::full(rt::dtypeFromAbi(d.dtype),
-                             std::vector<int64_t>(d.shape, d.shape + d.rank), 1.0)));
+                             std::vector<int64_t>(d.shape, d.shape + d.rank), d.updates_input >= 0 ? 0.0 : 1.0)));
   }
   return tangents;
 }

@@ -30,7 +30,8 @@
  *                  (intermediates only: inputs are never copied into it);
  *  - scratch     : scratch_bytes bytes; contents need not survive between calls;
  *  - tangents[i] : cotangent of out[i] (same shape/dtype); NULL for outputs that
- *                  are not differentiable (integer/bool dtype, or updates_input >= 0);
+ *                  are not differentiable (aotc_output_takes_tangent: integer/bool dtype,
+ *                  or updates_input >= 0 without requires_grad);
  *  - grads[j]    : gradient of input grad_input_index[j]; overwritten, never accumulated.
  * Return value: 0 on success; k > 0 means error k: errors[k-1] names the node
  * and the int64 at scratch + error_value_offset holds the offending value (e.g.
@@ -102,9 +103,10 @@ extern "C" {
  *  removed or retyped, an entry point's signature changed) is a new major, refused by the
  *  runtime with a message asking for a recompile. Major 9 is the ninth incompatible layout;
  *  minor 0 is every object since it (ABI 9 before this scheme: the same value, 9); minor 1 adds
- *  AOTC_ERROR_NULL_ARGUMENT (objects check their pointer arguments). */
+ *  AOTC_ERROR_NULL_ARGUMENT (objects check their pointer arguments); minor 2 sets requires_grad
+ *  on the outputs that are new values of inputs requiring grad (they take a tangent). */
 #define AOTC_ABI_MAJOR 9
-#define AOTC_ABI_MINOR 1
+#define AOTC_ABI_MINOR 2
 #define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
 /** The major / minor parts of an aotc_program::abi_version. */
 static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
@@ -150,16 +152,27 @@ typedef struct aotc_tensor_desc {
   int32_t dtype;        /**< aotc_dtype */
   int32_t role;         /**< aotc_role */
   int32_t rank;
-  int32_t requires_grad;/**< inputs only: 1 when a gradient is produced. */
+  int32_t requires_grad;/**< inputs: 1 when a gradient is produced. Outputs: 1 on the new value
+                         *   of a mutated input that requires grad: it takes a tangent (ABI 9.2;
+                         *   0 on every other output, whose tangent follows from its dtype). */
   const int64_t *shape; /**< rank entries (NULL when rank == 0). */
   int64_t numel;
   int64_t bytes;        /**< numel * itemsize */
   /** outputs only: the index (into inputs) of the input whose new value this output is (a
-   *  mutated buffer, e.g. batch norm's running_mean or num_batches_tracked), else -1. Such an
-   *  output has no tangent; the caller writes it back into that input after the step. */
+   *  mutated buffer, e.g. batch norm's running_mean or num_batches_tracked, or an input mutated
+   *  in place), else -1. Such an output has no tangent unless requires_grad says it has (an
+   *  input that requires grad, ABI 9.2); the caller writes it back into that input after the
+   *  step. */
   int32_t updates_input;
   int32_t reserved;     /**< 0 */
 } aotc_tensor_desc;
+
+/** Whether backward takes a tangent for output `d` (the one rule; the compiler's is
+ *  Program::outputHasTangent): a floating dtype, and for a mutated input's new value an input
+ *  that requires grad (requires_grad set on the output, ABI 9.2). */
+static inline int aotc_output_takes_tangent(const aotc_tensor_desc *d) {
+  return (d->dtype == AOTC_F32 || d->dtype == AOTC_F64) && (d->updates_input < 0 || d->requires_grad);
+}
 
 /** Return value of an entry point given a NULL context or another program's. */
 #define AOTC_ERROR_CONTEXT (-100)
