@@ -413,6 +413,29 @@ static const std::vector<RuleEntry> &table() {
                                          return Vals{e.call("aten.as_strided.default", {x, os, st, int64_t(0)})};
                                        },
                                                      "as_strided over the dense layout: stride[dim] * step, then stride[dim] for the window"},
+    {"aten.var_mean.correction",       [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         Node *var = e.call("aten.var.correction", {x, n.args[1]},
+                                                            {{"correction", n.args[2]}, {"keepdim", n.args[3]}});
+                                         Node *mean = e.call("aten.mean.dim", {x, n.args[1], n.args[3]});
+                                         return Vals{var, mean};
+                                       },
+                                                     "(var.correction, mean.dim) over the same dims"},
+    {"aten.exp2.default",              [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         x = e.toDtype(x, n.type().dtype);
+                                         return Vals{e.exp(e.mul(x, 0.69314718055994530942))};
+                                       },
+                                                     "exp(x ln 2) (integers cast to the default float first)"},
+    {"aten.round.decimals",            [](Emitter &e, Node &n) {
+                                         Node *x = n.tensorArg(0);
+                                         int64_t dec = n.intArg(1);
+                                         double p = std::pow(10.0, (double)std::llabs(dec));
+                                         if (dec >= 0)
+                                           return Vals{e.div(e.call("aten.round.default", {e.mul(x, p)}), p)};
+                                         return Vals{e.mul(e.call("aten.round.default", {e.div(x, p)}), p)};
+                                       },
+                                                     "round(x 10^d) / 10^d; d < 0: round(x / 10^-d) 10^-d"},
     {"aten.t.default",                 transposeT,   "permute [1, 0]"},
     {"aten.transpose.int",             transposeInt, "permute with two dims swapped"},
     {"aten._unsafe_view.default",      toView,       "view"},

@@ -248,6 +248,35 @@ void registerPointwiseOps(OpRegistry &r) {
   unarySame(r, "ceil(Tensor self) -> Tensor", [](double x) { return std::ceil(x); }, true, ScalarOp::Ceil);
   unarySame(r, "trunc(Tensor self) -> Tensor", [](double x) { return std::trunc(x); }, true, ScalarOp::Trunc);
   unarySame(r, "round(Tensor self) -> Tensor", [](double x) { return std::nearbyint(x); }, true, ScalarOp::Round);
+  {
+    // round.decimals (non-core): torch's round_decimals_kernel: ten_pow = 10^|d|; d > 0:
+    // round(x * ten_pow) / ten_pow, d < 0: round(x / ten_pow) * ten_pow (floating only; a
+    // composite of round, whose gradient is 0).
+    OpDef &d = r.add("round.decimals(Tensor self, *, int decimals) -> Tensor", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      if (!isFloating(t.dtype)) nodeError(n, "round with decimals is only supported for floating tensors (as torch)");
+      return {t};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      int64_t dec = n.intArg(1);
+      double p = std::pow(10.0, (double)std::llabs(dec));
+      return mapArgs(n, a, {0}, [&](const double *x) {
+        return dec >= 0 ? std::nearbyint(x[0] * p) / p : std::nearbyint(x[0] / p) * p;
+      });
+    });
+  }
+  {
+    // exp2 (non-core): 2^x = exp(x ln 2) (decompose; INT_TO_FLOAT).
+    OpDef &d = r.add("exp2(Tensor self) -> Tensor", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      return {{intToFloat(t.dtype), t.shape}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return mapArgs(n, a, {0}, [](const double *x) { return std::exp2(x[0]); });
+    });
+  }
   // fmod (C's, the sign of self) and remainder (Python's, the sign of other). Integers only by a
   // constant Scalar other than 0 and -1 (Swin's window masks: `arange % n`): an integer division
   // by a tensor could divide by zero, which must raise as torch's ZeroDivisionError (not yet), and

@@ -211,6 +211,25 @@ void registerReductionOps(OpRegistry &r) {
     };
     setEval(d, [](const Node &n, const RefArgs &a) { return varRef(n, *a.at(0), n.boolArg(2) ? 1.0 : 0.0, n.boolArg(3)); });
   }
+  {
+    // var_mean.correction (non-core; std_mean's base): (var.correction, mean.dim) over the same
+    // dims, one composite (decompose: the two ops, whose rules give torch's gradient).
+    OpDef &d = r.add("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
+                     "bool keepdim=False) -> (Tensor, Tensor)",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      requireFloating(n, t.dtype, "var_mean");
+      TensorType r{t.dtype, reducedShape(t.shape, reductionMask(n, 1, t.rank()), n.boolArg(3))};
+      return {r, r};
+    };
+    d.eval = [](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      const RefTensor &x = *a.at(0);
+      RefTensor mean = reduceRef(x, reductionMask(n, 1, (int64_t)x.shape.size()), n.boolArg(3), n.types[1].dtype, 0.0,
+                                 addAcc, [](double v, int64_t c) { return v / (double)c; });
+      return std::vector<RefTensor>{varRef(n, x, n.isNoneArg(2) ? 1.0 : n.scalarArg(2), n.boolArg(3)), mean};
+    };
+  }
   // max.dim / min.dim (values, indices): the first extremum along dim, NaN winning (its value
   // and index, as eager); the gradient goes to that one index (value_selecting_reduction_backward),
   // not shared among ties as amax's. A composite: argmax + gather.
