@@ -22,6 +22,7 @@ import aotc
 
 sys.path.insert(0, os.path.join(testutil.SRC_ROOT, "tools", "export"))
 import models  # noqa: E402  (tools/export/models.py: the eager definitions)
+import gen_mutated_input  # noqa: E402  (the module of test/lit/capture/mutated_input.test)
 # tools/check_golden.py, loaded by path (tools/ also holds the C++ driver's folder `aotc`): the
 # zoo bounds (torch's spread, the 5e-2 cap, knife-edge models) have one home.
 _spec = importlib.util.spec_from_file_location(
@@ -239,15 +240,7 @@ class MutatedInputs(unittest.TestCase):
     mutated; PT #93377: mutated, then read): the caller's tensor changes in place and a later
     use of it sends its gradient back through the mutation, as in eager (issue 28 part 3)."""
 
-    class ReadThenMutate(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = torch.nn.Parameter(torch.linspace(-1, 1, 4))
-
-        def forward(self, x):
-            y = (x + self.w).sin().sum()
-            x.mul_(2)
-            return y
+    ReadThenMutate = gen_mutated_input.MutatesInput  # the lit test's archive's module
 
     class MutateThenRead(torch.nn.Module):
         def __init__(self):

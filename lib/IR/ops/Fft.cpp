@@ -155,23 +155,27 @@ std::vector<cd> refR2c(const RefTensor &x, const std::vector<int64_t> &dims, boo
   return resizeAlong(a, x.shape, dims.back(), x.shape[dims.back()] / 2 + 1, os);
 }
 
+/// The pairs an r2c transform of real argument 0 over dims (argument 1) makes, normalization
+/// argument 2 checked: the last dim halved to n/2 + 1 when `onesided`.
+TensorType r2cType(const Node &n, bool onesided, const char *op) {
+  TensorType x = argType(n, 0);
+  requireFloating(n, x.dtype, op);
+  if (x.rank() < 1) nodeError(n, std::string(op) + ": expected a tensor of rank >= 1");
+  std::vector<int64_t> dims = fftDims(n, 1, x.rank(), op);
+  normMode(n, 2, op);
+  requireSignal(n, x.shape, dims, op);
+  Shape s = x.shape;
+  if (onesided) s[dims.back()] = s[dims.back()] / 2 + 1;
+  return {x.dtype, withPair(s)};
+}
+
 } // namespace
 
 void registerFftOps(OpRegistry &r) {
   {
     OpDef &d = r.add("_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor", OpCategory::Fft);
     d.primitive = true;
-    d.infer = [](const Node &n) -> Types {
-      TensorType x = argType(n, 0);
-      requireFloating(n, x.dtype, "_fft_r2c");
-      if (x.rank() < 1) nodeError(n, "_fft_r2c: expected a tensor of rank >= 1");
-      std::vector<int64_t> dims = fftDims(n, 1, x.rank(), "_fft_r2c");
-      normMode(n, 2, "_fft_r2c");
-      requireSignal(n, x.shape, dims, "_fft_r2c");
-      Shape s = x.shape;
-      if (n.boolArg(3)) s[dims.back()] = s[dims.back()] / 2 + 1;
-      return {{x.dtype, withPair(s)}};
-    };
+    d.infer = [](const Node &n) -> Types { return {r2cType(n, n.boolArg(3), "_fft_r2c")}; };
     setEval(d, [](const Node &n, const RefArgs &a) {
       const RefTensor &x = *a.at(0);
       std::vector<int64_t> dims = fftDims(n, 1, (int64_t)x.shape.size(), "_fft_r2c");
@@ -260,17 +264,7 @@ void registerFftOps(OpRegistry &r) {
   {
     OpDef &d = r.add("aotc::fft_c2r_backward(Tensor grad, int[] dim, int normalization) -> Tensor",
                      OpCategory::Composite);
-    d.infer = [](const Node &n) -> Types {
-      TensorType g = argType(n, 0);
-      requireFloating(n, g.dtype, "fft_c2r_backward");
-      if (g.rank() < 1) nodeError(n, "fft_c2r_backward: expected a tensor of rank >= 1");
-      std::vector<int64_t> dims = fftDims(n, 1, g.rank(), "fft_c2r_backward");
-      normMode(n, 2, "fft_c2r_backward");
-      requireSignal(n, g.shape, dims, "fft_c2r_backward");
-      Shape s = g.shape;
-      s[dims.back()] = s[dims.back()] / 2 + 1;
-      return {{g.dtype, withPair(s)}};
-    };
+    d.infer = [](const Node &n) -> Types { return {r2cType(n, true, "fft_c2r_backward")}; };
     setEval(d, [](const Node &n, const RefArgs &a) {
       const RefTensor &g = *a.at(0);
       std::vector<int64_t> dims = fftDims(n, 1, (int64_t)g.shape.size(), "fft_c2r_backward");
