@@ -251,6 +251,35 @@ def refused_op(reason):
     return m.group(1) if m else reason[:80]
 
 
+# Why aotc refuses an op the OpInfos reach, by family (docs/opinfo.md's "why" column); the
+# Core ATen ones have their own reasons in docs/ops.md ("Core ATen coverage").
+WHY = [
+    (r"aten\.(_linalg_|linalg_|cholesky|triangular_solve|lu_unpack|ormqr|_linalg_svd)",
+     "linear algebra: a LAPACK call (OpenBLAS ships LAPACK) on the extern path, not implemented yet"),
+    (r"aten\.(polygamma|lgamma|digamma|special_|i0|erfc|erfcx)",
+     "special function: not in the codegen's math yet (libm's lgamma / erfc could serve; the rest need series)"),
+    (r"aten\.\w+_copy\b|aten\.(as_strided_scatter|unbind_copy)",
+     "a *_copy / *_scatter form of a view op: the view op is supported, this form not yet"),
+    (r"aten\.(masked_select|nonzero|nonzero_static)",
+     "data-dependent output shape: refused until dynamic shapes (docs/ops.md)"),
+    (r"aten\.(cumprod|cummax|cummin|_segment_reduce|segment_reduce)",
+     "a scan other than cumsum: not implemented yet"),
+    (r"aten\.(adaptive_max_pool|_upsample_bilinear2d_aa|grid_sampler_3d)",
+     "a pooling / resampling variant not implemented yet (adaptive average pooling, bilinear / nearest, 2-D grid_sampler are)"),
+    (r"aten\.convolution\b", "3-D convolutions: aotc's convolution library calls are 1-D and 2-D"),
+    (r"aten\.(median|nanmedian|kthvalue|mode)", "order statistics other than sort / topk / max / min: not implemented yet"),
+]
+
+
+def why_refused(op, msg):
+    for pattern, why in WHY:
+        if re.match(pattern, op):
+            return why
+    if "unknown op" in msg:
+        return "not in the registry yet (outside Core ATen)"
+    return "the message says why"
+
+
 def write_doc(path, results, infos, seconds):
     by = collections.Counter(r["status"] for r in results)
     per = collections.defaultdict(set)
@@ -280,12 +309,12 @@ def write_doc(path, results, infos, seconds):
               "reasons in ops.md's \"Core ATen coverage\", the others (outside Core ATen: linalg, "
               "special functions, ops torch's default decompositions leave) are not supported yet. "
               "Other messages give their reason themselves.", "",
-              "| op | cases | OpInfos | message (first) |", "|---|---|---|---|"]
+              "| op | cases | OpInfos | why | message (first) |", "|---|---|---|---|---|"]
     for op, rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         names = sorted({r["opinfo"] for r in rs})
         shown = ", ".join(names[:6]) + (f", … ({len(names)})" if len(names) > 6 else "")
         msg = rs[0]["reason"].replace("|", "\\|")[:160]
-        lines.append(f"| `{op}` | {len(rs)} | {shown} | {msg} |")
+        lines.append(f"| `{op}` | {len(rs)} | {shown} | {why_refused(op, rs[0]['reason'])} | {msg} |")
     for status in ("wrong", "internal"):
         rs = [r for r in results if r["status"] == status]
         lines += ["", f"## {status.capitalize()} ({len(rs)})", ""]
