@@ -16,9 +16,9 @@ placeholder, in placeholder order. So mutated.<ph> is output N + k for the k-th 
 placeholder of the forward signature.
 
 `inputs` writes every input.<ph> of GOLDEN under the same key and tangent_0 = 1 (f32[]; the
-loss, as torch's backward of output.0). The `mutated_<ph>` outputs take no tangent (abi.h:
-a mutated input's new value is not differentiated, as in torch; `--mutated-tangents` adds
-zero tangent_<N+k> for them, which aotc must refuse). Other user outputs (N > 1) are
+loss, as torch's backward of output.0). The `mutated_<ph>` outputs get none (their default is 0, abi.h:
+a mutated input's new value gets no cotangent from torch's loss; `--mutated-tangents` adds
+zero tangent_<N+k> for them: accepted for inputs that require grad, refused for the others). Other user outputs (N > 1) are
 rejected: the goldens have one.
 
 `compare` checks, with err(T) = max|a - g| / max|g| (absolute when g is all zeros; NaN is
@@ -78,7 +78,7 @@ def cmd_inputs(fx, golden_path, out, mutated_tangents=False):
         raise Malformed(f"{fx}: {n_user} user outputs; the goldens differentiate one (output.0)")
     ts = [(k, t.dtype, t.shape, list(t.values)) for k, t in golden.items() if k.startswith("input.")]
     ts.append(("tangent_0", "F32", [], [1.0]))
-    if mutated_tangents:  # what aotc must refuse: a cotangent for a mutated input's new value
+    if mutated_tangents:  # zero cotangents for the mutated inputs' new values
         for i, n in muts:
             g = golden["mutated." + n]
             ts.append((f"tangent_{i}", g.dtype, g.shape, [0.0] * len(g.values)))
