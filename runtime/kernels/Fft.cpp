@@ -5,8 +5,30 @@
 // docs/building.md) does the transforms, single-threaded: one call's arithmetic is the same
 // whatever the caller's thread count. Its exceptions never leave this file.
 //===----------------------------------------------------------------------===//
+// Every standard header the PocketFFT header includes, first: their include guards keep the
+// aligned_alloc macro below out of them.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+/// PocketFFT (this version) calls aligned_alloc(64, n) with n not a multiple of 64, which C11
+/// forbids (glibc accepts it; ASan reports it, as it should): the size is rounded up here.
+void *pocketfftAlignedAlloc(size_t align, size_t size) { return std::aligned_alloc(align, (size + align - 1) / align * align); }
+} // namespace
+
 #define POCKETFFT_NO_MULTITHREADING
+#define aligned_alloc pocketfftAlignedAlloc
 #include <pythran/pythonic/numpy/fft/pocketfft.hpp>
+#undef aligned_alloc
 
 #include "aotc/abi.h"
 #include "aotc/kernels.h"
