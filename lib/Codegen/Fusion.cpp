@@ -23,10 +23,10 @@
 #include "aotc/Conv.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/Fft.h"
 #include "aotc/OpRegistry.h"
 
 #include <algorithm>
-#include <cmath>
 #include <unordered_map>
 
 namespace aotc {
@@ -704,14 +704,9 @@ void GraphFuser::defineFft(const Node *n) {
     d.forward = n->boolArg(3);
     d.shape = Shape(ot.shape.begin(), ot.shape.end() - 1);
   }
-  double N = 1;
-  for (int64_t a : n->intListArg(1)) {
-    int64_t w = a < 0 ? a + (int64_t)d.shape.size() : a; // checked by the op's shape function
-    d.axes.push_back(w);
-    N *= (double)d.shape[w];
-  }
-  int64_t mode = n->intArg(2);
-  d.scale = mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(N) : 1.0 / N;
+  for (int64_t a : n->intListArg(1))
+    d.axes.push_back(a < 0 ? a + (int64_t)d.shape.size() : a); // checked by the op's shape function
+  d.scale = fftScale(n->intArg(2), d.shape, d.axes);
   if (xt.dtype != ot.dtype) nodeError(*n, "codegen: an FFT's operand must have the result's dtype");
   if ((int64_t)d.shape.size() > 16) nodeError(*n, "codegen: FFTs of more than 16 dims are not supported");
   Val v;

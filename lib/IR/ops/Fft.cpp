@@ -22,10 +22,19 @@
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
 
+#include "aotc/Fft.h"
+
 #include <complex>
 #include <numbers>
 
 namespace aotc {
+
+double fftScale(int64_t mode, const Shape &signal, const std::vector<int64_t> &dims) {
+  double N = 1;
+  for (int64_t d : dims) N *= (double)signal[d];
+  return mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(N) : 1.0 / N;
+}
+
 namespace ops {
 namespace {
 
@@ -70,13 +79,6 @@ void requireSignal(const Node &n, const Shape &s, const std::vector<int64_t> &di
   for (int64_t d : dims)
     if (s[d] < 1)
       nodeError(n, std::string(op) + ": Invalid number of data points (" + std::to_string(s[d]) + ") specified");
-}
-
-/// torch's normalization factor: mode 0 none, 1 1/sqrt(N), 2 1/N over the signal sizes.
-double fftScale(int64_t mode, const Shape &signal, const std::vector<int64_t> &dims) {
-  double N = 1;
-  for (int64_t d : dims) N *= (double)signal[d];
-  return mode == 0 ? 1.0 : mode == 1 ? 1.0 / std::sqrt(N) : 1.0 / N;
 }
 
 // ---- float64 references -------------------------------------------------------------------
