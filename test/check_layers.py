@@ -38,6 +38,8 @@ HEADER_OWNER = {
     "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen", "AbiLayout.h": "aotcCodegen",
     # runtime/include/aotc
     "abi.h": None, "kernels.h": None, "cuda.h": None,
+    # The special functions (Boost.Math, header-only): the IR's float64 reference and libaotc_kernels.
+    "SpecialMath.h": None,
     "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime", "capi.h": "aotc_runtime",
 }
 # Library -> its folder under lib/.

@@ -112,6 +112,7 @@ struct OpDef {
       Compare,  ///< cast to the operands' promoted dtype; the result is Bool (eq, isnan, ...)
     } operands = Operands::Result;
     std::vector<int> args; ///< The op's arguments the operation reads, in order.
+    int64_t iconst = 0;    ///< The operation's constant (ScalarOp::Special: which function).
   };
   std::optional<ScalarBody> scalar;
   /// Marked non-differentiable (argmax, comparisons, factories): autodiff

@@ -39,6 +39,9 @@ enum class ScalarOp : uint8_t {
                              ///< the identity on integers.
   Fmod,      ///< Floating a - trunc(a / b) * b, exactly (libm fmod; the sign of a).
   Remainder, ///< Floating Python's a % b: fmod, plus b when non-zero and of the other sign than b.
+  Special,   ///< Floating special function `iconst` (AOTC_SPECIAL_*, aotc/kernels.h) of a, with b
+             ///< polygamma's order (a constant of the same type): a call of libaotc_kernels'
+             ///< aotc_special_f32 / _f64 per element (include/aotc/SpecialMath.h).
 };
 /// True for the operations that are a libm call (exp, log, sin, atan2, ...): what a target's
 /// cost model counts as expensive.

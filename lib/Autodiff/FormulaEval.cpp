@@ -27,6 +27,7 @@ const std::vector<HelperInfo> &helpers() {
       {"invperm", 1, 1, "invperm(dims): the inverse permutation (negative dims allowed)"},
       {"last_dims", 1, 1, "last_dims(n or list): [-n, ..., -1] (n = length of a list)"},
       {"prod", 1, 1, "prod(list): product of an int list (1 for [])"},
+      {"int_add", 2, 2, "int_add(a, b): the sum of two int constants (polygamma's rule: n + 1)"},
       {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
       {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
       {"planes2", 1, 1, "planes2(sizes): [prod(sizes[:-2]), sizes[-2] * sizes[-1]] (2-D pooling planes)"},
@@ -369,6 +370,7 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
     return std::accumulate(l.begin(), l.end(), int64_t(1), std::multiplies<int64_t>());
   }
+  if (n == "int_add") return expectInt(e.args[0], v[0]) + expectInt(e.args[1], v[1]);
   if (n == "transpose_perm") {
     int64_t r = expectInt(e.args[0], v[0]);
     auto d0 = wrapDim(expectInt(e.args[1], v[1]), r), d1 = wrapDim(expectInt(e.args[2], v[2]), r);

@@ -8,6 +8,7 @@
 #include "OpLowering.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/OpRegistry.h"
 #include "aotc/abi.h"
 
 #include <algorithm>
@@ -77,20 +78,27 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
-  bool convs = false, ffts = false;
+  bool convs = false, ffts = false, specials = false;
   for (const KernelGraph *kg : {&kp.forward, &kp.backward})
     for (const Kernel &k : kg->kernels) {
       convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
       ffts |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft;
+      for (const Phase &ph : k.phases)
+        for (const Inst &in : ph.insts) specials |= in.op == ScalarOp::Special;
     }
-  if (!cuda)
-    os << " * Run-time libraries: "
-       << (convs && ffts ? "libaotc_kernels (convolutions and FFTs, aotc/kernels.h), "
-           : convs       ? "libaotc_kernels (convolutions, aotc/kernels.h), "
-           : ffts        ? "libaotc_kernels (FFTs, aotc/kernels.h), "
-                         : "")
+  if (!cuda) {
+    std::vector<std::string> uses;
+    if (convs) uses.push_back("convolutions");
+    if (ffts) uses.push_back("FFTs");
+    if (specials) uses.push_back("special functions");
+    std::string kernelsLib;
+    for (size_t i = 0; i < uses.size(); ++i)
+      kernelsLib += (i == 0 ? "libaotc_kernels (" : i + 1 == uses.size() ? " and " : ", ") + uses[i];
+    if (!kernelsLib.empty()) kernelsLib += ", aotc/kernels.h), ";
+    os << " * Run-time libraries: " << kernelsLib
        << "OpenBLAS (cblas), LLVM libomp, " << (convs ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
        << "libm (docs/abi.md; CMake: aotc_link_step, or aotc_add_model of an installed aotc).\n";
+  }
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"
      << " * Scratch arena: " << scratchBytes << " bytes (any contents; not kept between calls).\n"
      << " *\n"
@@ -234,6 +242,10 @@ void checkTargetSupport(const Program &p, const std::string &target) {
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (FFTs run "
                                                        "through PocketFFT in libaotc_kernels on the CPU, no cuFFT call "
                                                        "yet; compile for the CPU)"));
+      else if (n->op && ((n->op->scalar && n->op->scalar->op == ScalarOp::Special) || n->target == "aten.polygamma.default"))
+        dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (special functions "
+                                                       "run through Boost.Math in libaotc_kernels on the CPU; compile "
+                                                       "for the CPU)"));
   dl.throwIfAny();
 }
 

@@ -81,6 +81,15 @@ ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args) {
   return e;
 }
 
+ERef mkSpecial(int64_t fn, DType t, ERef x, ERef n) {
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Special;
+  e->type = t;
+  e->args = {std::move(x), std::move(n)};
+  e->i = fn;
+  return e;
+}
+
 ERef mkPhilox(ERef seed, ERef offset, ERef index, int64_t word) {
   auto e = std::make_shared<EExpr>();
   e->op = ScalarOp::Philox;

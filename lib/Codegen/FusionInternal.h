@@ -56,6 +56,8 @@ ERef mkLoad(DType t, EAddr a);
 ERef mkIndex(EAddr a);
 ERef mkReg(DType t, int reg);
 ERef mkOp(ScalarOp op, DType t, std::vector<ERef> args);
+/// Special function `fn` (AOTC_SPECIAL_*) of x with polygamma's order n (ScalarOp::Special).
+ERef mkSpecial(int64_t fn, DType t, ERef x, ERef n);
 /// Word `word` (0..3) of Philox 4x32-10 for i64 seed, offset and element index (I64 result).
 ERef mkPhilox(ERef seed, ERef offset, ERef index, int64_t word);
 /// Cast unless already of type t.

@@ -8,6 +8,7 @@
 #include "aotc/Diagnostics.h"
 #include "aotc/Philox.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -366,6 +367,21 @@ Value ScalarEmitter::inst(int id) {
     break;
   }
   case ScalarOp::Philox: r = philox(A(), B(), inst(in.c), in.iconst); break;
+  case ScalarOp::Special: { // libaotc_kernels' aotc_special_f32 / _f64(fn, x, n), a private declaration
+    ModuleOp mod = b_.getBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    Type ft = elemType(ctx_, t, false);
+    std::string name = t == DType::F32 ? "aotc_special_f32" : "aotc_special_f64";
+    auto fn = mod.lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder mb(ctx_);
+      mb.setInsertionPointToStart(mod.getBody());
+      fn = mb.create<func::FuncOp>(loc_, name, mb.getFunctionType({b_.getI32Type(), ft, ft}, {ft}));
+      fn.setPrivate();
+    }
+    Value id = b_.create<arith::ConstantIntOp>(loc_, in.iconst, 32);
+    r = b_.create<func::CallOp>(loc_, fn, ValueRange{id, A(), B()}).getResult(0);
+    break;
+  }
   case ScalarOp::Not: r = b_.create<arith::XOrIOp>(loc_, A(), constOf(DType::Bool, 1, 1)); break;
   case ScalarOp::Add: // bool: logical or (torch: True + True is True; addi on i1 would wrap)
     r = fl                 ? b_.create<arith::AddFOp>(loc_, A(), B()).getResult()

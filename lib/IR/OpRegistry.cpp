@@ -314,6 +314,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerPool3dOps(*r);
     ops::registerGridSampleOps(*r);
     ops::registerFftOps(*r);
+    ops::registerSpecialOps(*r);
     ops::registerEmbeddingBagOps(*r);
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");

@@ -10,8 +10,8 @@ const char *scalarOpName(ScalarOp op) {
                                 "ge",    "and",  "or",  "select", "index", "sin",
                                 "cos",   "log1p", "expm1", "atan2", "philox", "tan", "asin", "acos",
                                 "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10",
-                                "floor", "ceil", "trunc", "round", "fmod", "remainder"};
-  static_assert(sizeof names / sizeof names[0] == (int)ScalarOp::Remainder + 1, "one name per ScalarOp");
+                                "floor", "ceil", "trunc", "round", "fmod", "remainder", "special"};
+  static_assert(sizeof names / sizeof names[0] == (int)ScalarOp::Special + 1, "one name per ScalarOp");
   return names[(int)op];
 }
 
@@ -21,7 +21,7 @@ bool isLibmScalarOp(ScalarOp op) {
   case ScalarOp::Sin: case ScalarOp::Cos: case ScalarOp::Log1p: case ScalarOp::Expm1: case ScalarOp::Atan2:
   case ScalarOp::Tan: case ScalarOp::Asin: case ScalarOp::Acos: case ScalarOp::Atan: case ScalarOp::Sinh:
   case ScalarOp::Cosh: case ScalarOp::Asinh: case ScalarOp::Acosh: case ScalarOp::Atanh: case ScalarOp::Log2:
-  case ScalarOp::Log10: case ScalarOp::Fmod: case ScalarOp::Remainder:
+  case ScalarOp::Log10: case ScalarOp::Fmod: case ScalarOp::Remainder: case ScalarOp::Special:
     return true;
   default:
     return false;

@@ -33,6 +33,7 @@ void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflec
 void registerSortOps(OpRegistry &r);      // Sort.cpp: sort, sort.stable, topk
 void registerDistanceOps(OpRegistry &r);  // Distance.cpp: _cdist_forward, _pdist_forward
 void registerGridSampleOps(OpRegistry &r); // GridSample.cpp: grid_sampler_2d
+void registerSpecialOps(OpRegistry &r);   // Special.cpp: lgamma, digamma, polygamma, erfc, erfinv, Bessel
 void registerFftOps(OpRegistry &r);       // Fft.cpp: _fft_r2c, _fft_c2r, _fft_c2c, aotc::fft_*_backward
 void registerEmbeddingBagOps(OpRegistry &r); // EmbeddingBag.cpp: _embedding_bag
 void registerPool3dOps(OpRegistry &r);    // Pool3d.cpp: avg_pool3d, _adaptive_avg_pool3d, max_pool3d_with_indices

@@ -147,6 +147,22 @@ int aotc_fft_check(const aotc_fft_desc *d, char *msg, int64_t msg_size);
  *  AOTC_KERNELS_ERROR_INVALID (nothing written) or AOTC_KERNELS_ERROR_NO_MEMORY. */
 int aotc_fft(const aotc_fft_desc *d, const void *in, void *out);
 
+/* ---- Special functions (ScalarOp::Special of the generated CPU kernels) ------------------
+ * The value of special function `fn` at x (f32: computed in double, rounded once); `n` is
+ * polygamma's order, a non-negative integer (ignored by the others). Pure functions of their
+ * arguments, safe on any thread. Methods and torch's edge conventions: the compiler's
+ * include/aotc/SpecialMath.h (Boost.Math). */
+enum {
+  AOTC_SPECIAL_LGAMMA = 0, AOTC_SPECIAL_DIGAMMA = 1, AOTC_SPECIAL_POLYGAMMA = 2, AOTC_SPECIAL_ERFC = 3,
+  AOTC_SPECIAL_ERFINV = 4, AOTC_SPECIAL_ERFCX = 5, AOTC_SPECIAL_NDTRI = 6,
+  AOTC_SPECIAL_I0 = 7, AOTC_SPECIAL_I0E = 8, AOTC_SPECIAL_I1 = 9, AOTC_SPECIAL_I1E = 10, /* modified Bessel, first kind */
+  AOTC_SPECIAL_J0 = 11, AOTC_SPECIAL_J1 = 12, AOTC_SPECIAL_Y0 = 13, AOTC_SPECIAL_Y1 = 14, /* Bessel, both kinds */
+  AOTC_SPECIAL_K0 = 15, AOTC_SPECIAL_K1 = 16, /* modified Bessel, second kind */
+  AOTC_SPECIAL_COUNT = 17
+};
+float aotc_special_f32(int32_t fn, float x, float n);
+double aotc_special_f64(int32_t fn, double x, double n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace aotc;
 using namespace aotc::test;
@@ -154,6 +155,48 @@ std::vector<Case> allCases() {
   v.push_back(unary("aten.rsqrt.default", {6}, 0.2, 1.0));
   v.push_back(unary("aten.erf.default", {3, 4}, -2, 2));
   v.push_back(unary("aten.erf.default", {5}));
+  // Special functions (lib/IR/ops/Special.cpp): inputs away from the poles (gamma family at
+  // the non-positive integers, y and k at 0) and from i0e / i1e's kink at 0.
+  v.push_back(unary("aten.lgamma.default", {3, 4}, 0.3, 4));
+  v.push_back(unary("aten.lgamma.default", {5}, -2.8, -2.2));
+  v.push_back(unary("aten.digamma.default", {3, 4}, 0.5, 3));
+  v.push_back(unary("aten.digamma.default", {5}, -0.8, -0.2));
+  for (auto [k, lo, hi] : {std::tuple{int64_t(1), 0.5, 3.0}, std::tuple{int64_t(2), -1.8, -1.2}, std::tuple{int64_t(3), 1.0, 6.0}}) {
+    Case c;
+    c.target = "aten.polygamma.default";
+    c.label = "aten.polygamma.default n=" + std::to_string(k);
+    c.build = [k] {
+      B b;
+      Node *x = b.input("x", f64({2, 3}));
+      return b.done({b.call("aten.polygamma.default", {k, x})});
+    };
+    c.lo = lo;
+    c.hi = hi;
+    v.push_back(c);
+  }
+  v.push_back(unary("aten.erfc.default", {3, 4}, -2, 2));
+  v.push_back(unary("aten.erfc.default", {5}, 0.5, 3));
+  v.push_back(unary("aten.erfinv.default", {3, 4}, -0.9, 0.9));
+  v.push_back(unary("aten.erfinv.default", {5}, 0.2, 0.7));
+  v.push_back(unary("aten.special_erfcx.default", {3, 4}, -1, 3));
+  v.push_back(unary("aten.special_erfcx.default", {5}, 2, 30));
+  v.push_back(unary("aten.special_ndtri.default", {3, 4}, 0.05, 0.95));
+  v.push_back(unary("aten.special_ndtri.default", {5}, 0.3, 0.6));
+  for (const char *t : {"aten.i0.default", "aten.special_i1.default", "aten.special_modified_bessel_i0.default",
+                        "aten.special_modified_bessel_i1.default", "aten.special_bessel_j0.default",
+                        "aten.special_bessel_j1.default"}) {
+    v.push_back(unary(t, {3, 4}, -4, 4));
+    v.push_back(unary(t, {5}, 0.2, 2));
+  }
+  for (const char *t : {"aten.special_i0e.default", "aten.special_i1e.default"}) {
+    v.push_back(unary(t, {3, 4}, -4, 4, {}, {0.0}));
+    v.push_back(unary(t, {5}, 0.2, 2));
+  }
+  for (const char *t : {"aten.special_bessel_y0.default", "aten.special_bessel_y1.default",
+                        "aten.special_modified_bessel_k0.default", "aten.special_modified_bessel_k1.default"}) {
+    v.push_back(unary(t, {3, 4}, 0.3, 4));
+    v.push_back(unary(t, {5}, 1, 8));
+  }
   v.push_back(unary("aten.sin.default", {3, 4}, -3, 3));
   v.push_back(unary("aten.sin.default", {2}));
   v.push_back(unary("aten.cos.default", {3, 4}, -3, 3));

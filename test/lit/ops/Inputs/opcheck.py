@@ -245,6 +245,67 @@ def scalar(dtype, v):
     return T(dtype, [], [v])
 
 
+# Special functions, from their textbook definitions (not the libraries aotc calls): Hurwitz
+# zeta by a shifted sum plus its Euler-Maclaurin tail; the Bessel functions by their integral
+# representations (A&S 9.1.21, 9.1.22 / 9.6.19, 9.6.24) with composite Simpson; erfinv and
+# ndtri by Newton on math.erf / math.erfc.
+def simpson(f, a, b, n=2000):
+    h = (b - a) / n
+    return h / 3 * (f(a) + f(b) + sum((4 if k % 2 else 2) * f(a + k * h) for k in range(1, n)))
+
+
+def hurwitz_tail(s, y):
+    # sum_{k>=0} (y+k)^-s for y >= 30: Euler-Maclaurin to the B6 term
+    return (y ** (1 - s) / (s - 1) + 0.5 * y ** -s + s / 12 * y ** (-s - 1)
+            - s * (s + 1) * (s + 2) / 720 * y ** (-s - 3) + s * (s + 1) * (s + 2) * (s + 3) * (s + 4) / 30240 * y ** (-s - 5))
+
+
+def digamma_ref(x):
+    r = -sum(1 / (x + k) for k in range(40))
+    y = x + 40
+    return r + math.log(y) - 1 / (2 * y) - 1 / (12 * y ** 2) + 1 / (120 * y ** 4) - 1 / (252 * y ** 6)
+
+
+def polygamma_ref(n, x):
+    s = n + 1
+    z = sum((x + k) ** -s for k in range(40)) + hurwitz_tail(s, x + 40)
+    return (-1) ** (n + 1) * math.factorial(n) * z
+
+
+def bessel_j(n, x):
+    return simpson(lambda t: math.cos(n * t - x * math.sin(t)), 0, math.pi) / math.pi
+
+
+def bessel_i(n, x):
+    return simpson(lambda t: math.exp(x * math.cos(t)) * math.cos(n * t), 0, math.pi) / math.pi
+
+
+def bessel_y(n, x):
+    a = simpson(lambda t: math.sin(x * math.sin(t) - n * t), 0, math.pi) / math.pi
+    b = simpson(lambda t: (math.exp(n * t) + (-1) ** n * math.exp(-n * t)) * math.exp(-x * math.sinh(t)), 0, 12, 6000)
+    return a - b / math.pi
+
+
+def bessel_k(n, x):
+    return simpson(lambda t: math.exp(-x * math.cosh(t)) * math.cosh(n * t), 0, 12, 6000)
+
+
+def newton(f, df, x0):
+    x = x0
+    for _ in range(60):
+        x -= f(x) / df(x)
+    return x
+
+
+def erfinv_ref(y):
+    return newton(lambda x: math.erf(x) - y, lambda x: 2 / math.sqrt(math.pi) * math.exp(-x * x), 0.0)
+
+
+def ndtri_ref(p):
+    return newton(lambda x: 0.5 * math.erfc(-x / math.sqrt(2)) - p,
+                  lambda x: math.exp(-x * x / 2) / math.sqrt(2 * math.pi), 0.0)
+
+
 # ------------------------------------------------------------------ cases --
 # Each case: inputs (name -> generator spec or tensor builder), expected(inputs) -> [outputs].
 # Generator spec: ("u", lo, hi) uniform floats; ("away", lo, hi, points, gap) uniform but at
@@ -327,6 +388,18 @@ CASES = {
                           reduce(i["x"], None, False, argmax_first, "i64"),
                           reduce(i["x"], [0], True, argmax_first, "i64")],
                {"grads": lambda i: {"x": ew(lambda v: 0.0, i["x"])}}),
+    # --- special functions (lib/IR/ops/Special.cpp; references above) ---------------------------
+    "special_pos": ({"x": ("u", 0.3, 4.0)}, lambda i: [ew(f, i["x"]) for f in (
+        math.lgamma, digamma_ref, lambda v: polygamma_ref(1, v), lambda v: polygamma_ref(3, v), math.erfc,
+        lambda v: math.exp(v * v) * math.erfc(v), lambda v: bessel_y(0, v), lambda v: bessel_y(1, v),
+        lambda v: bessel_k(0, v), lambda v: bessel_k(1, v))]),
+    "special_neg": ({"x": away(-2.9, -0.1, [-2.0, -1.0], 0.15)}, lambda i: [ew(f, i["x"]) for f in (
+        math.lgamma, digamma_ref, lambda v: polygamma_ref(2, v))]),
+    "special_sym": ({"x": away(-4.0, 4.0, [0.0], 0.2)}, lambda i: [ew(f, i["x"]) for f in (
+        lambda v: bessel_i(0, v), lambda v: math.exp(-abs(v)) * bessel_i(0, v), lambda v: bessel_i(1, v),
+        lambda v: math.exp(-abs(v)) * bessel_i(1, v), lambda v: bessel_j(0, v), lambda v: bessel_j(1, v),
+        lambda v: bessel_i(0, v), lambda v: bessel_i(1, v))]),
+    "special_unit": ({"x": ("u", 0.05, 0.95)}, lambda i: [ew(erfinv_ref, i["x"]), ew(ndtri_ref, i["x"])]),
     "logsumexp": ({"x": floats(*[0.3 * k - 1.0 for k in range(8)] + [100.0, 101.0, 99.0, 100.5] +
                                 [-0.7, 0.2, 1.1, -1.9] + [float("-inf"), 1.0, 2.0, float("-inf")])},
                   lambda i: [reduce(i["x"], [1], True, lse), reduce(i["x"], [0, 1], False, lse)]),
