@@ -142,6 +142,17 @@ private:
   std::map<std::string, OpDef> ops_;
 };
 
+/// An op aotc refuses by name, and why (lib/IR/ops/Refused.cpp; docs/ops.md "Refused ops").
+struct RefusedOp {
+  std::string target; ///< "aten.linalg_qr.default"
+  std::string reason;
+};
+/// Every op refused by name: the unsupported Core ATen overloads, then the others.
+const std::vector<RefusedOp> &refusedOps();
+/// The reason `target` ("aten.x.y" or "torch.ops.aten.x.y") is refused, or nullptr when it is
+/// not in the table (an op aotc has never heard of).
+const std::string *refusalReason(const std::string &target);
+
 /// Strips "torch.ops." and turns "aten::x.y" into "aten.x.y"; appends ".default"
 /// when the overload is missing ("aten.relu" -> "aten.relu.default").
 std::string canonicalTarget(const std::string &target);

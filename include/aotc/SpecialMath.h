@@ -97,7 +97,7 @@ inline double eval(int32_t fn, double x, double n) {
     if (x == 1) return inf;
     return -M_SQRT2 * erfc_inv(2 * x, Policy());
   // At +-inf eager's Cephes kernels give NaN for i0, i1, j0, j1 (and y0, y1 at +inf) where the
-  // limits are inf / 0; aotc gives eager's values (docs/ops.md "Special functions").
+  // limits are inf / 0; aotc gives eager's values (docs/special.md).
   case AOTC_SPECIAL_I0: return std::isinf(x) ? nan : cyl_bessel_i(0, std::fabs(x), Policy());
   case AOTC_SPECIAL_I0E: return scaledBesselI(0, std::fabs(x));
   case AOTC_SPECIAL_I1: // odd, and I1 >= 0 on [0, inf)

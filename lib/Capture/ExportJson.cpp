@@ -552,8 +552,10 @@ static std::string targetProblem(const std::string &raw) {
       return "symbolic-shape op '" + raw + "': dynamic shapes not supported yet";
     return "unknown op '" + raw + "'";
   }
-  if (!OpRegistry::get().lookup(canonicalTarget(raw)) && !complex_values::isComplexOnlyTarget(canonicalTarget(raw)))
+  if (!OpRegistry::get().lookup(canonicalTarget(raw)) && !complex_values::isComplexOnlyTarget(canonicalTarget(raw))) {
+    if (const std::string *why = refusalReason(canonicalTarget(raw))) return "unsupported op '" + raw + "': " + *why;
     return "unknown op '" + raw + "'";
+  }
   return "";
 }
 

@@ -8,7 +8,7 @@
 //    one fused reduction (torch accumulates in double on the CPU; aotc's f32 sum does too);
 //  * diagonal: index.Tensor on the two dims (moved last) with aranges; diagonal_scatter:
 //    index_put with the same indices;
-//  * index_reduce: mean by scatter_add of values and counts; amax/amin as the extremum over
+//  * index_reduce: prod by scatter_reduce.two over the index expanded to the source; mean by scatter_add of values and counts; amax/amin as the extremum over
 //    the candidates where(index[k] == n, source[k], -+inf) (and self, with include_self), so
 //    ties share the gradient evenly, as torch's index_reduce_backward; the index goes through
 //    an index_select of arange(N), which checks its range at run time;
@@ -19,6 +19,7 @@
 #include "aotc/OpRegistry.h"
 
 #include <cmath>
+#include <limits>
 
 namespace aotc::rules {
 namespace {
@@ -69,6 +70,78 @@ Vals cumsum(Emitter &e, Node &n) {
   return {e.sum(e.call("aten.where.self", {keep, xe, zeroOf(e, dt)}), {d + 1}, false)};
 }
 
+/// x expanded to [pre, L (i), L (j), post] along dim d (xe[.., i, j, ..] = x[.., j, ..]), and
+/// the mask j <= i broadcast to it.
+struct Triangle {
+  Node *xe = nullptr, *keep = nullptr;
+  int64_t d = 0, L = 1;
+};
+Triangle triangle(Emitter &e, Node *x, int64_t d) {
+  Shape s = x->type().shape;
+  Triangle t;
+  t.d = d;
+  t.L = s[d];
+  Shape big = s;
+  big.insert(big.begin() + d, t.L);
+  t.xe = e.call("aten.expand.default", {e.call("aten.unsqueeze.default", {x, d}), big});
+  Node *ones = e.call("aten.full.default", {Shape{t.L, t.L}, true}, {{"dtype", DTypeLit{DType::Bool}}});
+  Shape ms(big.size(), 1);
+  ms[d] = ms[d + 1] = t.L;
+  t.keep = e.view(e.call("aten.tril.default", {ones}), ms);
+  return t;
+}
+
+/// cumprod: prod over j of where(j <= i, x, 1) (prod's rule handles zeros, as cumprod_backward);
+/// logcumsumexp: logsumexp over j of where(j <= i, x, -inf).
+Vals cumprodLike(Emitter &e, Node &n) {
+  bool lse = n.target == "aten.logcumsumexp.default";
+  DType dt = n.types[0].dtype;
+  Node *x = e.toDtype(n.tensorArg(0), dt);
+  Shape s = x->type().shape;
+  if (s.empty()) return {e.call("aten.clone.default", {x})};
+  int64_t d = rewrite::wrapDimAt(n, n.intArg(1), (int64_t)s.size());
+  if (s[d] == 0) return {e.call("aten.clone.default", {x})};
+  Triangle t = triangle(e, x, d);
+  Node *fill = lse ? e.scalarTensor(-INFINITY, dt) : isFloating(dt) ? e.scalarTensor(1.0, dt) : e.scalarTensor(int64_t(1), dt);
+  Node *m = e.call("aten.where.self", {t.keep, t.xe, fill});
+  if (lse) return {e.call("aten.logsumexp.default", {m, std::vector<int64_t>{d + 1}, false})};
+  return {e.call("aten.prod.dim_int", {m, d + 1, false})};
+}
+
+/// cummax / cummin: the index is the last j <= i holding the running extremum (a NaN, once
+/// seen, is the extremum: the last NaN so far), as torch's cummax_cummin_helper (`x >= out`
+/// updates); the values are gather(x, d, index), so the gradient goes to that index, as
+/// cummaxmin_backward.
+Vals cummaxmin(Emitter &e, Node &n) {
+  bool mx = n.target == "aten.cummax.default";
+  Node *x = n.tensorArg(0);
+  DType dt = x->type().dtype;
+  Shape s = x->type().shape;
+  if (s.empty() || s[rewrite::wrapDimAt(n, n.intArg(1), (int64_t)s.size())] == 0) {
+    Node *i = e.call("aten.full.default", {std::vector<int64_t>(s), int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
+    return {e.call("aten.clone.default", {x}), i};
+  }
+  int64_t d = rewrite::wrapDimAt(n, n.intArg(1), (int64_t)s.size());
+  Triangle t = triangle(e, x, d);
+  Node *pad;
+  if (isFloating(dt)) pad = e.scalarTensor(mx ? -INFINITY : INFINITY, dt);
+  else if (dt == DType::Bool) pad = e.scalarTensor(!mx, dt);
+  else pad = e.scalarTensor(mx ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), dt);
+  Node *masked = e.call("aten.where.self", {t.keep, t.xe, pad});
+  Node *v = e.call(mx ? "aten.amax.default" : "aten.amin.default", {masked, std::vector<int64_t>{d + 1}, true});
+  Node *hit = e.call("aten.eq.Tensor", {t.xe, v});
+  if (isFloating(dt))
+    hit = e.call("aten.logical_or.default",
+                 {hit, e.call("aten.logical_and.default", {e.call("aten.isnan.default", {t.xe}), e.call("aten.isnan.default", {v})})});
+  hit = e.call("aten.logical_and.default", {hit, t.keep});
+  Shape js(t.xe->type().rank(), 1);
+  js[d + 1] = t.L;
+  Node *j = e.view(arange(e, 0, t.L), js);
+  Node *idx = e.call("aten.amax.default", {e.call("aten.where.self", {hit, j, e.scalarTensor(int64_t(-1), DType::I64)}),
+                                           std::vector<int64_t>{d + 1}, false});
+  return {e.call("aten.gather.default", {x, d, idx}), idx};
+}
+
 Vals diagonal(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   const TensorType &t = x->type();
@@ -109,7 +182,10 @@ Vals indexReduce(Emitter &e, Node &n) {
     return e.view(vec, vs);
   };
   Node *out;
-  if (red == "mean") {
+  if (red == "prod") { // scatter_reduce's product (torch's scatter_reduce_backward for zeros)
+    Node *idxE = e.call("aten.expand.default", {along(idx, K, d, s.size()), ss});
+    out = e.call("aten.scatter_reduce.two", {x, d, idxE, v, std::string("prod")}, {{"include_self", include}});
+  } else if (red == "mean") {
     Node *idxE = e.call("aten.expand.default", {along(idx, K, d, s.size()), ss});
     Node *sums = e.call("aten.scatter_add.default",
                         {e.call("aten.full.default", {s, 0.0}, {{"dtype", DTypeLit{dt}}}), d, idxE, v});

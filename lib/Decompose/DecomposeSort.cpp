@@ -97,4 +97,53 @@ Vals sortOrTopk(Emitter &e, Node &n) {
   return firstRanks(e, x, d, topk ? n.intArg(1) : s[d], descending);
 }
 
+/// kthvalue / median / nanmedian: the element of stable rank k along d (NaN ranks last), its
+/// index = argmax(rank == k) (the one such element) and its value = gather(x, d, index), so the
+/// gradient goes to that index (value_selecting_reduction_backward; median.default's eager
+/// rule spreads it evenly over ties instead, which differs only at ties). median keeps
+/// torch's NaN rule (a row with a NaN gives its first NaN); nanmedian takes the lower median of
+/// the row's numbers, k = (count - 1) / 2 per row (a row of NaNs: rank 0, a NaN).
+Vals orderStatistic(Emitter &e, Node &n) {
+  const bool all = n.target == "aten.median.default" || n.target == "aten.nanmedian.default";
+  const bool kth = n.target == "aten.kthvalue.default", nan = n.target.rfind("aten.nanmedian", 0) == 0;
+  Node *x = n.tensorArg(0);
+  if (all) x = e.view(x, {x->type().numel()});
+  const Shape s = x->type().shape;
+  const size_t dimArg = kth ? 2 : 1;
+  const bool keepdim = all ? false : n.boolArg(dimArg + 1);
+  int64_t d = s.empty() || all ? 0 : wrapDimAt(n, n.intArg(dimArg), (int64_t)s.size());
+  if (s.empty() || s[d] == 1) { // one element: itself, index 0
+    Node *v = e.call("aten.clone.default", {e.view(x, n.types[0].shape)});
+    if (all) return {v};
+    return {v, e.call("aten.full.default", {std::vector<int64_t>(n.types[1].shape), int64_t(0)},
+                      {{"dtype", DTypeLit{DType::I64}}})};
+  }
+  const int64_t len = s[d];
+  Node *r = stableRanks(e, x, d, false);
+  Node *k; // the wanted rank, broadcast against r
+  if (nan) {
+    Node *cnt = e.call("aten.sum.dim_IntList", {e.toDtype(call(e, "aten.logical_not.default", {call(e, "aten.isnan.default", {x})}),
+                                                           DType::I64),
+                                                std::vector<int64_t>{d}, true});
+    // (cnt - 1) // 2 for cnt >= 1, exactly in f64 (small integers); 0 for a row of NaNs
+    Node *half = call(e, "aten.floor.default", {e.div(e.toDtype(call(e, "aten.sub.Scalar", {cnt, int64_t(1)}), DType::F64), 2.0)});
+    k = e.toDtype(call(e, "aten.clamp_min.default", {half, 0.0}), DType::I64);
+  } else {
+    k = e.scalarTensor(kth ? n.intArg(1) - 1 : (len - 1) / 2, DType::I64);
+  }
+  Node *idx = call(e, "aten.argmax.default", {e.toDtype(call(e, "aten.eq.Tensor", {r, k}), DType::I64), d, true});
+  if (!nan && !kth && isFloating(x->type().dtype)) { // median: a row with a NaN gives its first NaN
+    Node *isn = e.toDtype(call(e, "aten.isnan.default", {x}), DType::I64);
+    Node *any = call(e, "aten.gt.Scalar", {e.call("aten.amax.default", {isn, std::vector<int64_t>{d}, true}), int64_t(0)});
+    idx = e.call("aten.where.self", {any, call(e, "aten.argmax.default", {isn, d, true}), idx});
+  }
+  Node *v = e.call("aten.gather.default", {x, d, idx});
+  if (all) return {e.view(v, {})};
+  if (!keepdim) {
+    v = e.view(v, n.types[0].shape);
+    idx = e.view(idx, n.types[1].shape);
+  }
+  return {v, idx};
+}
+
 } // namespace aotc::rules

@@ -45,8 +45,26 @@ Vals diagonal(rewrite::Emitter &e, Node &n);
 Vals diagonalScatter(rewrite::Emitter &e, Node &n);
 /// index_reduce (mean, amax, amin) -> scatter_add counts / masked extrema.
 Vals indexReduce(rewrite::Emitter &e, Node &n);
+/// cumprod / logcumsumexp -> prod / logsumexp over a masked expanded copy of the dim.
+Vals cumprodLike(rewrite::Emitter &e, Node &n);
+/// cummax / cummin -> the index of the last running extremum, gather for the values.
+Vals cummaxmin(rewrite::Emitter &e, Node &n);
 /// multilabel_margin_loss -> torch's decomposition (masks, gather, clamp, sums).
 Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
+
+// DecomposeNonCore.cpp (lib/IR/ops/NonCore.cpp's composites).
+Vals copysign(rewrite::Emitter &e, Node &n);
+Vals fmaxFmin(rewrite::Emitter &e, Node &n);
+Vals hypot(rewrite::Emitter &e, Node &n);
+Vals ldexp(rewrite::Emitter &e, Node &n);
+Vals copyForm(rewrite::Emitter &e, Node &n);
+Vals asStridedScatter(rewrite::Emitter &e, Node &n);
+Vals addmv(rewrite::Emitter &e, Node &n);
+Vals addbmm(rewrite::Emitter &e, Node &n);
+Vals trilinear(rewrite::Emitter &e, Node &n);
+Vals dist(rewrite::Emitter &e, Node &n);
+Vals put(rewrite::Emitter &e, Node &n);
+Vals emptyPermuted(rewrite::Emitter &e, Node &n);
 
 // DecomposeRearrange.cpp.
 /// flip / reflection_pad* / replication_pad* -> index_select by a computed int64 index.
@@ -76,6 +94,8 @@ Vals maskedScatter(rewrite::Emitter &e, Node &n);
 // DecomposeSort.cpp.
 /// sort / sort.stable / topk -> stable ranks (a fused O(n^2) count) + scatter.src to them.
 Vals sortOrTopk(rewrite::Emitter &e, Node &n);
+/// kthvalue, median(.dim), nanmedian(.dim) -> the element of a stable rank, gather by its index.
+Vals orderStatistic(rewrite::Emitter &e, Node &n);
 /// The stable rank of each element of x along dim d (int64, x's shape).
 Node *stableRanks(rewrite::Emitter &e, Node *x, int64_t d, bool descending);
 

@@ -238,7 +238,9 @@ void Parser::prescanTargets() {
   for (const std::string &target : order) {
     const Group &g = groups[target];
     std::string uses = g.count == 1 ? "" : " (" + std::to_string(g.count) + " calls; the first is shown)";
-    diags.add(g.first.str() + ": error: unknown op 'torch.ops." + target + "'" + uses +
+    const std::string *why = refusalReason(target);
+    diags.add(g.first.str() + ": error: " + (why ? "unsupported" : "unknown") + " op 'torch.ops." + target + "'" +
+              (why ? ": " + *why : std::string()) + uses +
               (g.trace.empty() ? "" : "\n  stack_trace: " + g.trace));
   }
   diags.throwIfAny(order.empty() ? "" : unsupportedOpsSummary(order.size(), bad));

@@ -2,7 +2,7 @@
 (torch.Tag.core: the opset run_decompositions() reduces models to), one line each,
 "<target>\t<schema>", sorted, under a header naming the torch version. Needs torch
 (tools/export/torch-python.sh). unit_IR "core ATen" compares it with the registry and with
-lib/IR/ops/core_aten_missing.txt (docs/ops.md "Core ATen coverage").
+lib/IR/ops/Refused.cpp (docs/ops.md "Core ATen coverage").
 
 Usage: gen_core_aten.py [OUT]
 """

@@ -1,4 +1,4 @@
-//===- Scan.cpp - cumsum, diagonal, diagonal_scatter, index_reduce ------------===//
+//===- Scan.cpp - cumsum, cumprod, cummax/min, logcumsumexp, diagonal(_scatter), index_reduce ===//
 //
 // Composites that decompose (lib/Decompose/DecomposeScan.cpp) before autodiff, so their
 // gradients are those of the ops they become. Semantics (aten/src/ATen/native):
@@ -10,13 +10,14 @@
 //  * diagonal_scatter(self, src, ...): self with that diagonal replaced by src (cast to self's
 //    dtype); src must have the diagonal's shape.
 //  * index_reduce(self, dim, index, source, reduce, include_self): TensorAdvancedIndexing.cpp;
-//    reduce is "mean", "amax" or "amin" here ("prod" is refused: aotc has no product
-//    reduction); floating self and source only; index is 1-d with one entry per source
+//    reduce is "prod", "mean", "amax" or "amin"; floating self and source only; index is 1-d with one entry per source
 //    slice along dim, each in [0, self.size(dim)). Positions no index reaches keep self; with
 //    include_self=False the others reduce the sources alone. mean divides by the count
 //    (plus 1 with include_self).
 //===----------------------------------------------------------------------===//
 #include "Ops.h"
+
+#include <cmath>
 
 namespace aotc {
 namespace ops {
@@ -28,6 +29,25 @@ DType cumsumDType(const Node &n) {
   if (auto d = dtypeArg(n, 2)) return *d;
   DType t = argType(n, 0).dtype;
   return isIntegral(t) ? DType::I64 : t;
+}
+
+/// A running fold along dim (cumsum's layout rules): out[j] = f(out[j-1], x[j]), out[-1] = init,
+/// in the result's dtype.
+template <class F> RefTensor scanRef(const Node &n, const RefTensor &x, double init, F f) {
+  DType dt = n.types[0].dtype;
+  RefTensor out(dt, x.shape);
+  Shape s = x.shape.empty() ? Shape{1} : x.shape;
+  int64_t dim = wrapDimOrError(n, n.intArg(1), (int64_t)s.size());
+  Along al(s, dim);
+  for (int64_t o = 0; o < al.outer; ++o)
+    for (int64_t i = 0; i < al.inner; ++i) {
+      double acc = init;
+      for (int64_t j = 0; j < al.len; ++j) {
+        acc = castValue(dt, f(acc, castValue(dt, x.data[al.at(o, j, i)])));
+        out.data[al.at(o, j, i)] = acc;
+      }
+    }
+  return out;
 }
 
 } // namespace
@@ -134,10 +154,7 @@ void registerScanOps(OpRegistry &r) {
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0), ix = argType(n, 2), s = argType(n, 3);
       const std::string &red = std::get<std::string>(n.args.at(4));
-      if (red == "prod")
-        nodeError(n, "index_reduce: reduce='prod' is not supported (aotc has no product reduction); "
-                     "'mean', 'amax' and 'amin' are");
-      if (red != "mean" && red != "amax" && red != "amin")
+      if (red != "prod" && red != "mean" && red != "amax" && red != "amin")
         nodeError(n, "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got " + red + ".");
       if (!isFloating(t.dtype) || s.dtype != t.dtype)
         nodeError(n, "index_reduce: self and source must have the same floating dtype, got " + t.str() + " and " +
@@ -164,7 +181,7 @@ void registerScanOps(OpRegistry &r) {
       Along so(s, dim), sk(ss, dim);
       std::vector<double> acc(out.numel()), cnt(out.numel(), self ? 1 : 0);
       std::vector<bool> hit(out.numel(), false);
-      double init = red == "amax" ? -INFINITY : red == "amin" ? INFINITY : 0.0;
+      double init = red == "amax" ? -INFINITY : red == "amin" ? INFINITY : red == "prod" ? 1.0 : 0.0;
       for (int64_t p = 0; p < out.numel(); ++p) acc[p] = self ? out.data[p] : init;
       for (int64_t k = 0; k < sk.len; ++k) {
         int64_t j = (int64_t)ix.data[k];
@@ -178,6 +195,7 @@ void registerScanOps(OpRegistry &r) {
             hit[p] = true;
             cnt[p] += 1;
             if (red == "mean") acc[p] += v;
+            else if (red == "prod") acc[p] *= v;
             else if (std::isnan(v) || std::isnan(acc[p])) acc[p] = NAN;
             else acc[p] = red == "amax" ? std::max(acc[p], v) : std::min(acc[p], v);
           }
@@ -186,6 +204,69 @@ void registerScanOps(OpRegistry &r) {
         if (hit[p]) out.data[p] = red == "mean" ? acc[p] / cnt[p] : acc[p];
       return out;
     });
+  }
+  {
+    // cumprod (ReduceOps.cpp; dtype as cumsum's) and logcumsumexp (floating: log of the running
+    // sum of exp, computed stably here as max + log sum exp(x - max)).
+    OpDef &d = r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      wrapDimOrError(n, n.intArg(1), std::max<int64_t>(t.rank(), 1));
+      return {{cumsumDType(n), t.shape}};
+    };
+    setEval(d, [](const Node &n, const RefArgs &a) {
+      return scanRef(n, *a.at(0), 1.0, [](double acc, double v) { return acc * v; });
+    });
+    OpDef &l = r.add("logcumsumexp(Tensor self, int dim) -> Tensor", OpCategory::Composite);
+    l.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      wrapDimOrError(n, n.intArg(1), std::max<int64_t>(t.rank(), 1));
+      if (!isFloating(t.dtype)) nodeError(n, "logcumsumexp: expected a floating tensor, got " + t.str());
+      return {t};
+    };
+    setEval(l, [](const Node &n, const RefArgs &a) {
+      return scanRef(n, *a.at(0), -INFINITY, [](double acc, double v) -> double {
+        if (std::isnan(acc) || std::isnan(v)) return NAN;
+        double m = std::max(acc, v);
+        if (m == -INFINITY) return m;
+        if (m == INFINITY) return acc == v || acc < v ? v : acc; // inf stays inf (never inf - inf)
+        return m + std::log(std::exp(acc - m) + std::exp(v - m));
+      });
+    });
+  }
+  // cummax / cummin (ReduceOps.cpp cummax_cummin_helper): values and the index of the last
+  // element equal to the running extremum (`x >= out` updates), a NaN once seen staying (the
+  // index of the latest NaN).
+  for (bool mx : {true, false}) {
+    OpDef &d = r.add(std::string(mx ? "cummax" : "cummin") + "(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+                     OpCategory::Composite);
+    d.infer = [](const Node &n) -> Types {
+      TensorType t = argType(n, 0);
+      wrapDimOrError(n, n.intArg(1), std::max<int64_t>(t.rank(), 1));
+      return {t, {DType::I64, t.shape}};
+    };
+    d.eval = [mx](const Node &n, const RefArgs &a, const std::vector<std::vector<const RefTensor *>> &) {
+      const RefTensor &x = *a.at(0);
+      RefTensor vals(x.dtype, x.shape), idx(DType::I64, x.shape);
+      Shape s = x.shape.empty() ? Shape{1} : x.shape;
+      int64_t dim = wrapDimOrError(n, n.intArg(1), (int64_t)s.size());
+      Along al(s, dim);
+      for (int64_t o = 0; o < al.outer; ++o)
+        for (int64_t i = 0; i < al.inner; ++i) {
+          double out = 0;
+          int64_t at = 0;
+          for (int64_t j = 0; j < al.len; ++j) {
+            double v = x.data[al.at(o, j, i)];
+            if (j == 0 || std::isnan(v) || (!std::isnan(out) && (mx ? v >= out : v <= out))) {
+              out = v;
+              at = j;
+            }
+            vals.data[al.at(o, j, i)] = out;
+            idx.data[al.at(o, j, i)] = (double)at;
+          }
+        }
+      return std::vector<RefTensor>{vals, idx};
+    };
   }
 }
 

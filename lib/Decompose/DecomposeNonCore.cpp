@@ -1,0 +1,195 @@
+//===- DecomposeNonCore.cpp - The non-core composites of lib/IR/ops/NonCore.cpp -----===//
+//
+// Decompose rules (the table is in Decompose.cpp). Each gradient is the one of the ops emitted,
+// which is torch's derivatives.yaml formula:
+//  * copysign(x, y) = where(y < 0 or 1/y < 0, -|x|, |x|) (the second test catches -0.0): x's
+//    gradient is sign(x) * sign-of-result, 0 at x = 0 (copysign_tensor_self_backward), y gets none;
+//  * fmax / fmin = where(isnan(b), a, where(isnan(a), b, maximum / minimum(a, b))): the number
+//    wins over a NaN and ties split the gradient in halves, as torch's rule;
+//  * hypot = sqrt(a^2 + b^2) (overflows where |a| or |b| > ~1e154 (f64) / ~1e19 (f32); libm's
+//    hypot does not), ldexp = self * pow(2, other) (exact for integral other);
+//  * *_copy = clone(view op); as_strided_scatter = index_put of src at the view's flat
+//    positions, offset + sum_k i_k stride_k, into self viewed flat;
+//  * addmv / addbmm = alpha * (mm / sum of bmm) + beta * self (self dropped when beta == 0);
+//    _trilinear = sum over sumdim of the product of the inputs viewed with 1s at their
+//    expand dims;
+//  * dist = the p-norm of a - b: sqrt(sum d^2), sum |d|, amax / amin |d|, count of d != 0, or
+//    (sum |d|^p)^(1/p) (the gradient at a == b is NaN for p = 2 where eager's is 0: torch
+//    masks it; aotc's graph of torch's own vector_norm decomposition gives NaN as well);
+//  * put = index_put into self viewed flat, negative indices + numel;
+//  * empty_permuted = full(size, 0).
+//===----------------------------------------------------------------------===//
+#include "Rules.h"
+
+#include "aotc/OpRegistry.h"
+
+#include <cmath>
+#include <limits>
+
+namespace aotc::rules {
+namespace {
+
+using rewrite::Emitter;
+using rewrite::wrapDimAt;
+
+Node *iota(Emitter &e, int64_t n) {
+  return e.call("aten.arange.start_step", {int64_t(0), n}, {{"dtype", DTypeLit{DType::I64}}});
+}
+
+/// alpha * m + beta * self, with 1s and beta == 0 (self ignored, as torch) skipped.
+Node *blend(Emitter &e, Node *m, Node *self, double alpha, double beta) {
+  if (alpha != 1) m = e.mul(m, alpha);
+  if (beta == 0) return m;
+  Node *s = beta == 1 ? self : e.mul(self, beta);
+  return e.add(s, m);
+}
+
+} // namespace
+
+Vals copysign(Emitter &e, Node &n) {
+  DType od = n.types[0].dtype;
+  Node *x = e.toDtype(n.tensorArg(0), od);
+  Node *mag = e.call("aten.abs.default", {x});
+  Node *negMag = e.neg(mag);
+  if (!std::holds_alternative<Node *>(n.args[1])) { // copysign.Scalar: the sign is known now
+    double y = n.scalarArg(1);
+    return {std::signbit(y) ? negMag : mag};
+  }
+  Node *y = e.toDtype(n.tensorArg(1), od);
+  Node *neg = e.call("aten.logical_or.default", {e.call("aten.lt.Scalar", {y, 0.0}),
+                                                 e.call("aten.lt.Scalar", {e.call("aten.reciprocal.default", {y}), 0.0})});
+  return {e.call("aten.where.self", {neg, negMag, mag})};
+}
+
+Vals fmaxFmin(Emitter &e, Node &n) {
+  DType od = n.types[0].dtype;
+  Node *a = e.toDtype(n.tensorArg(0), od), *b = e.toDtype(n.tensorArg(1), od);
+  Node *m = e.call(n.target == "aten.fmax.default" ? "aten.maximum.default" : "aten.minimum.default", {a, b});
+  if (!isFloating(od)) return {m};
+  Node *r = e.call("aten.where.self", {e.call("aten.isnan.default", {a}), b, m});
+  return {e.call("aten.where.self", {e.call("aten.isnan.default", {b}), a, r})};
+}
+
+Vals hypot(Emitter &e, Node &n) {
+  DType od = n.types[0].dtype;
+  Node *a = e.toDtype(n.tensorArg(0), od), *b = e.toDtype(n.tensorArg(1), od);
+  return {e.call("aten.sqrt.default", {e.add(e.mul(a, a), e.mul(b, b))})};
+}
+
+Vals ldexp(Emitter &e, Node &n) {
+  DType od = n.types[0].dtype;
+  Node *x = e.toDtype(n.tensorArg(0), od), *p = e.toDtype(n.tensorArg(1), od);
+  return {e.mul(x, e.call("aten.pow.Scalar", {2.0, p}))};
+}
+
+Vals copyForm(Emitter &e, Node &n) {
+  static const std::map<std::string, std::string> view = {
+      {"aten.view_copy.default", "aten.view.default"},
+      {"aten.permute_copy.default", "aten.permute.default"},
+      {"aten.unbind_copy.int", "aten.unbind.int"},
+      {"aten.as_strided_copy.default", "aten.as_strided.default"},
+      {"aten._embedding_bag_forward_only.default", "aten._embedding_bag.default"}};
+  Vals out;
+  if (n.target == "aten.narrow_copy.default") {
+    int64_t dim = wrapDimAt(n, n.intArg(1), n.tensorArg(0)->type().rank()), start = n.intArg(2);
+    if (start < 0) start += n.tensorArg(0)->type().shape[dim];
+    out = {e.call("aten.slice.Tensor", {n.args[0], dim, start, start + n.intArg(3), int64_t(1)})};
+  } else if (n.types.size() > 1) { // unbind_copy, _embedding_bag_forward_only: every result
+    std::vector<Arg> args(n.args.begin(), n.args.end());
+    Node *u = e.call(view.at(n.target), args);
+    for (size_t k = 0; k < n.types.size(); ++k) out.push_back(e.call("getitem", {u, (int64_t)k}));
+    if (n.target == "aten._embedding_bag_forward_only.default") return out;
+  } else {
+    std::vector<Arg> args(n.args.begin(), n.args.end());
+    out = {e.call(view.at(n.target), args)};
+  }
+  for (Node *&v : out) v = e.call("aten.clone.default", {v});
+  return out;
+}
+
+Vals asStridedScatter(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0);
+  const TensorType &t = self->type();
+  const std::vector<int64_t> &size = n.intListArg(2), &stride = n.intListArg(3);
+  int64_t off = n.isNoneArg(4) ? 0 : n.intArg(4), m = 1;
+  for (int64_t s : size) m *= s;
+  if (m == 0) return {e.call("aten.clone.default", {self})};
+  // Flat positions off + sum_k i_k stride_k, as an i64 tensor of the view's shape.
+  Node *pos = e.call("aten.full.default", {Shape(size.size(), 1), off}, {{"dtype", DTypeLit{DType::I64}}});
+  for (size_t k = 0; k < size.size(); ++k) {
+    Shape vs(size.size(), 1);
+    vs[k] = size[k];
+    pos = e.add(pos, e.view(e.call("aten.mul.Scalar", {iota(e, size[k]), stride[k]}), vs));
+  }
+  pos = e.view(e.call("aten.expand.default", {pos, size}), {m});
+  Node *flat = e.view(self, {t.numel()});
+  Node *src = e.view(e.toDtype(n.tensorArg(1), t.dtype), {m});
+  Node *put = e.call("aten.index_put.default", {flat, std::vector<Node *>{pos}, src, false});
+  return {e.view(put, t.shape)};
+}
+
+Vals addmv(Emitter &e, Node &n) {
+  Node *mat = n.tensorArg(1), *vec = n.tensorArg(2);
+  int64_t rows = mat->type().shape[0], k = vec->type().shape[0];
+  Node *mv = e.view(e.call("aten.mm.default", {mat, e.view(vec, {k, 1})}), {rows});
+  return {blend(e, mv, n.tensorArg(0), n.scalarArg(4), n.scalarArg(3))};
+}
+
+Vals addbmm(Emitter &e, Node &n) {
+  Node *b = e.sum(e.call("aten.bmm.default", {n.args[1], n.args[2]}), {0}, false);
+  return {blend(e, b, n.tensorArg(0), n.scalarArg(4), n.scalarArg(3))};
+}
+
+Vals trilinear(Emitter &e, Node &n) {
+  int64_t total = n.tensorArg(0)->type().rank() + (int64_t)n.intListArg(3).size();
+  Node *prod = nullptr;
+  for (int k = 0; k < 3; ++k) {
+    Node *x = n.tensorArg(k);
+    std::vector<bool> isEx(total, false);
+    for (int64_t d : n.intListArg(3 + k)) isEx[wrapDimAt(n, d, total)] = true;
+    Shape us;
+    size_t src = 0;
+    for (int64_t q = 0; q < total; ++q) us.push_back(isEx[q] ? 1 : x->type().shape[src++]);
+    x = e.view(x, us);
+    prod = prod ? e.mul(prod, x) : x;
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d : n.intListArg(6)) dims.push_back(wrapDimAt(n, d, total));
+  if (dims.empty()) return {e.call("aten.expand.default", {prod, n.types[0].shape})};
+  Node *s = e.sum(prod, dims, false); // dims the sum keeps may still be 1 where all three were
+  if (s->type().shape != n.types[0].shape) s = e.call("aten.expand.default", {s, n.types[0].shape});
+  return {s};
+}
+
+Vals dist(Emitter &e, Node &n) {
+  DType od = n.types[0].dtype;
+  Node *d = e.sub(e.toDtype(n.tensorArg(0), od), e.toDtype(n.tensorArg(1), od));
+  double p = n.scalarArg(2);
+  Node *a = e.call("aten.abs.default", {d});
+  std::vector<int64_t> all;
+  if (p == 2) return {e.call("aten.sqrt.default", {e.sum(e.mul(d, d), all, false)})};
+  if (p == 1) return {e.sum(a, all, false)};
+  if (p == 0) return {e.sum(e.toDtype(e.call("aten.ne.Scalar", {d, 0.0}), od), all, false)};
+  if (std::isinf(p)) return {e.call(p > 0 ? "aten.amax.default" : "aten.amin.default", {a, all, false})};
+  Node *s = e.sum(e.call("aten.pow.Tensor_Scalar", {a, p}), all, false);
+  return {e.call("aten.pow.Tensor_Scalar", {s, 1.0 / p})};
+}
+
+Vals put(Emitter &e, Node &n) {
+  Node *self = n.tensorArg(0), *index = n.tensorArg(1), *src = n.tensorArg(2);
+  const TensorType &t = self->type();
+  int64_t N = t.numel(), M = index->type().numel();
+  if (M == 0) return {e.call("aten.clone.default", {self})};
+  Node *ix = e.view(e.toDtype(index, DType::I64), {M});
+  ix = e.call("aten.where.self", {e.call("aten.lt.Scalar", {ix, int64_t(0)}), e.call("aten.add.Scalar", {ix, N}), ix});
+  Node *r = e.call("aten.index_put.default", {e.view(self, {N}), std::vector<Node *>{ix}, e.view(src, {M}), n.args[3]});
+  return {e.view(r, t.shape)};
+}
+
+Vals emptyPermuted(Emitter &e, Node &n) {
+  const TensorType &t = n.types[0];
+  Arg zero = isFloating(t.dtype) ? Arg(0.0) : Arg(int64_t(0));
+  return {e.call("aten.full.default", {std::vector<int64_t>(t.shape), zero}, {{"dtype", DTypeLit{t.dtype}}})};
+}
+
+} // namespace aotc::rules
