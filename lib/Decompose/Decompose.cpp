@@ -474,6 +474,8 @@ static const std::vector<RuleEntry> &table() {
     {"aten.median.dim", orderStatistic, "index = argmax(stable rank == (n - 1) / 2), or the first NaN of a row holding one; values = gather"},
     {"aten.nanmedian.default", orderStatistic, "nanmedian.dim's rule over the flattened input, values only"},
     {"aten.nanmedian.dim", orderStatistic, "index = argmax(stable rank == (count of numbers - 1) / 2) (NaN ranks last); values = gather"},
+    {"aten.adaptive_max_pool2d.default", adaptiveMaxPool, "the window taps gathered (index_select of flat positions, -inf outside), the last NaN or first max tap, values = gather by its flat index"},
+    {"aten.adaptive_max_pool3d.default", adaptiveMaxPool, "as adaptive_max_pool2d over (D, H, W)"},
     {"aten.copysign.Tensor", copysign, "where(y < 0 or 1/y < 0, -abs(x), abs(x))"},
     {"aten.copysign.Scalar", copysign, "-abs(x) or abs(x) by the number's sign bit"},
     {"aten.fmax.default", fmaxFmin, "where(isnan(b), a, where(isnan(a), b, maximum(a, b)))"},

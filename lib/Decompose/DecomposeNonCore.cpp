@@ -17,7 +17,9 @@
 //    (sum |d|^p)^(1/p) (the gradient at a == b is NaN for p = 2 where eager's is 0: torch
 //    masks it; aotc's graph of torch's own vector_norm decomposition gives NaN as well);
 //  * put = index_put into self viewed flat, negative indices + numel;
-//  * empty_permuted = full(size, 0).
+//  * empty_permuted = full(size, 0);
+//  * adaptive_max_pool2d / 3d (lib/IR/ops/AdaptiveMaxPool.cpp): the window taps gathered, the
+//    last NaN or first maximum chosen, values = gather by the index (the gradient goes there).
 //===----------------------------------------------------------------------===//
 #include "Rules.h"
 
@@ -190,6 +192,79 @@ Vals emptyPermuted(Emitter &e, Node &n) {
   const TensorType &t = n.types[0];
   Arg zero = isFloating(t.dtype) ? Arg(0.0) : Arg(int64_t(0));
   return {e.call("aten.full.default", {std::vector<int64_t>(t.shape), zero}, {{"dtype", DTypeLit{t.dtype}}})};
+}
+
+/// adaptive_max_pool2d / 3d: for each tap t of the largest window (row-major), the flat input
+/// position F_t[o] = sum_k clamp(start_k[o_k] + t_k) * stride_k and whether it is inside the
+/// window; the values of all taps gathered from the planes, -inf outside; t* = the last NaN tap
+/// if any, else argmax (the first maximum); index = F_{t*}, values = gather(planes, index).
+Vals adaptiveMaxPool(Emitter &e, Node &n) {
+  const int dims = n.target == "aten.adaptive_max_pool2d.default" ? 2 : 3;
+  Node *x = n.tensorArg(0);
+  const Shape &xs = x->type().shape, &os = n.types[0].shape;
+  DType dt = x->type().dtype;
+  const int64_t r = (int64_t)xs.size();
+  int64_t planes = 1, inPlane = 1, outPlane = 1;
+  for (int64_t i = 0; i < r - dims; ++i) planes *= xs[i];
+  std::vector<int64_t> in(xs.end() - dims, xs.end()), out(os.end() - dims, os.end()), stride(dims, 1), kmax(dims, 0);
+  for (int k = dims - 1; k >= 0; --k) {
+    inPlane *= in[k];
+    outPlane *= out[k];
+    if (k + 1 < dims) stride[k] = stride[k + 1] * in[k + 1];
+    for (int64_t o = 0; o < out[k]; ++o)
+      kmax[k] = std::max(kmax[k], ((o + 1) * in[k] + out[k] - 1) / out[k] - o * in[k] / out[k]);
+  }
+  if (outPlane == 0 || planes == 0) {
+    Node *v = e.call("aten.full.default", {std::vector<int64_t>(os), 0.0}, {{"dtype", DTypeLit{dt}}});
+    Node *i = e.call("aten.full.default", {std::vector<int64_t>(os), int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
+    return {v, i};
+  }
+  // Per dim k: the window start (floor(o I / O), exact in f64) and length, as i64 [O_k] viewed
+  // along output dim k of [O_0, .., O_{dims-1}].
+  std::vector<Node *> start(dims), len(dims);
+  for (int k = 0; k < dims; ++k) {
+    Shape vs(dims, 1);
+    vs[k] = out[k];
+    Node *oi = e.call("aten.mul.Scalar", {iota(e, out[k]), in[k]});
+    auto floorDiv = [&](Node *num) { return e.toDtype(e.div(e.toDtype(num, DType::F64), (double)out[k]), DType::I64); };
+    Node *s0 = floorDiv(oi);
+    len[k] = e.view(e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in[k] + out[k] - 1})), s0), vs);
+    start[k] = e.view(s0, vs);
+  }
+  std::vector<Node *> flat, inside;
+  std::vector<int64_t> t(dims, 0);
+  for (;;) {
+    Node *f = nullptr, *ok = nullptr;
+    for (int k = 0; k < dims; ++k) {
+      Node *pos = e.call("aten.clamp.default", {e.call("aten.add.Scalar", {start[k], t[k]}), Arg{}, in[k] - 1});
+      Node *term = stride[k] == 1 ? pos : e.call("aten.mul.Scalar", {pos, stride[k]});
+      f = f ? e.add(f, term) : term;
+      Node *v = e.call("aten.gt.Scalar", {len[k], t[k]});
+      ok = ok ? e.call("aten.logical_and.default", {ok, v}) : v;
+    }
+    flat.push_back(e.call("aten.unsqueeze.default", {e.call("aten.expand.default", {f, out}), int64_t(0)}));
+    inside.push_back(e.call("aten.unsqueeze.default", {e.call("aten.expand.default", {ok, out}), int64_t(0)}));
+    int k = dims - 1;
+    while (k >= 0 && ++t[k] == kmax[k]) t[k] = 0, --k;
+    if (k < 0) break;
+  }
+  const int64_t T = (int64_t)flat.size();
+  Node *F = e.view(e.call("aten.cat.default", {flat, int64_t(0)}), {T, outPlane});     // [T, Q]
+  Node *V = e.view(e.call("aten.cat.default", {inside, int64_t(0)}), {1, T, outPlane}); // [1, T, Q]
+  Node *xp = e.view(x, {planes, inPlane});
+  Node *g = e.view(e.call("aten.index_select.default", {xp, int64_t(1), e.view(F, {T * outPlane})}), {planes, T, outPlane});
+  Node *masked = e.call("aten.where.self", {V, g, e.scalarTensor(-INFINITY, dt)});
+  Node *ts = e.view(iota(e, T), {1, T, 1});
+  Node *lastNan = e.call("aten.amax.default",
+                         {e.call("aten.where.self", {e.call("aten.logical_and.default", {e.call("aten.isnan.default", {masked}), V}), ts,
+                                                     e.scalarTensor(int64_t(-1), DType::I64)}),
+                          std::vector<int64_t>{1}, true});
+  Node *tStar = e.call("aten.where.self", {e.call("aten.ge.Scalar", {lastNan, int64_t(0)}), lastNan,
+                                           e.call("aten.argmax.default", {masked, int64_t(1), true})}); // [P, 1, Q]
+  Node *Fe = e.call("aten.expand.default", {e.view(F, {1, T, outPlane}), std::vector<int64_t>{planes, T, outPlane}});
+  Node *idx = e.view(e.call("aten.gather.default", {Fe, int64_t(1), tStar}), {planes, outPlane});
+  Node *vals = e.call("aten.gather.default", {xp, int64_t(1), idx});
+  return {e.view(vals, os), e.view(idx, os)};
 }
 
 } // namespace aotc::rules

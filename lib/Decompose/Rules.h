@@ -65,6 +65,7 @@ Vals trilinear(rewrite::Emitter &e, Node &n);
 Vals dist(rewrite::Emitter &e, Node &n);
 Vals put(rewrite::Emitter &e, Node &n);
 Vals emptyPermuted(rewrite::Emitter &e, Node &n);
+Vals adaptiveMaxPool(rewrite::Emitter &e, Node &n);
 
 // DecomposeRearrange.cpp.
 /// flip / reflection_pad* / replication_pad* -> index_select by a computed int64 index.

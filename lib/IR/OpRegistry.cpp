@@ -316,6 +316,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerFftOps(*r);
     ops::registerSpecialOps(*r);
     ops::registerEmbeddingBagOps(*r);
+    ops::registerAdaptiveMaxPoolOps(*r);
     ops::registerNonCoreOps(*r); // last: the *_copy forms copy their views' entries
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");

@@ -291,6 +291,8 @@ SOURCES = {
     "aten._trilinear.default": ["nn.functional.bilinear"],
     "aten.dist.default": ["dist"],
     "aten.put.default": ["put"],
+    "aten.adaptive_max_pool2d.default": ["nn.functional.adaptive_max_pool2d"],
+    "aten.adaptive_max_pool3d.default": ["nn.functional.adaptive_max_pool3d"],
 }
 
 # Every dtype a sample may carry: aotc supports f32/f64/i64/bool; others (int32 indices, uint8

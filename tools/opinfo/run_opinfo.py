@@ -117,10 +117,18 @@ def export_divergence(ep, tensors, tangents, outs32, grads32, names):
     try:
         ins = [t.detach().clone().requires_grad_(t.requires_grad) for t in tensors]
         outs = [x for x in pytree.tree_leaves(ep.module()(*ins)) if isinstance(x, torch.Tensor)]
-        grads = gen.grads_of(ins, outs, [None if t is None else t.float() for t in tangents])
     except Exception:
         return None  # the exported module does not run in eager: nothing to say
+    if len(outs) != len(outs32):
+        return f"torch's exported graph returns {len(outs)} tensors where eager returns {len(outs32)}"
     for i, (a, b) in enumerate(zip(outs, outs32)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return (f"torch's exported graph returns {a.dtype} {list(a.shape)} as output_{i} where eager returns "
+                    f"{b.dtype} {list(b.shape)}")
+    try:
+        grads = gen.grads_of(ins, outs, [None if t is None else t.float() for t in tangents])
+    except Exception:
+        return None
         if a.is_floating_point() and not gen.within(a.detach(), b.detach(), RTOL, ATOL):
             return f"torch's exported graph gives another output_{i} than eager"
     for n, a, b in zip(names, grads, grads32):

@@ -33,6 +33,7 @@ void registerRearrangeOps(OpRegistry &r); // Rearrange.cpp: flip, repeat, reflec
 void registerSortOps(OpRegistry &r);      // Sort.cpp: sort, sort.stable, topk
 void registerDistanceOps(OpRegistry &r);  // Distance.cpp: _cdist_forward, _pdist_forward
 void registerGridSampleOps(OpRegistry &r); // GridSample.cpp: grid_sampler_2d
+void registerAdaptiveMaxPoolOps(OpRegistry &r); // AdaptiveMaxPool.cpp: adaptive_max_pool2d / 3d
 void registerNonCoreOps(OpRegistry &r);   // NonCore.cpp: copysign, fmax, *_copy, addmv, _trilinear, dist, put, ...
 void registerSpecialOps(OpRegistry &r);   // Special.cpp: lgamma, digamma, polygamma, erfc, erfinv, Bessel
 void registerFftOps(OpRegistry &r);       // Fft.cpp: _fft_r2c, _fft_c2r, _fft_c2c, aotc::fft_*_backward

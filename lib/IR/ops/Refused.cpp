@@ -63,10 +63,6 @@ const std::vector<RefusedOp> &refusedOps() {
       {"aten.linalg_matrix_exp.default",
        "matrix exponential: needs a Pade / scaling-and-squaring kernel and its derivative; not implemented yet"},
       // Pooling and resampling variants.
-      {"aten.adaptive_max_pool2d.default",
-       "adaptive max pooling (windows of varying size with argmax indices): not implemented yet; adaptive "
-       "average pooling and fixed-window max pooling are"},
-      {"aten.adaptive_max_pool3d.default", "adaptive max pooling: not implemented yet (see adaptive_max_pool2d)"},
       {"aten._upsample_bilinear2d_aa.default",
        "antialiased bilinear resampling (torchvision's resize with antialias=True): not implemented yet; plain "
        "bilinear is"},
