@@ -60,6 +60,8 @@ const std::vector<RefusedOp> &refusedOps() {
       {"aten.linalg_solve_triangular.default", kLapack},
       {"aten.triangular_solve.default", kLapack},
       {"aten.linalg_pinv.atol_rtol_tensor", kLapack},
+      {"aten.linalg_matrix_sqrth.default", kLapack},
+      {"aten.linalg_polar.default", kLapack},
       {"aten.linalg_matrix_exp.default",
        "matrix exponential: needs a Pade / scaling-and-squaring kernel and its derivative; not implemented yet"},
       // Pooling and resampling variants.
@@ -78,6 +80,9 @@ const std::vector<RefusedOp> &refusedOps() {
        "in training is _native_batch_norm_legit_functional, which is supported"},
       {"aten._to_sparse.default", "sparse tensors: not supported (aotc computes on dense tensors only)"},
       {"aten._to_sparse.sparse_dim", "sparse tensors: not supported (aotc computes on dense tensors only)"},
+      {"torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default",
+       "torch's chunked linear + cross-entropy (a torch_nn op, not ATen): not implemented yet; F.linear followed "
+       "by F.cross_entropy exports to supported ops"},
       {"aten.rrelu_with_noise_functional.default",
        "randomized leaky ReLU in training: not implemented yet (in eval mode torch exports leaky_relu)"},
   };

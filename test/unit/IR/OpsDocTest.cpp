@@ -139,7 +139,7 @@ TEST_CASE("core ATen: every overload is registered or listed with its reason, an
     CHECK(why.emplace(r.target, r.reason).second); // one row per op
     CHECK(r.reason.size() > 10);
     CHECK(OpRegistry::get().lookup(r.target) == nullptr); // refused but registered: delete its row
-    CHECK(r.target.rfind("aten.", 0) == 0);
+    CHECK(r.target.rfind("torch.ops.", 0) != 0); // namespace.name.overload
     CHECK(std::count(r.target.begin(), r.target.end(), '.') == 2);
     CHECK(refusalReason(r.target) != nullptr);
     CHECK(refusalReason("torch.ops." + r.target) != nullptr);
