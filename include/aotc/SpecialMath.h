@@ -83,7 +83,9 @@ inline double eval(int32_t fn, double x, double n) {
     if (std::isinf(x)) // as eager's kernels: trigamma's series gives 0 / NaN, Cephes' zeta NaN / +inf
       return k == 1 ? (x > 0 ? 0.0 : nan) : x > 0 ? nan : (k % 2 ? inf : -inf);
     if (x <= 0 && integral) return k % 2 ? inf : -inf;
-    return polygamma(k, x, Policy());
+    double v = polygamma(k, x, Policy());
+    if (std::isinf(v) && x > 0) return k % 2 ? inf : -inf; // Boost's ignored overflow is +inf
+    return v;
   }
   case AOTC_SPECIAL_ERFC: return std::erfc(x);
   case AOTC_SPECIAL_ERFINV: // calc_erfinv: +-1 -> +-inf, |x| > 1 -> NaN

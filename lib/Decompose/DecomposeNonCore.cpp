@@ -6,17 +6,17 @@
 //    gradient is sign(x) * sign-of-result, 0 at x = 0 (copysign_tensor_self_backward), y gets none;
 //  * fmax / fmin = where(isnan(b), a, where(isnan(a), b, maximum / minimum(a, b))): the number
 //    wins over a NaN and ties split the gradient in halves, as torch's rule;
-//  * hypot = sqrt(a^2 + b^2) (overflows where |a| or |b| > ~1e154 (f64) / ~1e19 (f32); libm's
-//    hypot does not), ldexp = self * pow(2, other) (exact for integral other);
+//  * hypot = m sqrt((a/m)^2 + (b/m)^2) with m = max(|a|, |b|) (no overflow or underflow of the
+//    squares), ldexp = self * pow(2, other) (exact for integral other);
 //  * *_copy = clone(view op); as_strided_scatter = index_put of src at the view's flat
 //    positions, offset + sum_k i_k stride_k, into self viewed flat;
 //  * addmv / addbmm = alpha * (mm / sum of bmm) + beta * self (self dropped when beta == 0);
 //    _trilinear = sum over sumdim of the product of the inputs viewed with 1s at their
 //    expand dims;
 //  * dist = the p-norm of a - b: sqrt(sum d^2), sum |d|, amax / amin |d|, count of d != 0, or
-//    (sum |d|^p)^(1/p) (the gradient at a == b is NaN for p = 2 where eager's is 0: torch
-//    masks it; aotc's graph of torch's own vector_norm decomposition gives NaN as well);
-//  * put = index_put into self viewed flat, negative indices + numel;
+//    (sum |d|^p)^(1/p), the root taken of where(sum == 0, 1, sum) and masked, so the gradient at
+//    a == b is 0, as eager's norm_backward;
+//  * put = index_put into self viewed flat (which wraps negative indices and checks the range);
 //  * empty_permuted = full(size, 0);
 //  * adaptive_max_pool2d / 3d (lib/IR/ops/AdaptiveMaxPool.cpp): the window taps gathered, the
 //    last NaN or first maximum chosen, values = gather by the index (the gradient goes there).
@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace aotc::rules {
 namespace {
@@ -75,7 +76,12 @@ Vals fmaxFmin(Emitter &e, Node &n) {
 Vals hypot(Emitter &e, Node &n) {
   DType od = n.types[0].dtype;
   Node *a = e.toDtype(n.tensorArg(0), od), *b = e.toDtype(n.tensorArg(1), od);
-  return {e.call("aten.sqrt.default", {e.add(e.mul(a, a), e.mul(b, b))})};
+  // m sqrt((a/m)^2 + (b/m)^2), m = max(|a|, |b|) (1 where both are 0): no overflow or underflow
+  // of the squares; the gradient is a / hypot (the terms through m cancel).
+  Node *m = e.call("aten.maximum.default", {e.call("aten.abs.default", {a}), e.call("aten.abs.default", {b})});
+  m = e.call("aten.where.self", {e.call("aten.eq.Scalar", {m, 0.0}), e.scalarTensor(1.0, od), m});
+  Node *x = e.div(a, m), *y = e.div(b, m);
+  return {e.mul(m, e.call("aten.sqrt.default", {e.add(e.mul(x, x), e.mul(y, y))}))};
 }
 
 Vals ldexp(Emitter &e, Node &n) {
@@ -169,12 +175,16 @@ Vals dist(Emitter &e, Node &n) {
   double p = n.scalarArg(2);
   Node *a = e.call("aten.abs.default", {d});
   std::vector<int64_t> all;
-  if (p == 2) return {e.call("aten.sqrt.default", {e.sum(e.mul(d, d), all, false)})};
   if (p == 1) return {e.sum(a, all, false)};
   if (p == 0) return {e.sum(e.toDtype(e.call("aten.ne.Scalar", {d, 0.0}), od), all, false)};
   if (std::isinf(p)) return {e.call(p > 0 ? "aten.amax.default" : "aten.amin.default", {a, all, false})};
-  Node *s = e.sum(e.call("aten.pow.Tensor_Scalar", {a, p}), all, false);
-  return {e.call("aten.pow.Tensor_Scalar", {s, 1.0 / p})};
+  Node *s = p == 2 ? e.sum(e.mul(d, d), all, false) : e.sum(e.call("aten.pow.Tensor_Scalar", {a, p}), all, false);
+  // The root of a zero sum is 0 with a zero gradient, as eager's norm_backward masks it: the
+  // root of where(s == 0, 1, s), times (s != 0), keeps the infinite slope out of the graph.
+  Node *zero = e.call("aten.eq.Scalar", {s, 0.0});
+  Node *safe = e.call("aten.where.self", {zero, e.scalarTensor(1.0, od), s});
+  Node *root = p == 2 ? e.call("aten.sqrt.default", {safe}) : e.call("aten.pow.Tensor_Scalar", {safe, 1.0 / p});
+  return {e.mul(root, e.toDtype(e.call("aten.logical_not.default", {zero}), od))};
 }
 
 Vals put(Emitter &e, Node &n) {
@@ -182,8 +192,7 @@ Vals put(Emitter &e, Node &n) {
   const TensorType &t = self->type();
   int64_t N = t.numel(), M = index->type().numel();
   if (M == 0) return {e.call("aten.clone.default", {self})};
-  Node *ix = e.view(e.toDtype(index, DType::I64), {M});
-  ix = e.call("aten.where.self", {e.call("aten.lt.Scalar", {ix, int64_t(0)}), e.call("aten.add.Scalar", {ix, N}), ix});
+  Node *ix = e.view(e.toDtype(index, DType::I64), {M}); // index_put wraps [-N, 0) and checks the range
   Node *r = e.call("aten.index_put.default", {e.view(self, {N}), std::vector<Node *>{ix}, e.view(src, {M}), n.args[3]});
   return {e.view(r, t.shape)};
 }
@@ -196,7 +205,7 @@ Vals emptyPermuted(Emitter &e, Node &n) {
 
 /// adaptive_max_pool2d / 3d: for each tap t of the largest window (row-major), the flat input
 /// position F_t[o] = sum_k clamp(start_k[o_k] + t_k) * stride_k and whether it is inside the
-/// window; the values of all taps gathered from the planes, -inf outside; t* = the last NaN tap
+/// window (a few broadcast index ops, not one node per tap); the values of all taps gathered from the planes, -inf outside; t* = the last NaN tap
 /// if any, else argmax (the first maximum); index = F_{t*}, values = gather(planes, index).
 Vals adaptiveMaxPool(Emitter &e, Node &n) {
   const int dims = n.target == "aten.adaptive_max_pool2d.default" ? 2 : 3;
@@ -219,38 +228,30 @@ Vals adaptiveMaxPool(Emitter &e, Node &n) {
     Node *i = e.call("aten.full.default", {std::vector<int64_t>(os), int64_t(0)}, {{"dtype", DTypeLit{DType::I64}}});
     return {v, i};
   }
-  // Per dim k: the window start (floor(o I / O), exact in f64) and length, as i64 [O_k] viewed
-  // along output dim k of [O_0, .., O_{dims-1}].
-  std::vector<Node *> start(dims), len(dims);
+  // Over [K_0, .., K_{d-1}, O_0, .., O_{d-1}] (taps, then output positions): per dim k the
+  // window start floor(o I / O) (exact in f64) and length along O_k, the tap t along K_k; the
+  // flat input position sum_k clamp(start + t) stride_k, inside while t < length.
+  const int64_t T = std::accumulate(kmax.begin(), kmax.end(), int64_t(1), std::multiplies<int64_t>());
+  Shape full(kmax.begin(), kmax.end());
+  full.insert(full.end(), out.begin(), out.end());
+  Node *F = nullptr, *V = nullptr;
   for (int k = 0; k < dims; ++k) {
-    Shape vs(dims, 1);
-    vs[k] = out[k];
+    Shape os1(2 * dims, 1), ts1(2 * dims, 1);
+    os1[dims + k] = out[k];
+    ts1[k] = kmax[k];
     Node *oi = e.call("aten.mul.Scalar", {iota(e, out[k]), in[k]});
     auto floorDiv = [&](Node *num) { return e.toDtype(e.div(e.toDtype(num, DType::F64), (double)out[k]), DType::I64); };
     Node *s0 = floorDiv(oi);
-    len[k] = e.view(e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in[k] + out[k] - 1})), s0), vs);
-    start[k] = e.view(s0, vs);
+    Node *len = e.view(e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in[k] + out[k] - 1})), s0), os1);
+    Node *tk = e.view(iota(e, kmax[k]), ts1);
+    Node *pos = e.call("aten.clamp.default", {e.add(e.view(s0, os1), tk), Arg{}, in[k] - 1});
+    Node *term = stride[k] == 1 ? pos : e.call("aten.mul.Scalar", {pos, stride[k]});
+    Node *ok = e.call("aten.gt.Tensor", {len, tk});
+    F = F ? e.add(F, term) : term;
+    V = V ? e.call("aten.logical_and.default", {V, ok}) : ok;
   }
-  std::vector<Node *> flat, inside;
-  std::vector<int64_t> t(dims, 0);
-  for (;;) {
-    Node *f = nullptr, *ok = nullptr;
-    for (int k = 0; k < dims; ++k) {
-      Node *pos = e.call("aten.clamp.default", {e.call("aten.add.Scalar", {start[k], t[k]}), Arg{}, in[k] - 1});
-      Node *term = stride[k] == 1 ? pos : e.call("aten.mul.Scalar", {pos, stride[k]});
-      f = f ? e.add(f, term) : term;
-      Node *v = e.call("aten.gt.Scalar", {len[k], t[k]});
-      ok = ok ? e.call("aten.logical_and.default", {ok, v}) : v;
-    }
-    flat.push_back(e.call("aten.unsqueeze.default", {e.call("aten.expand.default", {f, out}), int64_t(0)}));
-    inside.push_back(e.call("aten.unsqueeze.default", {e.call("aten.expand.default", {ok, out}), int64_t(0)}));
-    int k = dims - 1;
-    while (k >= 0 && ++t[k] == kmax[k]) t[k] = 0, --k;
-    if (k < 0) break;
-  }
-  const int64_t T = (int64_t)flat.size();
-  Node *F = e.view(e.call("aten.cat.default", {flat, int64_t(0)}), {T, outPlane});     // [T, Q]
-  Node *V = e.view(e.call("aten.cat.default", {inside, int64_t(0)}), {1, T, outPlane}); // [1, T, Q]
+  F = e.view(e.call("aten.expand.default", {F, full}), {T, outPlane});                                           // [T, Q]
+  V = e.view(e.call("aten.expand.default", {V, full}), {1, T, outPlane});                                        // [1, T, Q]
   Node *xp = e.view(x, {planes, inPlane});
   Node *g = e.view(e.call("aten.index_select.default", {xp, int64_t(1), e.view(F, {T * outPlane})}), {planes, T, outPlane});
   Node *masked = e.call("aten.where.self", {V, g, e.scalarTensor(-INFINITY, dt)});

@@ -60,6 +60,9 @@ void registerSpecialOps(OpRegistry &r) {
     d.primitive = true;
     d.infer = [](const Node &n) -> Types {
       if (n.intArg(0) < 0) nodeError(n, "polygamma(n, x) does not support negative n.");
+      // Beyond n = 1000 every value is +-inf or 0 in f64 except for huge x, and Boost's series
+      // for negative x builds tables that grow with n^2: refused rather than approximated.
+      if (n.intArg(0) > 1000) nodeError(n, "polygamma(n, x): aotc supports n <= 1000, got " + std::to_string(n.intArg(0)));
       TensorType t = argType(n, 1);
       return {{intToFloat(t.dtype), t.shape}};
     };
