@@ -65,6 +65,10 @@ TEST_CASE("special functions: eager's values at poles, zeros, infinities and NaN
   CHECK(same(f64(AOTC_SPECIAL_NDTRI, 1.0), inf));
   CHECK(std::isnan(f64(AOTC_SPECIAL_NDTRI, -0.5)));
   CHECK(std::isnan(f64(AOTC_SPECIAL_COUNT, 1.0))); // not a function
+  // polygamma's overflow near 0+ keeps its sign ((-1)^(n+1) n! / x^(n+1)), as eager's
+  CHECK(same(f64(AOTC_SPECIAL_POLYGAMMA, 1e-110, 2), -inf));
+  CHECK(same((double)aotc_special_f32(AOTC_SPECIAL_POLYGAMMA, 1e-38f, 8.0f), -inf));
+  CHECK(same((double)aotc_special_f32(AOTC_SPECIAL_POLYGAMMA, 1e-38f, 7.0f), inf));
 }
 
 TEST_CASE("special functions: interior values against closed forms and series", "[special]") {
