@@ -242,7 +242,7 @@ void checkTargetSupport(const Program &p, const std::string &target) {
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (FFTs run "
                                                        "through PocketFFT in libaotc_kernels on the CPU, no cuFFT call "
                                                        "yet; compile for the CPU)"));
-      else if (n->op && ((n->op->scalar && n->op->scalar->op == ScalarOp::Special) || n->target == "aten.polygamma.default"))
+      else if (n->op && n->op->scalar && n->op->scalar->op == ScalarOp::Special)
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (special functions "
                                                        "run through Boost.Math in libaotc_kernels on the CPU; compile "
                                                        "for the CPU)"));

@@ -8,7 +8,6 @@
 
 #include "aotc/Diagnostics.h"
 #include "aotc/OpRegistry.h"
-#include "aotc/kernels.h"
 
 #include <algorithm>
 #include <map>
@@ -126,11 +125,6 @@ ERef powTensorRule(const PointwiseArgs &a) {
   return binary(a, S::Pow);
 }
 
-/// polygamma(n, x): special function POLYGAMMA of x with the order n as a constant.
-ERef polygammaRule(const PointwiseArgs &a) {
-  return mkSpecial(AOTC_SPECIAL_POLYGAMMA, a.od, a.x(1), mkConst(a.od, (double)a.n.intArg(0)));
-}
-
 /// A primitive whose OpDef names its one scalar operation (OpDef::scalar): the operation of
 /// its arguments, cast as the body says.
 ERef scalarBody(const PointwiseArgs &a) {
@@ -146,7 +140,8 @@ ERef scalarBody(const PointwiseArgs &a) {
   if (b.operands == O::Floating && !isFloating(a.od))
     nodeError(a.n, "codegen: '" + opBase(a.n.target) + "' needs a floating result");
   for (int i : b.args) xs.push_back(a.x(i));
-  if (b.op == ScalarOp::Special) return mkSpecial(b.iconst, a.od, xs[0], mkConst(a.od, 0.0));
+  if (b.op == ScalarOp::Special) // x, and polygamma's order (a constant argument) when the body reads one
+    return mkSpecial(b.iconst, a.od, xs[0], xs.size() > 1 ? xs[1] : mkConst(a.od, 0.0));
   return mkOp(b.op, a.od, xs);
 }
 
@@ -302,7 +297,6 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.square.default", pw([](A a) { ERef x = a.x(0); return mkOp(S::Mul, a.od, {x, x}); })},
         {"aten.pow.Tensor_Scalar", pw(powScalarRule)},
         {"aten.pow.Tensor_Tensor", pw(powTensorRule)},
-        {"aten.polygamma.default", pw(polygammaRule)},
         {"aten.sign.default", pw(signRule)},
         // Transcendental functions.
         {"aten.rsqrt.default", pw([](A a) { return recip(a, mkOp(S::Sqrt, a.od, {a.x(0)})); })},

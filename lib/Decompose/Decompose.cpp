@@ -483,7 +483,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.hypot.default", hypot, "sqrt(a * a + b * b)"},
     {"aten.ldexp.Tensor", ldexp, "self * pow.Scalar(2, other)"},
     {"aten.view_copy.default", copyForm, "clone(view)"},
-    {"aten._embedding_bag_forward_only.default", copyForm, "_embedding_bag (the same results)"},
+    {"aten._embedding_bag_forward_only.default", embeddingBagForwardOnly, "_embedding_bag (the same results)"},
     {"aten.permute_copy.default", copyForm, "clone(permute)"},
     {"aten.unbind_copy.int", copyForm, "clone of each unbind result"},
     {"aten.as_strided_copy.default", copyForm, "clone(as_strided)"},

@@ -27,17 +27,12 @@
 
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 namespace aotc::rules {
 namespace {
 
 using rewrite::Emitter;
 using rewrite::wrapDimAt;
-
-Node *iota(Emitter &e, int64_t n) {
-  return e.call("aten.arange.start_step", {int64_t(0), n}, {{"dtype", DTypeLit{DType::I64}}});
-}
 
 /// alpha * m + beta * self, with 1s and beta == 0 (self ignored, as torch) skipped.
 Node *blend(Emitter &e, Node *m, Node *self, double alpha, double beta) {
@@ -90,30 +85,38 @@ Vals ldexp(Emitter &e, Node &n) {
   return {e.mul(x, e.call("aten.pow.Scalar", {2.0, p}))};
 }
 
+namespace {
+
+/// `target` called with n's arguments: its results (getitems of a multi-result op).
+Vals sameCall(Emitter &e, Node &n, const std::string &target) {
+  Node *c = e.call(target, std::vector<Arg>(n.args.begin(), n.args.end()));
+  if (n.types.size() == 1) return {c};
+  Vals out;
+  for (size_t k = 0; k < n.types.size(); ++k) out.push_back(e.call("getitem", {c, (int64_t)k}));
+  return out;
+}
+
+} // namespace
+
 Vals copyForm(Emitter &e, Node &n) {
   static const std::map<std::string, std::string> view = {
       {"aten.view_copy.default", "aten.view.default"},
       {"aten.permute_copy.default", "aten.permute.default"},
       {"aten.unbind_copy.int", "aten.unbind.int"},
-      {"aten.as_strided_copy.default", "aten.as_strided.default"},
-      {"aten._embedding_bag_forward_only.default", "aten._embedding_bag.default"}};
+      {"aten.as_strided_copy.default", "aten.as_strided.default"}};
   Vals out;
   if (n.target == "aten.narrow_copy.default") {
     int64_t dim = wrapDimAt(n, n.intArg(1), n.tensorArg(0)->type().rank()), start = n.intArg(2);
     if (start < 0) start += n.tensorArg(0)->type().shape[dim];
     out = {e.call("aten.slice.Tensor", {n.args[0], dim, start, start + n.intArg(3), int64_t(1)})};
-  } else if (n.types.size() > 1) { // unbind_copy, _embedding_bag_forward_only: every result
-    std::vector<Arg> args(n.args.begin(), n.args.end());
-    Node *u = e.call(view.at(n.target), args);
-    for (size_t k = 0; k < n.types.size(); ++k) out.push_back(e.call("getitem", {u, (int64_t)k}));
-    if (n.target == "aten._embedding_bag_forward_only.default") return out;
   } else {
-    std::vector<Arg> args(n.args.begin(), n.args.end());
-    out = {e.call(view.at(n.target), args)};
+    out = sameCall(e, n, view.at(n.target));
   }
   for (Node *&v : out) v = e.call("aten.clone.default", {v});
   return out;
 }
+
+Vals embeddingBagForwardOnly(Emitter &e, Node &n) { return sameCall(e, n, "aten._embedding_bag.default"); }
 
 Vals asStridedScatter(Emitter &e, Node &n) {
   Node *self = n.tensorArg(0);
@@ -127,7 +130,7 @@ Vals asStridedScatter(Emitter &e, Node &n) {
   for (size_t k = 0; k < size.size(); ++k) {
     Shape vs(size.size(), 1);
     vs[k] = size[k];
-    pos = e.add(pos, e.view(e.call("aten.mul.Scalar", {iota(e, size[k]), stride[k]}), vs));
+    pos = e.add(pos, e.view(e.call("aten.mul.Scalar", {e.iota(size[k]), stride[k]}), vs));
   }
   pos = e.view(e.call("aten.expand.default", {pos, size}), {m});
   Node *flat = e.view(self, {t.numel()});
@@ -161,12 +164,9 @@ Vals trilinear(Emitter &e, Node &n) {
     x = e.view(x, us);
     prod = prod ? e.mul(prod, x) : x;
   }
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims; // the product already has the broadcast sizes the result keeps
   for (int64_t d : n.intListArg(6)) dims.push_back(wrapDimAt(n, d, total));
-  if (dims.empty()) return {e.call("aten.expand.default", {prod, n.types[0].shape})};
-  Node *s = e.sum(prod, dims, false); // dims the sum keeps may still be 1 where all three were
-  if (s->type().shape != n.types[0].shape) s = e.call("aten.expand.default", {s, n.types[0].shape});
-  return {s};
+  return {dims.empty() ? prod : e.sum(prod, dims, false)};
 }
 
 Vals dist(Emitter &e, Node &n) {
@@ -215,13 +215,11 @@ Vals adaptiveMaxPool(Emitter &e, Node &n) {
   const int64_t r = (int64_t)xs.size();
   int64_t planes = 1, inPlane = 1, outPlane = 1;
   for (int64_t i = 0; i < r - dims; ++i) planes *= xs[i];
-  std::vector<int64_t> in(xs.end() - dims, xs.end()), out(os.end() - dims, os.end()), stride(dims, 1), kmax(dims, 0);
+  std::vector<int64_t> in(xs.end() - dims, xs.end()), out(os.end() - dims, os.end()), stride(dims, 1);
   for (int k = dims - 1; k >= 0; --k) {
     inPlane *= in[k];
     outPlane *= out[k];
     if (k + 1 < dims) stride[k] = stride[k + 1] * in[k + 1];
-    for (int64_t o = 0; o < out[k]; ++o)
-      kmax[k] = std::max(kmax[k], ((o + 1) * in[k] + out[k] - 1) / out[k] - o * in[k] / out[k]);
   }
   if (outPlane == 0 || planes == 0) {
     Node *v = e.call("aten.full.default", {std::vector<int64_t>(os), 0.0}, {{"dtype", DTypeLit{dt}}});
@@ -229,22 +227,24 @@ Vals adaptiveMaxPool(Emitter &e, Node &n) {
     return {v, i};
   }
   // Over [K_0, .., K_{d-1}, O_0, .., O_{d-1}] (taps, then output positions): per dim k the
-  // window start floor(o I / O) (exact in f64) and length along O_k, the tap t along K_k; the
-  // flat input position sum_k clamp(start + t) stride_k, inside while t < length.
-  const int64_t T = std::accumulate(kmax.begin(), kmax.end(), int64_t(1), std::multiplies<int64_t>());
-  Shape full(kmax.begin(), kmax.end());
+  // window start and length (adaptiveWindows, as adaptive average pooling's) along O_k, the tap t
+  // along K_k; the flat input position sum_k clamp(start + t) stride_k, inside while t < length.
+  std::vector<AdaptiveWindows> w;
+  Shape full;
+  for (int k = 0; k < dims; ++k) {
+    w.push_back(adaptiveWindows(e, in[k], out[k]));
+    full.push_back(w.back().kmax);
+  }
+  const int64_t T = numelOf(full);
   full.insert(full.end(), out.begin(), out.end());
   Node *F = nullptr, *V = nullptr;
   for (int k = 0; k < dims; ++k) {
     Shape os1(2 * dims, 1), ts1(2 * dims, 1);
     os1[dims + k] = out[k];
-    ts1[k] = kmax[k];
-    Node *oi = e.call("aten.mul.Scalar", {iota(e, out[k]), in[k]});
-    auto floorDiv = [&](Node *num) { return e.toDtype(e.div(e.toDtype(num, DType::F64), (double)out[k]), DType::I64); };
-    Node *s0 = floorDiv(oi);
-    Node *len = e.view(e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in[k] + out[k] - 1})), s0), os1);
-    Node *tk = e.view(iota(e, kmax[k]), ts1);
-    Node *pos = e.call("aten.clamp.default", {e.add(e.view(s0, os1), tk), Arg{}, in[k] - 1});
+    ts1[k] = w[k].kmax;
+    Node *len = e.view(w[k].len, os1);
+    Node *tk = e.view(e.iota(w[k].kmax), ts1);
+    Node *pos = e.call("aten.clamp.default", {e.add(e.view(w[k].start, os1), tk), Arg{}, in[k] - 1});
     Node *term = stride[k] == 1 ? pos : e.call("aten.mul.Scalar", {pos, stride[k]});
     Node *ok = e.call("aten.gt.Tensor", {len, tk});
     F = F ? e.add(F, term) : term;
@@ -255,7 +255,7 @@ Vals adaptiveMaxPool(Emitter &e, Node &n) {
   Node *xp = e.view(x, {planes, inPlane});
   Node *g = e.view(e.call("aten.index_select.default", {xp, int64_t(1), e.view(F, {T * outPlane})}), {planes, T, outPlane});
   Node *masked = e.call("aten.where.self", {V, g, e.scalarTensor(-INFINITY, dt)});
-  Node *ts = e.view(iota(e, T), {1, T, 1});
+  Node *ts = e.view(e.iota(T), {1, T, 1});
   Node *lastNan = e.call("aten.amax.default",
                          {e.call("aten.where.self", {e.call("aten.logical_and.default", {e.call("aten.isnan.default", {masked}), V}), ts,
                                                      e.scalarTensor(int64_t(-1), DType::I64)}),

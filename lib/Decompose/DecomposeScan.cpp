@@ -54,32 +54,17 @@ std::vector<Node *> diagonalIndices(Emitter &e, const ops::DiagonalGeom &g, int6
 
 } // namespace
 
-Vals cumsum(Emitter &e, Node &n) {
-  DType dt = n.types[0].dtype;
-  Node *x = e.toDtype(n.tensorArg(0), dt);
-  Shape s = x->type().shape;
-  if (s.empty()) return {e.call("aten.clone.default", {x})};
-  int64_t d = rewrite::wrapDimAt(n, n.intArg(1), (int64_t)s.size()), L = s[d];
-  Shape big = s;
-  big.insert(big.begin() + d, L); // [pre, L (i), L (j), post]
-  Node *xe = e.call("aten.expand.default", {e.call("aten.unsqueeze.default", {x, d}), big});
-  Node *ones = e.call("aten.full.default", {Shape{L, L}, true}, {{"dtype", DTypeLit{DType::Bool}}});
-  Shape ms(big.size(), 1);
-  ms[d] = ms[d + 1] = L;
-  Node *keep = e.view(e.call("aten.tril.default", {ones}), ms); // j <= i
-  return {e.sum(e.call("aten.where.self", {keep, xe, zeroOf(e, dt)}), {d + 1}, false)};
-}
+namespace {
 
 /// x expanded to [pre, L (i), L (j), post] along dim d (xe[.., i, j, ..] = x[.., j, ..]), and
-/// the mask j <= i broadcast to it.
+/// the mask j <= i broadcast to it: the running (cumulative) ops' O(L^2) form.
 struct Triangle {
   Node *xe = nullptr, *keep = nullptr;
-  int64_t d = 0, L = 1;
+  int64_t L = 1;
 };
 Triangle triangle(Emitter &e, Node *x, int64_t d) {
   Shape s = x->type().shape;
   Triangle t;
-  t.d = d;
   t.L = s[d];
   Shape big = s;
   big.insert(big.begin() + d, t.L);
@@ -89,6 +74,18 @@ Triangle triangle(Emitter &e, Node *x, int64_t d) {
   ms[d] = ms[d + 1] = t.L;
   t.keep = e.view(e.call("aten.tril.default", {ones}), ms);
   return t;
+}
+
+} // namespace
+
+Vals cumsum(Emitter &e, Node &n) {
+  DType dt = n.types[0].dtype;
+  Node *x = e.toDtype(n.tensorArg(0), dt);
+  Shape s = x->type().shape;
+  if (s.empty()) return {e.call("aten.clone.default", {x})};
+  int64_t d = rewrite::wrapDimAt(n, n.intArg(1), (int64_t)s.size());
+  Triangle t = triangle(e, x, d);
+  return {e.sum(e.call("aten.where.self", {t.keep, t.xe, zeroOf(e, dt)}), {d + 1}, false)};
 }
 
 /// cumprod: prod over j of where(j <= i, x, 1) (prod's rule handles zeros, as cumprod_backward);

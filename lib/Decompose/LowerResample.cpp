@@ -23,6 +23,18 @@ namespace aotc::rules {
 
 using namespace rewrite;
 
+AdaptiveWindows adaptiveWindows(Emitter &e, int64_t in, int64_t out) {
+  AdaptiveWindows w;
+  for (int64_t o = 0; o < out; ++o) w.kmax = std::max(w.kmax, ((o + 1) * in + out - 1) / out - o * in / out);
+  Node *oi = e.mul(e.iota(out), in);
+  auto floorDiv = [&](Node *num) { // num >= 0: the quotient is exact enough in f64 to truncate
+    return e.toDtype(e.div(e.toDtype(num, DType::F64), (double)out), DType::I64);
+  };
+  w.start = floorDiv(oi);
+  w.len = e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in + out - 1})), w.start);
+  return w;
+}
+
 namespace {
 
 struct Tap {
@@ -30,9 +42,6 @@ struct Tap {
   Node *w = nullptr; ///< [O] in the compute dtype, or nullptr for weight 1
 };
 
-Node *iota(Emitter &e, int64_t n, DType dt) {
-  return e.call("aten.arange.default", {n}, {{"dtype", DTypeLit{dt}}});
-}
 Node *clampI(Emitter &e, Node *x, std::optional<int64_t> lo, std::optional<int64_t> hi) {
   return e.call("aten.clamp.default", {x, lo ? Arg{*lo} : Arg{}, hi ? Arg{*hi} : Arg{}});
 }
@@ -45,7 +54,7 @@ std::optional<double> optScale(const Node &n, size_t i) {
 /// nearest_idx: min(floorf(o * s), I - 1) in float.
 std::vector<Tap> nearestTaps(Emitter &e, int64_t in, int64_t out, std::optional<double> scale) {
   float s = scale && *scale > 0 ? (float)(1.0 / *scale) : (float)in / (float)out;
-  Node *src = e.mul(iota(e, out, DType::F32), (double)s);
+  Node *src = e.mul(e.iota(out, DType::F32), (double)s);
   return {{clampI(e, e.toDtype(src, DType::I64), std::nullopt, in - 1)}};
 }
 
@@ -53,7 +62,7 @@ std::vector<Tap> nearestTaps(Emitter &e, int64_t in, int64_t out, std::optional<
 std::vector<Tap> linearTaps(Emitter &e, int64_t in, int64_t out, bool align, std::optional<double> scale, DType dt) {
   double s = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
                    : (scale && *scale > 0 ? 1.0 / *scale : (double)in / (double)out);
-  Node *o = iota(e, out, dt);
+  Node *o = e.iota(out, dt);
   Node *src = align ? e.mul(o, s)
                     : e.call("aten.clamp.default", {e.call("aten.sub.Scalar", {e.mul(e.call("aten.add.Scalar", {o, 0.5}), s), 0.5}),
                                                     0.0, Arg{}});
@@ -66,26 +75,19 @@ std::vector<Tap> linearTaps(Emitter &e, int64_t in, int64_t out, bool align, std
 
 /// Adaptive windows [floor(o I/O), ceil((o + 1) I/O)), weights 1/len on the window.
 std::vector<Tap> adaptiveTaps(Emitter &e, int64_t in, int64_t out, DType dt) {
-  int64_t kmax = 0;
-  for (int64_t o = 0; o < out; ++o) kmax = std::max(kmax, ((o + 1) * in + out - 1) / out - o * in / out);
-  Node *oi = e.mul(iota(e, out, DType::I64), in);
-  auto floorDiv = [&](Node *num) { // num >= 0: the quotient is exact enough in f64 to truncate
-    return e.toDtype(e.div(e.toDtype(num, DType::F64), (double)out), DType::I64);
-  };
-  Node *start = floorDiv(oi);
-  Node *len = e.sub(floorDiv(e.call("aten.add.Scalar", {oi, in + out - 1})), start);
-  Node *lenF = e.toDtype(len, dt);
+  AdaptiveWindows w = adaptiveWindows(e, in, out);
+  Node *lenF = e.toDtype(w.len, dt);
   std::vector<Tap> taps;
-  for (int64_t k = 0; k < kmax; ++k)
-    taps.push_back({clampI(e, e.call("aten.add.Scalar", {start, k}), std::nullopt, in - 1),
-                    e.div(e.toDtype(e.call("aten.gt.Scalar", {len, k}), dt), lenF)});
+  for (int64_t k = 0; k < w.kmax; ++k)
+    taps.push_back({clampI(e, e.call("aten.add.Scalar", {w.start, k}), std::nullopt, in - 1),
+                    e.div(e.toDtype(e.call("aten.gt.Scalar", {w.len, k}), dt), lenF)});
   return taps;
 }
 
 /// One dim of avg_pool2d: window o s - p + [0, k); `divide`: weights valid / extent, else valid.
 std::vector<Tap> avgTaps(Emitter &e, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool countPad,
                          bool divide, DType dt) {
-  Node *a = e.call("aten.sub.Scalar", {e.mul(iota(e, out, DType::I64), s), p});
+  Node *a = e.call("aten.sub.Scalar", {e.mul(e.iota(out, DType::I64), s), p});
   Node *extent = nullptr;
   if (divide) {
     Node *b = clampI(e, e.call("aten.add.Scalar", {a, k}), std::nullopt, in + p);

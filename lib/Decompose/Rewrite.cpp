@@ -40,6 +40,8 @@ Node *Emitter::view(Node *x, const Shape &shape) {
   return call("aten.view.default", {x, std::vector<int64_t>(shape)});
 }
 
+Node *Emitter::iota(int64_t n, DType dt) { return call("aten.arange.default", {n}, {{"dtype", DTypeLit{dt}}}); }
+
 Node *Emitter::permute(Node *x, const std::vector<int64_t> &dims) {
   return call("aten.permute.default", {x, dims});
 }

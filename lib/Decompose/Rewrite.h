@@ -50,6 +50,8 @@ public:
   Node *toDtype(Node *x, DType dt);
   /// view(x, shape).
   Node *view(Node *x, const Shape &shape);
+  /// [0, 1, ..., n - 1] of dtype `dt` (aten.arange).
+  Node *iota(int64_t n, DType dt = DType::I64);
   /// permute(x, dims).
   Node *permute(Node *x, const std::vector<int64_t> &dims);
 

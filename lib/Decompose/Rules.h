@@ -52,12 +52,22 @@ Vals cummaxmin(rewrite::Emitter &e, Node &n);
 /// multilabel_margin_loss -> torch's decomposition (masks, gather, clamp, sums).
 Vals multilabelMarginLoss(rewrite::Emitter &e, Node &n);
 
+// LowerResample.cpp.
+/// The adaptive pooling windows of one dim of size `in` pooled to `out`: output o reads
+/// [floor(o in / out), ceil((o + 1) in / out)); start and length as i64 [out], and the longest.
+struct AdaptiveWindows {
+  Node *start = nullptr, *len = nullptr;
+  int64_t kmax = 0;
+};
+AdaptiveWindows adaptiveWindows(rewrite::Emitter &e, int64_t in, int64_t out);
+
 // DecomposeNonCore.cpp (lib/IR/ops/NonCore.cpp's composites).
 Vals copysign(rewrite::Emitter &e, Node &n);
 Vals fmaxFmin(rewrite::Emitter &e, Node &n);
 Vals hypot(rewrite::Emitter &e, Node &n);
 Vals ldexp(rewrite::Emitter &e, Node &n);
 Vals copyForm(rewrite::Emitter &e, Node &n);
+Vals embeddingBagForwardOnly(rewrite::Emitter &e, Node &n);
 Vals asStridedScatter(rewrite::Emitter &e, Node &n);
 Vals addmv(rewrite::Emitter &e, Node &n);
 Vals addbmm(rewrite::Emitter &e, Node &n);

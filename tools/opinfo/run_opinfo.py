@@ -24,8 +24,9 @@ Every case ends as one of:
   the bound against float64: not judged); random (two seeds give different outputs: aotc
   draws its own bits, docs/randomness.md); skipped (an input dtype the test cannot give aotc).
 When only gradients disagree with eager's, central differences of eager's float64 forward
-(cases up to 512 input elements) decide: aotc's gradients matching them while eager's do not
-is a pass, listed apart in the doc (eager's formula is wrong there: as_strided_scatter's).
+(cases up to 512 input elements) decide element by element where they are finite and eager's
+gradient is off them; everywhere else aotc must still match eager (judge_by_central_differences).
+Such a pass is listed apart in the doc (eager's formula is wrong there: as_strided_scatter's).
 Negative control: the first passing case with a non-empty gradient is compared once more with its
 gradient references times 1.01 plus 1e-3 and must come out wrong; the run fails otherwise.
 

@@ -46,8 +46,9 @@ OpDef &binaryComposite(OpRegistry &r, const char *schema, bool toFloat, bool flo
   return d;
 }
 
-/// name_copy (or another op with `view`'s schema): its shape function and values.
-void copyForm(OpRegistry &r, const char *schema, const char *view) {
+/// An op with `view`'s schema (a name_copy form, or _embedding_bag_forward_only): its shape
+/// function, values and index arguments.
+void sameAs(OpRegistry &r, const char *schema, const char *view) {
   const OpDef *v = r.lookup(view);
   AOTC_ASSERT(v, std::string("registerNonCoreOps: ") + view + " is registered first");
   OpDef &d = r.add(schema, OpCategory::Composite);
@@ -79,14 +80,14 @@ void registerNonCoreOps(OpRegistry &r) {
 
   // _embedding_bag_forward_only: _embedding_bag's schema, results and shape function (torch
   // picks it when no input requires grad; aotc differentiates it as _embedding_bag).
-  copyForm(r, "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, "
+  sameAs(r, "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, "
               "int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, "
               "int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
            "aten._embedding_bag.default");
-  copyForm(r, "view_copy(Tensor self, SymInt[] size) -> Tensor", "aten.view.default");
-  copyForm(r, "permute_copy(Tensor self, int[] dims) -> Tensor", "aten.permute.default");
-  copyForm(r, "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]", "aten.unbind.int");
-  copyForm(r, "as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
+  sameAs(r, "view_copy(Tensor self, SymInt[] size) -> Tensor", "aten.view.default");
+  sameAs(r, "permute_copy(Tensor self, int[] dims) -> Tensor", "aten.permute.default");
+  sameAs(r, "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]", "aten.unbind.int");
+  sameAs(r, "as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor",
            "aten.as_strided.default");
   {
     // narrow_copy(self, dim, start, length): TensorShape.cpp narrow_copy_symint (start may be

@@ -21,11 +21,19 @@
 #include "aotc/RefEval.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
 namespace aotc {
 namespace ops {
+
+/// Registers a unary elementwise primitive with INT_TO_FLOAT promotion (exp, log, lgamma, ...)
+/// and its float64 reference `f`; `op`: the scalar operation it is, when it is one
+/// (OpDef::scalar, Operands::Floating over argument 0), else codegen has a rule for it.
+/// Pointwise.cpp.
+OpDef &unaryFloat(OpRegistry &r, const char *schema, std::function<double(double)> f,
+                  std::optional<ScalarOp> op = std::nullopt);
 
 void registerPointwiseOps(OpRegistry &r);
 void registerArithOps(OpRegistry &r);     // Arith.cpp: pow.Scalar, div.*_mode, clamp.Tensor

@@ -18,6 +18,21 @@
 
 namespace aotc {
 namespace ops {
+
+OpDef &unaryFloat(OpRegistry &r, const char *schema, std::function<double(double)> f, std::optional<ScalarOp> op) {
+  OpDef &d = r.add(schema, OpCategory::Pointwise);
+  d.primitive = true;
+  if (op) d.scalar = OpDef::ScalarBody{*op, OpDef::ScalarBody::Operands::Floating, {0}};
+  d.infer = [](const Node &n) -> std::vector<TensorType> {
+    TensorType t = argType(n, 0);
+    return {{intToFloat(t.dtype), t.shape}};
+  };
+  setEval(d, [f](const Node &n, const RefArgs &a) {
+    return mapArgs(n, a, {0}, [&](const double *x) { return f(x[0]); });
+  });
+  return d;
+}
+
 namespace {
 
 using Fn1 = std::function<double(double)>;
@@ -25,21 +40,6 @@ using Types = std::vector<TensorType>;
 
 using Body = OpDef::ScalarBody;
 using Operands = OpDef::ScalarBody::Operands;
-
-/// Unary primitive with INT_TO_FLOAT promotion (exp, log, ...); `op`: the scalar operation it
-/// is, when it is one (OpDef::scalar), else codegen has a rule for it.
-void unaryFloat(OpRegistry &r, const char *schema, Fn1 f, std::optional<ScalarOp> op = std::nullopt) {
-  OpDef &d = r.add(schema, OpCategory::Pointwise);
-  d.primitive = true;
-  if (op) d.scalar = Body{*op, Operands::Floating, {0}};
-  d.infer = [](const Node &n) -> Types {
-    TensorType t = argType(n, 0);
-    return {{intToFloat(t.dtype), t.shape}};
-  };
-  setEval(d, [f](const Node &n, const RefArgs &a) {
-    return mapArgs(n, a, {0}, [&](const double *x) { return f(x[0]); });
-  });
-}
 
 /// Unary primitive keeping the input dtype (neg, abs, relu, ...). `noBool`: bool input is an
 /// error; `op` as unaryFloat's.

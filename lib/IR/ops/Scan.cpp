@@ -88,30 +88,6 @@ static std::vector<int64_t> diagonalOffsets(const DiagonalGeom &g, const Shape &
 
 void registerScanOps(OpRegistry &r) {
   {
-    OpDef &d = r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", OpCategory::Composite);
-    d.infer = [](const Node &n) -> Types {
-      TensorType t = argType(n, 0);
-      wrapDimOrError(n, n.intArg(1), std::max<int64_t>(t.rank(), 1));
-      return {{cumsumDType(n), t.shape}};
-    };
-    setEval(d, [](const Node &n, const RefArgs &a) {
-      const RefTensor &x = *a.at(0);
-      DType dt = n.types[0].dtype;
-      RefTensor out(dt, x.shape);
-      int64_t dim = x.shape.empty() ? 0 : wrapDimOrError(n, n.intArg(1), (int64_t)x.shape.size());
-      Along s(x.shape, dim);
-      for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t i = 0; i < s.inner; ++i) {
-          double acc = 0;
-          for (int64_t j = 0; j < s.len; ++j) {
-            acc = castValue(dt, acc + castValue(dt, x.data[s.at(o, j, i)]));
-            out.data[s.at(o, j, i)] = acc;
-          }
-        }
-      return out;
-    });
-  }
-  {
     OpDef &d = r.add("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", OpCategory::Composite);
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
@@ -205,18 +181,23 @@ void registerScanOps(OpRegistry &r) {
       return out;
     });
   }
-  {
-    // cumprod (ReduceOps.cpp; dtype as cumsum's) and logcumsumexp (floating: log of the running
-    // sum of exp, computed stably here as max + log sum exp(x - max)).
-    OpDef &d = r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", OpCategory::Composite);
+  // cumsum and cumprod (ReduceOps.cpp): the running sum / product in the result dtype.
+  for (bool sum : {true, false}) {
+    OpDef &d = r.add(std::string(sum ? "cumsum" : "cumprod") + "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+                     OpCategory::Composite);
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       wrapDimOrError(n, n.intArg(1), std::max<int64_t>(t.rank(), 1));
       return {{cumsumDType(n), t.shape}};
     };
-    setEval(d, [](const Node &n, const RefArgs &a) {
+    setEval(d, [sum](const Node &n, const RefArgs &a) {
+      if (sum) return scanRef(n, *a.at(0), 0.0, [](double acc, double v) { return acc + v; });
       return scanRef(n, *a.at(0), 1.0, [](double acc, double v) { return acc * v; });
     });
+  }
+  {
+    // logcumsumexp (floating: log of the running sum of exp, computed stably here as
+    // max + log sum exp(x - max)).
     OpDef &l = r.add("logcumsumexp(Tensor self, int dim) -> Tensor", OpCategory::Composite);
     l.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);

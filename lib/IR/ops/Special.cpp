@@ -18,18 +18,9 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-OpDef &special(OpRegistry &r, const std::string &schema, int32_t fn) {
-  OpDef &d = r.add(schema, OpCategory::Pointwise);
-  d.primitive = true;
-  d.scalar = OpDef::ScalarBody{ScalarOp::Special, OpDef::ScalarBody::Operands::Floating, {0}, fn};
-  d.infer = [](const Node &n) -> Types {
-    TensorType t = argType(n, 0);
-    return {{intToFloat(t.dtype), t.shape}};
-  };
-  setEval(d, [fn](const Node &n, const RefArgs &a) {
-    return mapArgs(n, a, {0}, [&](const double *x) { return special::eval(fn, x[0], 0); });
-  });
-  return d;
+void special(OpRegistry &r, const char *schema, int32_t fn) {
+  OpDef &d = unaryFloat(r, schema, [fn](double x) { return special::eval(fn, x, 0); }, ScalarOp::Special);
+  d.scalar->iconst = fn;
 }
 
 } // namespace
@@ -55,9 +46,10 @@ void registerSpecialOps(OpRegistry &r) {
   special(r, "special_modified_bessel_k1(Tensor self) -> Tensor", AOTC_SPECIAL_K1);
   {
     // polygamma(n, x): the order is an int argument (torch: "polygamma(n, x) does not support
-    // negative n."); codegen reads it (lib/Codegen/OpLowering.cpp polygammaRule).
+    // negative n."), the scalar operation's second operand (a constant).
     OpDef &d = r.add("polygamma(int n, Tensor self) -> Tensor", OpCategory::Pointwise);
     d.primitive = true;
+    d.scalar = OpDef::ScalarBody{ScalarOp::Special, OpDef::ScalarBody::Operands::Floating, {1, 0}, AOTC_SPECIAL_POLYGAMMA};
     d.infer = [](const Node &n) -> Types {
       if (n.intArg(0) < 0) nodeError(n, "polygamma(n, x) does not support negative n.");
       // Beyond n = 1000 every value is +-inf or 0 in f64 except for huge x, and Boost's series
