@@ -172,8 +172,8 @@ GemmBlocks gemmBlocks(const GemmDesc &g);
 
 /// The library functions an Extern kernel can call. Each has a descriptor of its own for its
 /// attributes; each target maps it to a library (CPU: cblas from OpenBLAS; CUDA: cuBLASLt).
-enum class ExternFn { Gemm, Conv, Fft };
-const char *externFnName(ExternFn f); ///< "gemm", "conv", "fft"
+enum class ExternFn { Gemm, Conv, Fft, Linalg };
+const char *externFnName(ExternFn f); ///< "gemm", "conv", "fft", "linalg"
 
 /// One of the three regular convolution primitives (include/aotc/Conv.h), a call of the
 /// run-time kernel library (aotc_conv, runtime/include/aotc/kernels.h: oneDNN for f32,
@@ -208,6 +208,21 @@ struct FftDesc {
 };
 const char *fftKindName(FftDesc::Kind k); ///< "c2c", "r2c", "c2r"
 
+/// One dense linear-algebra call (the aotc::lapack_* primitives, lib/IR/ops/Linalg.cpp), a call
+/// of the run-time kernel library (aotc_linalg, runtime/include/aotc/kernels.h: OpenBLAS's
+/// LAPACK) over `batch` matrices; the packed result layout of each kind is kernels.h's.
+struct LinalgDesc {
+  enum class Kind { Cholesky, TriSolve, Lu, LuSolve, Eigh, Svd, Qr, Perm } kind = Kind::Cholesky; ///< AOTC_LINALG_*
+  DType dtype = DType::F32;
+  bool upper = false, left = true, unit = false, adjoint = false, computeUV = true, check = false;
+  int full = 0; ///< Svd: full_matrices; Qr: the mode (0 reduced, 1 complete, 2 r).
+  int64_t batch = 1, m = 0, n = 0, nrhs = 0;
+  int a = -1, b = -1, c = -1, out = -1; ///< Buffers (b: LuSolve's / Perm's int64 pivots).
+  int64_t offA = 0, offB = 0, offC = 0, offOut = 0;
+  int error = -1; ///< As ConvDesc::error: aotc_linalg's status is the value.
+};
+const char *linalgKindName(LinalgDesc::Kind k); ///< "cholesky", "trisolve", "lu", ...
+
 /// A library call (Kernel::Kind::Extern).
 struct ExternCall {
   ExternFn fn = ExternFn::Gemm;
@@ -218,6 +233,7 @@ struct ExternCall {
   GemmDesc gemm;            ///< ExternFn::Gemm: shapes, layout, alpha/beta, element offsets.
   ConvDesc conv;            ///< ExternFn::Conv.
   FftDesc fft;              ///< ExternFn::Fft.
+  LinalgDesc linalg;        ///< ExternFn::Linalg.
   /// True when the call computes nothing (a GEMM with m, n or batch 0): no call is emitted.
   bool empty() const;
 };
@@ -227,6 +243,8 @@ ExternCall gemmCall(const GemmDesc &g);
 ExternCall convCall(const ConvDesc &c);
 /// The call of a transform: inputs {in}, output {out}.
 ExternCall fftCall(const FftDesc &f);
+/// The call of a linalg kind: inputs {a, b, c} (those >= 0), output {out}.
+ExternCall linalgCall(const LinalgDesc &l);
 
 struct Kernel {
   enum class Kind { Loop, Extern } kind = Kind::Loop;
@@ -239,7 +257,7 @@ struct Kernel {
   std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
   std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
   bool mayFail() const;   ///< Has a bounds-checked access.
-  /// An Extern kernel whose library call can fail (a convolution or FFT: its desc's error).
+  /// An Extern kernel whose library call can fail (a convolution, FFT or linalg call: its desc's error).
   bool callMayFail() const;
 };
 

@@ -73,6 +73,12 @@ enum class OpCategory {
 };
 const char *categoryName(OpCategory c);
 
+/// torch.export's with_effects(token, aten._linalg_check_errors, info, ...): sets
+/// check_errors=True on the linalg op whose info result `info` is (a getitem of it), so that a
+/// failed factorization is an error of the entry point, as torch raises. Returns false when
+/// `info` is not such a result (lib/IR/ops/Linalg.cpp; both readers call it).
+bool checkLinalgErrors(Node *info);
+
 /// Values of one node's arguments when evaluating in float64 (RefEval).
 using RefArgs = std::vector<const RefTensor *>; // parallel to node.args; nullptr for non-tensors
 
@@ -122,6 +128,9 @@ struct OpDef {
   /// _to_copy's input). Every other tensor argument and every result must use one of
   /// aotc's compute dtypes (F32, F64, I64, Bool); inferTypes reports the node otherwise.
   std::vector<int> indexArgs;
+  /// Results may be I32 (index-only values too: LAPACK's pivots and info of the linalg ops, and
+  /// _to_copy to an index dtype).
+  bool narrowResults = false;
   std::string target() const { return schema.target(); }
 };
 

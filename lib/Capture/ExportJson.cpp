@@ -84,6 +84,10 @@ private:
   /// stack_trace), added to diags_; then every collected problem is thrown at once.
   void checkTargets(const json &nodes);
   void buildNode(const json &jn);
+  /// torch.export's with_effects(token, op, args...) of an effectful op: only
+  /// _linalg_check_errors(info, api, is_matrix), which becomes check_errors=True on the linalg
+  /// op that computes `info` (a failed factorization is then an error of the entry point).
+  void buildEffect(const json &jn);
   void readOutputs(const json &graph, const json &sig);
 
   const json &j_;
@@ -94,6 +98,7 @@ private:
   std::map<std::string, Node *> values_; ///< JSON value name -> node.
   std::set<const Node *> complex_;       ///< Nodes holding a complex value's view_as_real (Complex.h).
   std::set<std::string> scalars_;        ///< Symbols _local_scalar_dense defines (item() values: 0-d tensors).
+  std::set<std::string> tokens_;         ///< Effect tokens (inputs, with_effects results): no values.
   std::set<std::string> reserved_;       ///< Every name the JSON defines.
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
   DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
@@ -431,7 +436,10 @@ void Reader::readInputs(const json &graph, const json &sig) {
       if (!f.is_string()) fail(ctx + ": the constant's name must be a string");
       fqn = f.get<std::string>();
       role = InputRole::Constant;
-    } else if (kind == "custom_obj" || kind == "token" || kind == "constant_input") {
+    } else if (kind == "token") {
+      tokens_.insert(name); // orders effectful calls (with_effects); aotc keeps graph order
+      continue;
+    } else if (kind == "custom_obj" || kind == "constant_input") {
       fail(ctx + ": input kind '" + kind + "' is not supported");
     } else {
       fail(ctx + ": unknown input kind '" + kind + "'");
@@ -495,7 +503,7 @@ void Reader::readNodes(const json &graph) {
       if (!na.is_object() || !na.contains("arg")) failNode(nodes[k], "malformed input (expected {name, arg, kind})");
       for (const std::string &n : refsOf(na["arg"])) {
         referenced_.insert(n);
-        if (values_.count(n)) continue; // a graph input
+        if (values_.count(n) || tokens_.count(n)) continue; // a graph input
         auto it = producer.find(n);
         if (it == producer.end())
           failNode(nodes[k], "reads '" + n + "', which no input or node defines (dangling reference)");
@@ -559,6 +567,35 @@ static std::string targetProblem(const std::string &raw) {
   return "";
 }
 
+static const char *const kWithEffects = "torch.ops.higher_order.with_effects";
+static const char *const kCheckErrors = "torch.ops.aten._linalg_check_errors.default";
+
+/// Why capture cannot read a with_effects node (empty when it can).
+static std::string effectProblem(const json &jn) {
+  const json *op = nullptr;
+  if (jn.contains("inputs") && jn["inputs"].is_array() && jn["inputs"].size() >= 3 && jn["inputs"][1].is_object() &&
+      jn["inputs"][1].contains("arg") && jn["inputs"][1]["arg"].is_object() && jn["inputs"][1]["arg"].contains("as_operator"))
+    op = &jn["inputs"][1]["arg"]["as_operator"];
+  if (!op || !op->is_string()) return "malformed with_effects node (expected token, operator, arguments)";
+  if (op->get<std::string>() != kCheckErrors)
+    return "the effectful op '" + op->get<std::string>() + "' (with_effects) is not supported";
+  return "";
+}
+
+void Reader::buildEffect(const json &jn) {
+  const json &ins = jn["inputs"];
+  std::string token = tensorName(field(ins[0], "arg", "with_effects")["as_tensor"], "with_effects token");
+  if (!tokens_.count(token)) failNode(jn, "with_effects: '" + token + "' is not an effect token");
+  Node *info = ref(tensorName(field(ins[2], "arg", "with_effects")["as_tensor"], "with_effects info"), jn);
+  if (!checkLinalgErrors(info))
+    failNode(jn, "_linalg_check_errors reads '" + info->name +
+                     "', which is not the info result of a linalg op with check_errors: aotc checks LAPACK's info "
+                     "only where the op computes it");
+  const json &outs = jn["outputs"];
+  if (outs.is_array() && !outs.empty() && outs[0].is_object() && outs[0].contains("as_tensor"))
+    tokens_.insert(tensorName(outs[0]["as_tensor"], "with_effects outputs[0]"));
+}
+
 void Reader::checkTargets(const json &nodes) {
   struct Group {
     size_t first = 0, count = 0;
@@ -571,7 +608,7 @@ void Reader::checkTargets(const json &nodes) {
     const json &jn = nodes[k];
     if (!jn.is_object() || !jn.contains("target") || !jn["target"].is_string()) continue; // buildNode says
     std::string raw = jn["target"].get<std::string>();
-    std::string problem = targetProblem(raw);
+    std::string problem = raw == kWithEffects ? effectProblem(jn) : targetProblem(raw);
     if (problem.empty()) continue;
     ++bad;
     auto [it, fresh] = groups.try_emplace(raw, Group{k, 0, problem});
@@ -590,6 +627,7 @@ void Reader::buildNode(const json &jn) {
   const json &tj = field(jn, "target", "node");
   if (!tj.is_string()) failNode(jn, "'target' must be a string");
   std::string raw = tj.get<std::string>();
+  if (raw == kWithEffects) return buildEffect(jn);
   if (std::string why = targetProblem(raw); !why.empty()) failNode(jn, why); // checkTargets reported it already
   std::string target = canonicalTarget(raw);
   const OpDef *def = OpRegistry::get().lookup(target);
@@ -724,6 +762,7 @@ void Reader::readOutputs(const json &graph, const json &sig) {
   std::vector<std::string> mutated; // input names, parallel to `mutations`
   for (size_t i = 0; i < outs.size(); ++i) {
     std::string ctx = "graph.outputs[" + std::to_string(i) + "]";
+    if (specs && (*specs)[i].is_object() && (*specs)[i].contains("token")) continue; // the effects' last token
     auto [k, v] = unionOf(outs[i], ctx);
     if (k != "as_tensor") fail(ctx + ": non-tensor output ('" + k + "') is not supported");
     std::string name = tensorName(*v, ctx);

@@ -66,7 +66,8 @@ bool Kernel::mayFail() const {
 
 bool Kernel::callMayFail() const {
   return kind == Kind::Extern && ((call.fn == ExternFn::Conv && call.conv.error >= 0) ||
-                                  (call.fn == ExternFn::Fft && call.fft.error >= 0));
+                                  (call.fn == ExternFn::Fft && call.fft.error >= 0) ||
+                                  (call.fn == ExternFn::Linalg && call.linalg.error >= 0));
 }
 
 void planScratch(KernelGraph &kg, int64_t redzone) {

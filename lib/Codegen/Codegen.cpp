@@ -78,11 +78,12 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
-  bool convs = false, ffts = false, specials = false;
+  bool convs = false, ffts = false, linalgs = false, specials = false;
   for (const KernelGraph *kg : {&kp.forward, &kp.backward})
     for (const Kernel &k : kg->kernels) {
       convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
       ffts |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft;
+      linalgs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Linalg;
       for (const Phase &ph : k.phases)
         for (const Inst &in : ph.insts) specials |= in.op == ScalarOp::Special;
     }
@@ -90,6 +91,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
     std::vector<std::string> uses;
     if (convs) uses.push_back("convolutions");
     if (ffts) uses.push_back("FFTs");
+    if (linalgs) uses.push_back("LAPACK factorizations");
     if (specials) uses.push_back("special functions");
     std::string kernelsLib;
     for (size_t i = 0; i < uses.size(); ++i)
@@ -242,6 +244,10 @@ void checkTargetSupport(const Program &p, const std::string &target) {
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (FFTs run "
                                                        "through PocketFFT in libaotc_kernels on the CPU, no cuFFT call "
                                                        "yet; compile for the CPU)"));
+      else if (l && l->kind == fusion::LoweringKind::Linalg)
+        dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (linear algebra "
+                                                       "runs through OpenBLAS's LAPACK in libaotc_kernels on the CPU, "
+                                                       "no cuSOLVER call yet; compile for the CPU)"));
       else if (n->op && n->op->scalar && n->op->scalar->op == ScalarOp::Special)
         dl.add(formatNodeDiag(*n, "error", n->target + " is not supported with --target=cuda yet (special functions "
                                                        "run through Boost.Math in libaotc_kernels on the CPU; compile "

@@ -27,6 +27,7 @@
 #include "aotc/OpRegistry.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 namespace aotc {
@@ -198,7 +199,8 @@ private:
   /// A library call that reads its operands from dense buffers (GEMMs, convolutions).
   bool readsBuffers(const Node *n) {
     const OpLowering *l = findLowering(*n);
-    return l && (l->kind == LoweringKind::Matmul || l->kind == LoweringKind::Conv || l->kind == LoweringKind::Fft);
+    return l && (l->kind == LoweringKind::Matmul || l->kind == LoweringKind::Conv || l->kind == LoweringKind::Fft ||
+                 l->kind == LoweringKind::Linalg);
   }
 
   void defineNode(const Node *n);
@@ -212,6 +214,7 @@ private:
   void defineViewScatter(const Node *n);
   void defineConv(const Node *n, const OpLowering &l);
   void defineFft(const Node *n);
+  void defineLinalg(const Node *n);
   /// (buffer, element offset) of a dense row-major copy of arg's value (arg's own home when
   /// it already is one).
   std::pair<int, int64_t> denseOperand(Node *arg);
@@ -280,6 +283,7 @@ void GraphFuser::defineNode(const Node *n) {
   case LoweringKind::ViewScatter: return defineViewScatter(n);
   case LoweringKind::Conv: return defineConv(n, l);
   case LoweringKind::Fft: return defineFft(n);
+  case LoweringKind::Linalg: return defineLinalg(n);
   }
 }
 
@@ -726,6 +730,84 @@ void GraphFuser::defineFft(const Node *n) {
   k.outer = ot.shape;
   d.error = newError(*n, "the FFT failed in libaotc_kernels (the value is aotc_fft's status, aotc/kernels.h)");
   k.call = fftCall(d);
+  k.ops = v.ops;
+  ks_.push_back(std::move(k));
+  vals_[n] = loadOf(d.out);
+  vals_[n].ops = v.ops;
+}
+
+/// A linalg library call (lib/IR/ops/Linalg.cpp's aotc::lapack_*): one ExternFn::Linalg call from
+/// dense operands (same batch dims; LuSolve's and Perm's pivots int64) into the node's home,
+/// which holds each matrix's packed results (runtime/include/aotc/kernels.h). A call with no
+/// matrix or an empty result computes nothing (an empty factorization leaves zeros: info 0).
+void GraphFuser::defineLinalg(const Node *n) {
+  using K = LinalgDesc::Kind;
+  static const std::map<std::string, K> kinds = {
+      {"aotc.lapack_cholesky.default", K::Cholesky}, {"aotc.lapack_trisolve.default", K::TriSolve},
+      {"aotc.lapack_lu.default", K::Lu},             {"aotc.lapack_lu_solve.default", K::LuSolve},
+      {"aotc.lapack_eigh.default", K::Eigh},         {"aotc.lapack_svd.default", K::Svd},
+      {"aotc.lapack_qr.default", K::Qr},             {"aotc.lapack_perm.default", K::Perm}};
+  const TensorType &ot = n->type();
+  LinalgDesc d;
+  d.kind = kinds.at(n->target);
+  d.dtype = ot.dtype;
+  // The matrix operand: A (LuSolve: LU; Perm: LU, its second argument, for m and n).
+  Node *M = n->tensorArg(d.kind == K::Perm ? 1 : 0);
+  const Shape &ms = M->type().shape;
+  d.m = ms[ms.size() - 2], d.n = ms.back();
+  d.batch = 1;
+  for (size_t i = 0; i + 2 < ms.size(); ++i) d.batch *= ms[i];
+  switch (d.kind) {
+  case K::Cholesky: d.upper = n->boolArg(1), d.check = n->boolArg(2); break;
+  case K::TriSolve: {
+    d.upper = n->boolArg(2), d.left = n->boolArg(3), d.unit = n->boolArg(4);
+    const Shape &bs = n->tensorArg(1)->type().shape;
+    d.nrhs = d.left ? bs.back() : bs[bs.size() - 2];
+    break;
+  }
+  case K::Lu: d.check = n->boolArg(1); break;
+  case K::LuSolve: {
+    d.left = n->boolArg(3), d.adjoint = n->boolArg(4);
+    const Shape &bs = n->tensorArg(2)->type().shape;
+    d.nrhs = d.left ? bs.back() : bs[bs.size() - 2];
+    break;
+  }
+  case K::Eigh: d.upper = n->boolArg(1), d.computeUV = n->boolArg(2); break;
+  case K::Svd: d.full = n->boolArg(1) ? 1 : 0, d.computeUV = n->boolArg(2); break;
+  case K::Qr: d.full = (int)n->intArg(1); break;
+  case K::Perm: break;
+  }
+  Val v;
+  v.type = ot;
+  v.ops = {opBase(n->target)};
+  if (numelOf(ot.shape) == 0 || d.batch == 0) {
+    v.e = mkConst(ot.dtype, 0.0);
+    maybeRealize(n, v);
+    vals_[n] = std::move(v);
+    return;
+  }
+  std::vector<Node *> operands;
+  for (size_t i = 0; i < n->args.size(); ++i)
+    if (auto *p = std::get_if<Node *>(&n->args[i]); p && *p) operands.push_back(*p);
+  if (d.kind == K::Perm) operands = {n->tensorArg(0)}; // LU gave the sizes only
+  int *bufs[3] = {&d.a, &d.b, &d.c};
+  int64_t *offs[3] = {&d.offA, &d.offB, &d.offC};
+  for (size_t i = 0; i < operands.size(); ++i) {
+    // Perm reads only its pivots, in slot b (kernels.h).
+    size_t slot = d.kind == K::Perm ? 1 : i;
+    std::tie(*bufs[slot], *offs[slot]) = denseOperand(operands[i]);
+  }
+  d.out = homeFor(n);
+  TKernel k;
+  k.kind = Kernel::Kind::Extern;
+  k.noMerge = true;
+  k.outer = ot.shape;
+  d.error = newError(*n, d.check ? "the factorization failed: the value is 1000 + LAPACK's info of the first "
+                                   "failing matrix (cholesky: the order of the leading minor that is not "
+                                   "positive-definite; lu: the first zero pivot, a singular matrix)"
+                                 : "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, "
+                                   "aotc/kernels.h)");
+  k.call = linalgCall(d);
   k.ops = v.ops;
   ks_.push_back(std::move(k));
   vals_[n] = loadOf(d.out);

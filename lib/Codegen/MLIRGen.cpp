@@ -406,7 +406,8 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
         switch (k.call.fn) {
         case ExternFn::Gemm: buildGemmFunction(b, mod, k, gemmSymbol(kp.name, bwd, k.name)); break;
         case ExternFn::Conv:
-        case ExternFn::Fft: break; // calls of libaotc_kernels, emitted by the entry point (ObjectEmit)
+        case ExternFn::Fft:
+        case ExternFn::Linalg: break; // calls of libaotc_kernels, emitted by the entry point (ObjectEmit)
         }
       }
     }

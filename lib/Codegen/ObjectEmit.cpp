@@ -169,6 +169,22 @@ struct EntryBuilder {
           failWith(rc, d.error, status, ea, k.name + ".fft");
           break;
         }
+        case ExternFn::Linalg: {
+          const LinalgDesc &d = k.call.linalg;
+          auto at = [&](int id, int64_t off, DType dt) -> llvm::Value * {
+            if (id < 0) return llvm::ConstantPointerNull::get(b.getPtrTy());
+            return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), need(id), off * itemSize(dt));
+          };
+          bool intB = d.kind == LinalgDesc::Kind::LuSolve || d.kind == LinalgDesc::Kind::Perm;
+          AOTC_ASSERT(status && d.error >= 0, "codegen: linalg call without status");
+          llvm::Value *rc = b.CreateCall(linalgFunction(),
+                                         {linalgDescriptor(d, cg::kernelSymbol(kp.name, bwd, k.name)),
+                                          at(d.a, d.offA, d.dtype), at(d.b, d.offB, intB ? DType::I64 : d.dtype),
+                                          at(d.c, d.offC, d.dtype), at(d.out, d.offOut, d.dtype)},
+                                         "linalg.rc");
+          failWith(rc, d.error, status, ea, k.name + ".linalg");
+          break;
+        }
         }
       }
       for (size_t id = 0; id < kg.buffers.size(); ++id)
@@ -219,6 +235,29 @@ struct EntryBuilder {
     for (int i = 0; i < kMax; ++i) v.push_back(b.getInt64(i < (int)d.axes.size() ? d.axes[i] : 0));
     v.push_back(llvm::ConstantFP::get(b.getDoubleTy(), d.scale));
     return cg::privateConstant(M, llvm::ConstantStruct::get(ty, v), sym + ".fft");
+  }
+
+  /// `int aotc_linalg(const aotc_linalg_desc *, const void *a, const void *b, const void *c,
+  /// void *out)` of libaotc_kernels.
+  llvm::Function *linalgFunction() {
+    if (llvm::Function *f = M.getFunction("aotc_linalg")) return f;
+    llvm::Type *p = b.getPtrTy();
+    auto *ft = llvm::FunctionType::get(b.getInt32Ty(), {p, p, p, p, p}, false);
+    auto *f = llvm::Function::Create(ft, llvm::GlobalValue::ExternalLinkage, "aotc_linalg", M);
+    f->setDoesNotThrow();
+    return f;
+  }
+  /// The constant aotc_linalg_desc of one call: {10 x i32, 4 x i64} (kernels.h).
+  llvm::Constant *linalgDescriptor(const LinalgDesc &d, const std::string &sym) {
+    std::vector<llvm::Type *> fields(10, b.getInt32Ty());
+    fields.resize(14, b.getInt64Ty());
+    auto *ty = llvm::StructType::get(C, fields);
+    std::vector<llvm::Constant *> v = {
+        b.getInt32((int)d.dtype), b.getInt32((int)d.kind),    b.getInt32(d.upper),     b.getInt32(d.left),
+        b.getInt32(d.unit),       b.getInt32(d.adjoint),      b.getInt32(d.full),      b.getInt32(d.computeUV),
+        b.getInt32(d.check),      b.getInt32(0),              b.getInt64(d.batch),     b.getInt64(d.m),
+        b.getInt64(d.n),          b.getInt64(d.nrhs)};
+    return cg::privateConstant(M, llvm::ConstantStruct::get(ty, v), sym + ".linalg");
   }
 
   /// `int aotc_conv(aotc_kernels_state *, const aotc_conv_desc *, const void *a, const void *b,

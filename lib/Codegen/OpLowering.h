@@ -41,6 +41,7 @@ enum class LoweringKind {
   ViewScatter,
   Conv, ///< A convolution primitive (include/aotc/Conv.h): a library call (ExternFn::Conv).
   Fft,  ///< _fft_r2c / _fft_c2r / _fft_c2c: a library call (ExternFn::Fft).
+  Linalg, ///< aotc::lapack_*: a library call (ExternFn::Linalg).
 };
 
 /// What a pointwise rule sees of its node.

@@ -47,8 +47,33 @@ const char *externFnName(ExternFn f) {
   case ExternFn::Gemm: return "gemm";
   case ExternFn::Conv: return "conv";
   case ExternFn::Fft: return "fft";
+  case ExternFn::Linalg: return "linalg";
   }
   return "?";
+}
+
+const char *linalgKindName(LinalgDesc::Kind k) {
+  switch (k) {
+  case LinalgDesc::Kind::Cholesky: return "cholesky";
+  case LinalgDesc::Kind::TriSolve: return "trisolve";
+  case LinalgDesc::Kind::Lu: return "lu";
+  case LinalgDesc::Kind::LuSolve: return "lu_solve";
+  case LinalgDesc::Kind::Eigh: return "eigh";
+  case LinalgDesc::Kind::Svd: return "svd";
+  case LinalgDesc::Kind::Qr: return "qr";
+  case LinalgDesc::Kind::Perm: return "perm";
+  }
+  return "?";
+}
+
+ExternCall linalgCall(const LinalgDesc &l) {
+  ExternCall c;
+  c.fn = ExternFn::Linalg;
+  for (int b : {l.a, l.b, l.c})
+    if (b >= 0) c.inputs.push_back(b);
+  c.outputs = {l.out};
+  c.linalg = l;
+  return c;
 }
 
 const char *fftKindName(FftDesc::Kind k) {
@@ -101,7 +126,8 @@ bool ExternCall::empty() const {
   switch (fn) {
   case ExternFn::Gemm: return gemm.m <= 0 || gemm.n <= 0 || gemm.batch <= 0;
   case ExternFn::Conv: // empty tensors never reach codegen as calls (defineConv, defineFft)
-  case ExternFn::Fft: return false;
+  case ExternFn::Fft:
+  case ExternFn::Linalg: return false;
   }
   return false;
 }
@@ -345,6 +371,18 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       os << " " << fftKindName(f.kind) << (f.kind == FftDesc::Kind::C2C ? (f.forward ? " forward" : " backward") : "")
          << (f.kind == FftDesc::Kind::R2C && !f.onesided ? " full" : "")
          << " shape=" << shapeStr(f.shape) << " axes=" << shapeStr(f.axes) << " scale=" << f.scale;
+    }
+    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Linalg) {
+      const LinalgDesc &l = k.call.linalg;
+      os << " " << linalgKindName(l.kind) << " batch=" << l.batch << " m=" << l.m << " n=" << l.n;
+      if (l.nrhs) os << " nrhs=" << l.nrhs;
+      if (l.upper) os << " upper";
+      if (!l.left) os << " right";
+      if (l.unit) os << " unit";
+      if (l.adjoint) os << " adjoint";
+      if (l.full) os << " full=" << l.full;
+      if (!l.computeUV) os << " novectors";
+      if (l.check) os << " check";
     }
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];

@@ -535,6 +535,12 @@ static const std::vector<RuleEntry> &table() {
     {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
     {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
     {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},
+    {"aten.triangular_solve.default",  triangularSolve, "linalg_solve_triangular of A (transposed: A^T, upper flipped); A expanded and cloned"},
+    {"aten.lu_unpack.default",         luUnpack,     "P = aotc.lapack_perm(pivots); L = tril(LU, -1) + I, U = triu(LU), narrowed to min(m, n)"},
+    {"aten.linalg_lu.default",         linalgLu,     "linalg_lu_factor_ex + lu_unpack"},
+    {"aten.linalg_inv_ex.default",     invEx,        "_linalg_solve_ex(A, I at A's shape)"},
+    {"aten.cholesky_solve.default",    choleskySolve, "two linalg_solve_triangular: L^-T (L^-1 B)"},
+    {"aten.cholesky_inverse.default",  choleskyInverse, "cholesky_solve(I, L)"},
   };
   // clang-format on
   return t;

@@ -326,7 +326,8 @@ Vals anyAll(Emitter &e, Node &n) {
 const std::vector<RuleEntry> &table() {
   using namespace rules;
   // clang-format off
-  static const std::vector<RuleEntry> t = {
+  static const std::vector<RuleEntry> t = [] {
+  std::vector<RuleEntry> t = {
     {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form"},
     {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form"},
     {"aten._softmax.default",               softmax,            "exp(x - amax) / sum"},
@@ -401,6 +402,9 @@ const std::vector<RuleEntry> &table() {
     {"aten.embedding.default",              embedding,          "index_select(weight, 0, indices.view(-1)).view(...)"},
     {"aten.leaky_relu.default",             leakyRelu,          "where(x > 0, x, x * slope)"},
   };
+  for (const RuleEntry &r : linalgLowerRules()) t.push_back(r); // LowerLinalg.cpp
+  return t;
+  }();
   // clang-format on
   return t;
 }

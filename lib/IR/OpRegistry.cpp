@@ -314,6 +314,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerPool3dOps(*r);
     ops::registerGridSampleOps(*r);
     ops::registerFftOps(*r);
+    ops::registerLinalgOps(*r);
     ops::registerSpecialOps(*r);
     ops::registerEmbeddingBagOps(*r);
     ops::registerAdaptiveMaxPoolOps(*r);
@@ -369,6 +370,8 @@ static std::vector<TensorType> checkedInfer(const OpDef &op, const Node &node) {
     auto check = [&](const Node *a) {
       if (!a || a->types.size() != 1 || !isNarrowInt(a->type().dtype)) return;
       if (std::find(op.indexArgs.begin(), op.indexArgs.end(), (int)i) != op.indexArgs.end()) return;
+      // A comparison reads the values exactly (its result is bool): eye's u8 aranges.
+      if (op.scalar && op.scalar->operands == OpDef::ScalarBody::Operands::Compare) return;
       std::string argName = i < op.schema.args.size() ? op.schema.args[i].name : std::to_string(i);
       nodeError(node, "argument '" + argName + "' ('" + a->name + "') is " + a->type().str() + ": " +
                           narrowMsg(a->type().dtype));
@@ -379,7 +382,7 @@ static std::vector<TensorType> checkedInfer(const OpDef &op, const Node &node) {
   }
   std::vector<TensorType> types = op.infer(node);
   for (const TensorType &t : types)
-    if (isNarrowInt(t.dtype)) nodeError(node, "produces " + t.str() + ": " + narrowMsg(t.dtype));
+    if (isNarrowInt(t.dtype) && !op.narrowResults) nodeError(node, "produces " + t.str() + ": " + narrowMsg(t.dtype));
   return types;
 }
 

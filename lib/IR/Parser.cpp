@@ -367,11 +367,58 @@ void Parser::parseReturn(Graph &g) {
   for (const PyVal &it : items) {
     if (it.kind != PyVal::Ref) userError(it.loc, std::string("return values must be graph nodes, got ") + kindName(it.kind));
     Node *n = lookupRef(g, it);
+    if (tokens_.count(n)) continue; // the effects' last token
     if (n->types.size() != 1)
       userError(it.loc, "returns the tuple-valued node '" + n->name + "'; return its getitem results instead");
     outs.push_back(n);
   }
   g.setOutputs(outs);
+  dropTokens(g);
+}
+
+Node *Parser::parseEffect(Graph &g, const std::string &name, const SourceLoc &loc) {
+  next(); // (
+  PyVal tok = parseValue();
+  expectOp(",", "after with_effects' token");
+  const Tok &o = next();
+  std::string op = parseDotted(o);
+  if (op != "torch.ops.aten._linalg_check_errors.default")
+    fail(o, "the effectful op '" + op + "' (with_effects) is not supported");
+  expectOp(",", "after with_effects' operator");
+  PyVal info = parseValue();
+  while (!isOp(peek(), ")")) { // api name, is_matrix: torch's message details
+    if (isOp(peek(), ",")) {
+      next();
+      continue;
+    }
+    if (peek().kind == TK::Name && isOp(peek(1), "=")) next(), next();
+    parseValue();
+  }
+  next(); // )
+  Node *t = lookupRef(g, tok), *inf = lookupRef(g, info);
+  if (!checkLinalgErrors(inf))
+    userError(info.loc, "_linalg_check_errors reads '" + inf->name +
+                            "', which is not the info result of a linalg op with check_errors: aotc checks "
+                            "LAPACK's info only where the op computes it");
+  tokens_.insert(t);
+  Node *n = buildCall(g, name, "aten.alias.default", {Arg(t)}, {}, loc);
+  tokens_.insert(n);
+  return n;
+}
+
+void Parser::dropTokens(Graph &g) {
+  if (tokens_.empty()) return;
+  std::vector<Node *> order;
+  for (auto &n : g.nodes())
+    if (tokens_.count(n.get())) order.push_back(n.get());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    auto users = g.users();
+    if (!users[*it].empty())
+      userError((*it)->loc, "the effect token '" + (*it)->name + "' is read by '" + users[*it][0]->name +
+                                "': tokens only order with_effects calls");
+    g.erase(*it);
+  }
+  tokens_.clear();
 }
 
 std::string Parser::parseDotted(const Tok &first) {
@@ -438,7 +485,10 @@ void Parser::parseAssignment(Graph &g) {
     next();
     expectOp("]", "after the index");
     int64_t k = std::strtoll(it.text.c_str(), nullptr, 10) * (neg ? -1 : 1);
-    if (src->types.size() == 1 && src->op && src->op->schema.returnsList && k == 0) {
+    if (tokens_.count(src) && k == 0) { // with_effects' new token
+      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc);
+      tokens_.insert(node);
+    } else if (src->types.size() == 1 && src->op && src->op->schema.returnsList && k == 0) {
       // The only element of a one-element list result (a split into one chunk) is the
       // node's value itself; an alias keeps the getitem's name.
       node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc);
@@ -478,6 +528,11 @@ void Parser::parseAssignment(Graph &g) {
                         "': only torch.ops.<ns>.<op>.<overload>(...) calls and getitem are supported");
       if (g.find(callee)) fail(r, "aliasing assignment '" + lhs.text + " = " + callee + "' is not supported");
       fail(r, "undefined name '" + callee + "'");
+    }
+    if (callee == "torch.ops.higher_order.with_effects") {
+      node = parseEffect(g, lhs.text, nodeLoc);
+      node->stackTrace = curTrace_;
+      return;
     }
     std::string target;
     if (callee.rfind("torch.ops.", 0) == 0) target = callee.substr(10);

@@ -128,6 +128,12 @@ private:
   void parseStatement(Graph &g, bool &returned);
   void parseAssignment(Graph &g);
   void parseReturn(Graph &g);
+  /// `x = torch.ops.higher_order.with_effects(token, torch.ops.aten._linalg_check_errors.default,
+  /// info, ...)`: check_errors on info's op (checkLinalgErrors); x and the token are tokens_.
+  Node *parseEffect(Graph &g, const std::string &name, const SourceLoc &loc);
+  /// Drops the effect tokens: the token placeholders, the effects and their getitems, and the
+  /// outputs that return them (torch.export orders effects with them; aotc keeps graph order).
+  void dropTokens(Graph &g);
   PyVal parseValue();
   std::string parseDotted(const Tok &first);
   TensorType parseAnnotation(const Tok &strTok, const std::string &what);
@@ -153,6 +159,7 @@ private:
   std::set<std::string> defsSeen_;
   std::string curTrace_;
   std::set<std::string> dropped_; ///< Names of result-less checks read and dropped (`x = None` may follow).
+  std::set<Node *> tokens_;       ///< Effect tokens (with_effects' token argument, its result, getitems).
   std::string curGraphName_;
 };
 

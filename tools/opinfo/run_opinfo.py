@@ -101,7 +101,7 @@ def export(fn, spec, leaves, tidx, tensors):
     ep = ep.run_decompositions()
     lifted = {}
     for s in ep.graph_signature.input_specs:
-        if s.kind.name == "USER_INPUT":
+        if s.kind.name in ("USER_INPUT", "TOKEN"):  # TOKEN: effect ordering (with_effects), no value
             continue
         if s.kind.name not in ("CONSTANT_TENSOR", "PARAMETER", "BUFFER"):
             raise ValueError(f"graph has an input of kind {s.kind.name}")

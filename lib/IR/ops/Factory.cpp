@@ -143,6 +143,7 @@ void registerFactoryOps(OpRegistry &r) {
                          : r.add("arange(Scalar end, *, " + opts + ") -> Tensor", OpCategory::Factory);
     d.primitive = true;
     d.nonDifferentiable = true;
+    d.narrowResults = true; // torch.eye's decomposition compares uint8 aranges
     size_t nScalars = startStep ? 3 : 1;
     d.infer = [startStep, nScalars](const Node &n) -> Types {
       bool anyFloat = false;

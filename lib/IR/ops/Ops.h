@@ -45,6 +45,7 @@ void registerAdaptiveMaxPoolOps(OpRegistry &r); // AdaptiveMaxPool.cpp: adaptive
 void registerNonCoreOps(OpRegistry &r);   // NonCore.cpp: copysign, fmax, *_copy, addmv, _trilinear, dist, put, ...
 void registerSpecialOps(OpRegistry &r);   // Special.cpp: lgamma, digamma, polygamma, erfc, erfinv, Bessel
 void registerFftOps(OpRegistry &r);       // Fft.cpp: _fft_r2c, _fft_c2r, _fft_c2c, aotc::fft_*_backward
+void registerLinalgOps(OpRegistry &r);    // Linalg.cpp: aotc::lapack_*, the linalg ops, aotc::*_backward helpers
 void registerEmbeddingBagOps(OpRegistry &r); // EmbeddingBag.cpp: _embedding_bag
 void registerPool3dOps(OpRegistry &r);    // Pool3d.cpp: avg_pool3d, _adaptive_avg_pool3d, max_pool3d_with_indices
 void registerReductionOps(OpRegistry &r);

@@ -481,7 +481,8 @@ void registerPointwiseOps(OpRegistry &r) {
                      "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
                      OpCategory::Pointwise);
     d.primitive = true;
-    d.indexArgs = {0}; // reads i32/u8 (WidenIndices); it never produces them (checkedInfer)
+    d.indexArgs = {0};       // reads i32/u8 (WidenIndices)
+    d.narrowResults = true;  // and makes them (an index cast, the linalg ops' int32 pivots and info)
     d.infer = [](const Node &n) -> Types {
       TensorType t = argType(n, 0);
       if (auto dt = dtypeArg(n, 1)) t.dtype = *dt;

@@ -18,8 +18,8 @@ const char *const kDynamic = "data-dependent output shape: refused until dynamic
 const char *const kSym = "a symbolic-shape op: only graphs exported with dynamic shapes contain it; refused until "
                          "dynamic shapes";
 const char *const kLapack =
-    "linear algebra: needs a LAPACK factorization on the extern path (OpenBLAS ships LAPACK) and its derivative "
-    "rule; not implemented yet";
+    "linear algebra: not implemented yet (the LAPACK call on the extern path and its derivative rule; "
+    "docs/linalg.md lists the linalg ops aotc supports)";
 
 } // namespace
 
@@ -40,25 +40,11 @@ const std::vector<RefusedOp> &refusedOps() {
        "segment reductions over run-time lengths / offsets: not implemented yet (a scatter_reduce by a "
        "cumsum of the lengths would serve)"},
       // Linear algebra (LAPACK).
-      {"aten._linalg_svd.default", kLapack},
-      {"aten._linalg_eigh.default", kLapack},
-      {"aten.linalg_eig.default", kLapack},
-      {"aten._linalg_slogdet.default", kLapack},
-      {"aten._linalg_det.default", kLapack},
-      {"aten._linalg_solve_ex.default", kLapack},
-      {"aten.linalg_inv_ex.default", kLapack},
-      {"aten.linalg_cholesky_ex.default", kLapack},
-      {"aten.cholesky_solve.default", kLapack},
-      {"aten.cholesky_inverse.default", kLapack},
-      {"aten.linalg_lu.default", kLapack},
-      {"aten.linalg_lu_factor_ex.default", kLapack},
-      {"aten.linalg_lu_solve.default", kLapack},
-      {"aten.lu_unpack.default", kLapack},
-      {"aten.linalg_qr.default", kLapack},
+      {"aten.linalg_eig.default",
+       "the general (non-symmetric) eigendecomposition: its eigenvalues and eigenvectors are complex, and "
+       "complex tensors exist in aotc only around the FFTs (docs/complex.md); linalg.eigh (symmetric) is supported"},
       {"aten.linalg_householder_product.default", kLapack},
       {"aten.ormqr.default", kLapack},
-      {"aten.linalg_solve_triangular.default", kLapack},
-      {"aten.triangular_solve.default", kLapack},
       {"aten.linalg_pinv.atol_rtol_tensor", kLapack},
       {"aten.linalg_matrix_sqrth.default", kLapack},
       {"aten.linalg_polar.default", kLapack},

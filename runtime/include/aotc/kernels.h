@@ -147,6 +147,62 @@ int aotc_fft_check(const aotc_fft_desc *d, char *msg, int64_t msg_size);
  *  AOTC_KERNELS_ERROR_INVALID (nothing written) or AOTC_KERNELS_ERROR_NO_MEMORY. */
 int aotc_fft(const aotc_fft_desc *d, const void *in, void *out);
 
+/* ---- Dense linear algebra (the linalg ops: lib/IR/ops/Linalg.cpp) ------------------------
+ * One call factorizes or solves `batch` independent matrices, each dense row-major, through
+ * the LAPACK (and cblas) of the BLAS the library links (OpenBLAS): matrices are transposed
+ * into column-major work arrays, which are allocated on the heap per call (an object with
+ * linalg ops is not allocation-free). Every routine runs on the calling thread, so results do
+ * not depend on the caller's thread count. Several results of one factorization are packed in
+ * one output of the operands' dtype, per batch entry and in this order (k = min(m, n)):
+ *   AOTC_LINALG_CHOLESKY  a: A [n, n] (only the `upper` / lower triangle is read)
+ *                         out: L [n, n] (U when `upper`; the other triangle zero), info [1]
+ *   AOTC_LINALG_TRISOLVE  a: A [n, n] triangular (`upper`, `unit`: unit diagonal),
+ *                         b: B [n, nrhs] (`left`: A X = B) or [nrhs, n] (X A = B); out: X as B
+ *   AOTC_LINALG_LU        a: A [m, n]; out: LU [m, n] (getrf's packed L, U), pivots [k]
+ *                         (1-based rows, as LAPACK's ipiv), info [1]
+ *   AOTC_LINALG_LU_SOLVE  a: LU [n, n], b: pivots int64 [n], c: B as TRISOLVE's (`left`);
+ *                         `adjoint`: solves with A^T; out: X as B
+ *   AOTC_LINALG_EIGH      a: A [n, n] symmetric (the `upper` / lower triangle is read);
+ *                         out: eigenvalues [n] ascending, then (`compute_uv`) V [n, n] whose
+ *                         columns are the eigenvectors
+ *   AOTC_LINALG_SVD       a: A [m, n]; out: (`compute_uv`) U [m, full ? m : k], then S [k]
+ *                         descending, then (`compute_uv`) Vh [full ? n : k, n]; gesdd
+ *   AOTC_LINALG_QR        a: A [m, n]; mode (`full`) 0 reduced: Q [m, k], R [k, n];
+ *                         1 complete: Q [m, m], R [m, n]; 2 r: R [k, n] only
+ *   AOTC_LINALG_PERM      b: pivots int64 [k] (as LU's); out: P [m, m] with A = P L U
+ * info (and the pivots) are stored as values of the dtype (exact below 2^24). A numerical
+ * failure (a matrix that is not positive-definite, singular, or an eigen / singular value
+ * iteration that did not converge) is reported in info when the output has one, else as
+ * NaN results; with `check` set, a positive info is returned as the call's status instead
+ * (AOTC_KERNELS_LINALG_INFO + info, the same code for every batch entry: the first failing
+ * entry's info). */
+enum {
+  AOTC_LINALG_CHOLESKY = 0, AOTC_LINALG_TRISOLVE = 1, AOTC_LINALG_LU = 2, AOTC_LINALG_LU_SOLVE = 3,
+  AOTC_LINALG_EIGH = 4, AOTC_LINALG_SVD = 5, AOTC_LINALG_QR = 6, AOTC_LINALG_PERM = 7
+};
+enum { AOTC_KERNELS_LINALG_INFO = 1000 };
+
+typedef struct aotc_linalg_desc {
+  int32_t dtype;      /**< AOTC_F32 or AOTC_F64 (abi.h) */
+  int32_t kind;       /**< AOTC_LINALG_* */
+  int32_t upper;      /**< CHOLESKY, TRISOLVE, EIGH */
+  int32_t left;       /**< TRISOLVE, LU_SOLVE */
+  int32_t unit;       /**< TRISOLVE */
+  int32_t adjoint;    /**< LU_SOLVE */
+  int32_t full;       /**< SVD: full_matrices; QR: the mode (0 reduced, 1 complete, 2 r) */
+  int32_t compute_uv; /**< SVD, EIGH: the vectors too */
+  int32_t check;      /**< CHOLESKY, LU: a positive info fails the call */
+  int32_t pad;
+  int64_t batch, m, n; /**< matrices, and their rows / columns (square kinds: m = n) */
+  int64_t nrhs;        /**< TRISOLVE, LU_SOLVE: right-hand sides */
+} aotc_linalg_desc;
+
+/** Runs one call (see above): operands a, b, c (NULL when the kind has none), packed result
+ *  `out`, not overlapping the operands. Returns AOTC_KERNELS_OK, AOTC_KERNELS_ERROR_INVALID
+ *  (a bad descriptor; nothing written), AOTC_KERNELS_ERROR_NO_MEMORY, or
+ *  AOTC_KERNELS_LINALG_INFO + info (`check`). */
+int aotc_linalg(const aotc_linalg_desc *d, const void *a, const void *b, const void *c, void *out);
+
 /* ---- Special functions (ScalarOp::Special of the generated CPU kernels) ------------------
  * The value of special function `fn` at x (f32: computed in double, rounded once); `n` is
  * polygamma's order, a non-negative integer (ignored by the others). Pure functions of their

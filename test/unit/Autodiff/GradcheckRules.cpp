@@ -6,6 +6,7 @@
 // from kinks (relu at 0, ...) and the domain edges of log/sqrt/....
 //===----------------------------------------------------------------------===//
 #include "AutodiffTestUtil.h"
+#include "GradcheckCase.h"
 
 #include "aotc/Conv.h"
 
@@ -21,15 +22,6 @@ using namespace aotc;
 using namespace aotc::test;
 
 namespace {
-
-struct Case {
-  std::string target; ///< The rule this case exercises (must appear in the graph).
-  std::string label;
-  std::function<Program()> build;
-  double lo = -1.0, hi = 1.0;
-  std::vector<double> kinks; ///< Floating inputs are kept >= 0.05 away from these.
-  std::map<std::string, std::pair<double, double>> ranges; ///< Per-placeholder ranges.
-};
 
 using B = ProgramBuilder;
 
@@ -890,6 +882,7 @@ std::vector<Case> allCases() {
     };
     v.push_back(c);
   }
+  for (Case &c : linalgCases()) v.push_back(std::move(c)); // GradcheckLinalg.cpp
   return v;
 }
 

@@ -260,8 +260,12 @@ TEST_CASE("i32/u8 tensors are index-only: computing on them is a node error", "[
   CHECK_THROWS_WITH(op(g, "aten.add.Tensor", {idx, idx}),
                     Catch::Contains("argument 'self' ('idx') is i32[4]: i32 tensors are index-only"));
   Node *x = input(g, "x", f32({4}));
-  CHECK_THROWS_WITH(op(g, "aten._to_copy.default", {x}, {{"dtype", DTypeLit{DType::U8}}}),
-                    Catch::Contains("produces u8[4]"));
+  // A cast to an index dtype is allowed (an index made in the graph; the linalg ops' int32 pivots);
+  // computing on its result is not.
+  Node *u = op(g, "aten._to_copy.default", {x}, {{"dtype", DTypeLit{DType::U8}}});
+  CHECK_THROWS_WITH(op(g, "aten.mul.Tensor", {u, x}), Catch::Contains("is u8[4]: u8 tensors are index-only"));
+  CHECK_THROWS_WITH(op(g, "aten.neg.default", {op(g, "aten._to_copy.default", {x}, {{"dtype", DTypeLit{DType::I32}}})}),
+                    Catch::Contains("i32 tensors are index-only"));
   CHECK_THROWS_WITH(op(g, "aten.index_select.default", {x, int64_t(0), op(g, "aten.gt.Scalar", {x, 0.0})}),
                     Catch::Contains("expected an int64 or int32 index tensor, got torch.bool"));
 }
