@@ -202,4 +202,18 @@ typename B::T qrBackward(B &b, const typename B::T &gQ, const typename B::T &gR,
   return b.cat(gX, b.mm(Q, gV), -1);
 }
 
+/// linalg_pinv, P = A^+ (A [*, m, n]): the adjoint of dP = -P dA P + P P^T dA^T (I - A P) +
+/// (I - P A) dA^T P^T P (torch's pinv_backward): gA = -P^T G P^T + (I - A P) G^T P P^T +
+/// P^T P G^T (I - P A). Exact where the rank is locally constant.
+template <class B>
+typename B::T pinvBackward(B &b, const typename B::T &G, const typename B::T &P, const typename B::T &A) {
+  auto Pt = b.mT(P), Gt = b.mT(G);
+  auto t1 = b.scale(b.mm(b.mm(Pt, G), Pt), -1.0);
+  auto KPt = b.mm(b.mm(Gt, P), Pt);
+  auto t2 = b.sub(KPt, b.mm(b.mm(A, P), KPt));
+  auto S = b.mm(b.mm(Pt, P), Gt);
+  auto t3 = b.sub(S, b.mm(S, b.mm(P, A)));
+  return b.add(b.add(t1, t2), t3);
+}
+
 } // namespace aotc::linalg_grad

@@ -208,6 +208,43 @@ Vals qr(Emitter &e, Node &n) {
   return {b.unpack(p, 0, {m, qc}), b.unpack(p, m * qc, {rr, nn})};
 }
 
+/// linalg_pinv as torch's: SVD (eigh when hermitian), singular values above
+/// max(atol, rtol * the largest) inverted, the rest 0; P = V diag(1/s) U^T.
+Vals pinv(Emitter &e, Node &n) {
+  EmitAlgebra b{e};
+  Node *A = n.tensorArg(0);
+  const Shape &s = A->type().shape;
+  DType dt = A->type().dtype;
+  int64_t m = s[s.size() - 2], nn = s.back();
+  if (numelOf(s) == 0) return {e.call("aten.full.default", {n.types[0].shape, 0.0}, {{"dtype", DTypeLit{dt}}})};
+  bool herm = n.boolArg(3);
+  Node *atol = n.isNoneArg(1) ? nullptr : n.tensorArg(1), *rtol = n.isNoneArg(2) ? nullptr : n.tensorArg(2);
+  double eps = dt == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  Node *defRtol = e.scalarTensor(eps * (double)std::max(m, nn), DType::F64);
+  if (!rtol)
+    rtol = atol ? e.call("aten.where.self", {e.call("aten.gt.Scalar", {atol, 0.0}), e.scalarTensor(0.0, DType::F64), defRtol})
+                : defRtol;
+  if (!atol) atol = e.scalarTensor(0.0, DType::F64);
+  Node *S, *left, *right; // P = left diag(1/S) right
+  if (herm) {
+    Node *h = e.call("aten._linalg_eigh.default", {A, std::string("L"), true});
+    S = e.call("getitem", {h, int64_t(0)});
+    left = e.call("getitem", {h, int64_t(1)});
+    right = b.mT(left);
+  } else {
+    Node *sv = e.call("aten._linalg_svd.default", {A, false, true});
+    S = e.call("getitem", {sv, int64_t(1)});
+    left = b.mT(e.call("getitem", {sv, int64_t(2)}));
+    right = b.mT(e.call("getitem", {sv, int64_t(0)}));
+  }
+  Node *absS = herm ? e.call("aten.abs.default", {S}) : S;
+  Node *smax = e.call("aten.amax.default", {absS, std::vector<int64_t>{-1}, true});
+  Node *tol = e.call("aten.maximum.default", {b.unsq(atol, -1), e.mul(b.unsq(rtol, -1), smax)});
+  Node *inv = e.call("aten.where.self", {e.call("aten.gt.Tensor", {absS, tol}),
+                                         e.call("aten.reciprocal.default", {S}), e.scalarTensor(0.0, dt)});
+  return {b.mm(e.mul(left, b.unsq(e.toDtype(inv, dt), -2)), right)};
+}
+
 // ---- Backward helpers ------------------------------------------------------------------------
 
 Vals choleskyBackward(Emitter &e, Node &n) {
@@ -250,6 +287,10 @@ Vals svdBackward(Emitter &e, Node &n) {
   EmitAlgebra b{e};
   return {linalg_grad::svdBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.tensorArg(3), n.tensorArg(4),
                                    n.tensorArg(5), n.boolArg(6), n.boolArg(7))};
+}
+Vals pinvBackward(Emitter &e, Node &n) {
+  EmitAlgebra b{e};
+  return {linalg_grad::pinvBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2))};
 }
 Vals qrBackward(Emitter &e, Node &n) {
   EmitAlgebra b{e};
@@ -327,6 +368,8 @@ const std::vector<RuleEntry> &linalgLowerRules() {
     {"aten._linalg_eigh.default",            eigh,             "aotc.lapack_eigh (syevd), unpacked"},
     {"aten._linalg_svd.default",             svd,              "aotc.lapack_svd (gesdd), unpacked"},
     {"aten.linalg_qr.default",               qr,               "aotc.lapack_qr (geqrf + orgqr), unpacked"},
+    {"aten.linalg_pinv.atol_rtol_tensor",    pinv,             "_linalg_svd (hermitian: _linalg_eigh); values above max(atol, rtol s_max) inverted"},
+    {"aotc.pinv_backward.default",           pinvBackward,     "-P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)"},
     {"aotc.cholesky_backward.default",       choleskyBackward, "sym(L^-T Phi(L^T gL) L^-1) (LinalgGrad.h)"},
     {"aotc.solve_triangular_backward.default", solveTriangularBackward, "gB = A^-T g; gA = -gB X^T, A's triangle"},
     {"aotc.lu_solve_backward.default",       luSolveBackward,  "gB by getrs; gA mapped onto the packed LU"},

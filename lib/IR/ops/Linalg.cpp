@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace aotc {
 namespace ops {
@@ -624,6 +625,69 @@ void registerSolves(OpRegistry &r) {
 /// The gradients' types: a [*, n, n] matrix over the batch of `like` (rank >= 2), and `x`.
 TensorType squareOver(const TensorType &like, int64_t n) { return {like.dtype, withTail(batchOf(like.shape), {n, n})}; }
 
+/// torch's get_atol_rtol and pinv tolerance: max(atol, rtol * the largest singular value), atol
+/// 0 by default, rtol eps(dtype) max(m, n) by default (0 when a positive atol is given).
+double pinvTol(const Node &n, const RefArgs &a, int64_t e, const Shape &batch, double smax, int64_t m, int64_t nn) {
+  auto at = [&](size_t i) -> std::optional<double> {
+    if (!a[i]) return std::nullopt;
+    RefTensor t = linalg_ref::expandBatch(*a[i], batch, 0);
+    return t.data[(size_t)e];
+  };
+  double eps = n.types[0].dtype == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  std::optional<double> atol = at(1), rtol = at(2);
+  double rt = rtol ? *rtol : (atol && *atol > 0 ? 0.0 : eps * (double)std::max(m, nn));
+  return std::max(atol.value_or(0.0), rt * smax);
+}
+
+void registerPinv(OpRegistry &r) {
+  OpDef &d = r.add("linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool "
+                   "hermitian=False) -> Tensor",
+                   OpCategory::Composite);
+  d.infer = [](const Node &n) -> Types {
+    TensorType a = matrixArg(n, 0, "linalg.pinv", n.boolArg(3));
+    Shape b = batchOf(a.shape);
+    for (size_t i : {1, 2})
+      if (const Node *t = optTensor(n, i)) {
+        if (isFloating(t->type().dtype) == false)
+          nodeError(n, std::string("linalg.pinv: ") + (i == 1 ? "atol" : "rtol") + " must be a floating tensor");
+        broadcastBatches(n, b, t->type().shape, "linalg.pinv");
+      }
+    return {{a.dtype, withTail(b, {a.shape.back(), a.shape[a.rank() - 2]})}};
+  };
+  d.eval = [](const Node &n, const RefArgs &a, const Lists &) -> std::vector<RefTensor> {
+    const RefTensor &A = *a[0];
+    int64_t m = A.shape[A.shape.size() - 2], nn = A.shape.back();
+    Shape batch = batchOf(A.shape);
+    RefTensor out(n.types[0].dtype, n.types[0].shape);
+    for (int64_t e = 0; e < linalg_ref::batchCount(A.shape); ++e) {
+      Mat am = linalg_ref::matAt(A, e), P(nn, m);
+      if (n.boolArg(3)) {
+        std::vector<double> w;
+        Mat V;
+        linalg_ref::eigh(am, false, w, V);
+        double smax = 0;
+        for (double x : w) smax = std::max(smax, std::fabs(x));
+        double tol = pinvTol(n, a, e, batch, smax, m, nn);
+        for (int64_t i = 0; i < nn; ++i)
+          for (int64_t j = 0; j < nn; ++j)
+            for (int64_t k = 0; k < nn; ++k)
+              if (std::fabs(w[(size_t)k]) > tol) P(i, j) += V(i, k) * V(j, k) / w[(size_t)k];
+      } else {
+        Mat U, Vh;
+        std::vector<double> S;
+        linalg_ref::svd(am, false, U, S, Vh);
+        double tol = pinvTol(n, a, e, batch, S.empty() ? 0.0 : S[0], m, nn);
+        for (int64_t i = 0; i < nn; ++i)
+          for (int64_t j = 0; j < m; ++j)
+            for (size_t k = 0; k < S.size(); ++k)
+              if (S[k] > tol) P(i, j) += Vh((int64_t)k, i) * U(j, (int64_t)k) / S[k];
+      }
+      linalg_ref::setMat(out, e, P);
+    }
+    return {out};
+  };
+}
+
 void registerBackwardHelpers(OpRegistry &r) {
   auto helper = [&](const char *schema) -> OpDef & { return r.add(schema, OpCategory::Composite); };
   {
@@ -714,6 +778,13 @@ void registerBackwardHelpers(OpRegistry &r) {
     });
   }
   {
+    OpDef &d = helper("aotc::pinv_backward(Tensor grad, Tensor P, Tensor A) -> Tensor");
+    d.infer = [](const Node &n) -> Types { return {argType(n, 2)}; };
+    setGradEval(d, [](RefAlgebra &b, const Node &, const RefArgs &a) -> std::vector<RefTensor> {
+      return {linalg_grad::pinvBackward(b, *a[0], *a[1], *a[2])};
+    });
+  }
+  {
     OpDef &d = helper("aotc::qr_backward(Tensor gQ, Tensor gR, Tensor Q, Tensor R, Tensor A) -> Tensor");
     d.infer = [](const Node &n) -> Types {
       TensorType q = argType(n, 2), r = argType(n, 3);
@@ -739,6 +810,7 @@ void registerLinalgOps(OpRegistry &r) {
   registerPrimitives(r);
   registerFactorizations(r);
   registerSolves(r);
+  registerPinv(r);
   registerBackwardHelpers(r);
 }
 

@@ -45,7 +45,6 @@ const std::vector<RefusedOp> &refusedOps() {
        "complex tensors exist in aotc only around the FFTs (docs/complex.md); linalg.eigh (symmetric) is supported"},
       {"aten.linalg_householder_product.default", kLapack},
       {"aten.ormqr.default", kLapack},
-      {"aten.linalg_pinv.atol_rtol_tensor", kLapack},
       {"aten.linalg_matrix_sqrth.default", kLapack},
       {"aten.linalg_polar.default", kLapack},
       {"aten.linalg_matrix_exp.default",

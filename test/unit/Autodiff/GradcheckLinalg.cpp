@@ -155,6 +155,15 @@ std::vector<Case> linalgCases() {
       Node *q = b.call("aten.linalg_qr.default", {b.input("x", f64(s)), mode});
       return b.done({item(b, q, 0), item(b, q, 1)});
     }));
+  for (auto [s, herm] : std::vector<std::pair<Shape, bool>>{{{3, 4}, false}, {{2, 4, 3}, false}, {{3, 3}, true}})
+    v.push_back(make("aten.linalg_pinv.atol_rtol_tensor", shapeStr(s) + (herm ? " hermitian" : ""), [=] {
+      B b;
+      Node *x = b.input("x", f64(s));
+      Node *A = herm ? spd(b, x) : x;
+      std::vector<std::pair<std::string, Arg>> kw = {{"hermitian", herm}};
+      if (herm) kw.push_back({"atol", b.call("aten.scalar_tensor.default", {1e-3}, {{"dtype", DTypeLit{DType::F64}}})});
+      return b.done({b.call("aten.linalg_pinv.atol_rtol_tensor", {A}, kw)});
+    }));
   return v;
 }
 
