@@ -202,6 +202,30 @@ typename B::T qrBackward(B &b, const typename B::T &gQ, const typename B::T &gR,
   return b.cat(gX, b.mm(Q, gV), -1);
 }
 
+/// cholesky_solve, X = (L L^T)^-1 B (U^T U when `upper`): (gB, gF) as torch's
+/// cholesky_solve_backward, which differentiates A = F F^T as a function of the whole factor F:
+/// gB = A^-1 g, C = gB X^T + X gB^T, gF = -C L (lower) or -U C (upper). The LAPACK solve reads
+/// one triangle only, so gF is eager's convention, not a derivative of what is computed, on
+/// the other triangle.
+template <class B>
+std::pair<typename B::T, typename B::T> choleskySolveBackward(B &b, const typename B::T &g, const typename B::T &F,
+                                                              const typename B::T &X, bool upper) {
+  auto L = upper ? b.mT(F) : F;
+  auto gB = b.solveTri(b.mT(L), b.solveTri(L, g, false, true, false), true, true, false);
+  auto C = b.mm(gB, b.mT(X));
+  C = b.add(C, b.mT(C));
+  return {gB, b.scale(upper ? b.mm(F, C) : b.mm(C, F), -1.0)};
+}
+
+/// cholesky_inverse, Y = (F F^T)^-1: torch's cholesky_inverse_backward (the whole factor, as
+/// cholesky_solve's): C = Y (g + g^T) Y, gF = -C L (lower) or -U C (upper).
+template <class B>
+typename B::T choleskyInverseBackward(B &b, const typename B::T &g, const typename B::T &F, const typename B::T &Y,
+                                      bool upper) {
+  auto C = b.mm(Y, b.mm(b.add(g, b.mT(g)), Y));
+  return b.scale(upper ? b.mm(F, C) : b.mm(C, F), -1.0);
+}
+
 /// linalg_pinv, P = A^+ (A [*, m, n]): the adjoint of dP = -P dA P + P P^T dA^T (I - A P) +
 /// (I - P A) dA^T P^T P (torch's pinv_backward): gA = -P^T G P^T + (I - A P) G^T P P^T +
 /// P^T P G^T (I - P A). Exact where the rank is locally constant.

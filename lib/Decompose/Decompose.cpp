@@ -539,8 +539,6 @@ static const std::vector<RuleEntry> &table() {
     {"aten.lu_unpack.default",         luUnpack,     "P = aotc.lapack_perm(pivots); L = tril(LU, -1) + I, U = triu(LU), narrowed to min(m, n)"},
     {"aten.linalg_lu.default",         linalgLu,     "linalg_lu_factor_ex + lu_unpack"},
     {"aten.linalg_inv_ex.default",     invEx,        "_linalg_solve_ex(A, I at A's shape)"},
-    {"aten.cholesky_solve.default",    choleskySolve, "two linalg_solve_triangular: L^-T (L^-1 B)"},
-    {"aten.cholesky_inverse.default",  choleskyInverse, "cholesky_solve(I, L)"},
   };
   // clang-format on
   return t;

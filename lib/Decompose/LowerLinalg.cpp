@@ -292,6 +292,15 @@ Vals pinvBackward(Emitter &e, Node &n) {
   EmitAlgebra b{e};
   return {linalg_grad::pinvBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2))};
 }
+Vals choleskySolveBackward(Emitter &e, Node &n) {
+  EmitAlgebra b{e};
+  auto [gB, gF] = linalg_grad::choleskySolveBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.boolArg(3));
+  return {gB, gF};
+}
+Vals choleskyInverseBackward(Emitter &e, Node &n) {
+  EmitAlgebra b{e};
+  return {linalg_grad::choleskyInverseBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.boolArg(3))};
+}
 Vals qrBackward(Emitter &e, Node &n) {
   EmitAlgebra b{e};
   return {linalg_grad::qrBackward(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.tensorArg(3), n.tensorArg(4))};
@@ -336,6 +345,8 @@ Vals invEx(Emitter &e, Node &n) {
   return {e.call("getitem", {s, int64_t(0)}), e.call("getitem", {s, int64_t(3)})};
 }
 
+namespace {
+
 Vals choleskySolve(Emitter &e, Node &n) {
   EmitAlgebra b{e};
   Node *B = n.tensorArg(0), *F = n.tensorArg(1);
@@ -355,6 +366,9 @@ Vals choleskyInverse(Emitter &e, Node &n) {
   return {e.call("aten.cholesky_solve.default", {I, F, n.boolArg(1)})};
 }
 
+} // namespace
+
+
 const std::vector<RuleEntry> &linalgLowerRules() {
   // clang-format off
   static const std::vector<RuleEntry> t = {
@@ -370,6 +384,10 @@ const std::vector<RuleEntry> &linalgLowerRules() {
     {"aten.linalg_qr.default",               qr,               "aotc.lapack_qr (geqrf + orgqr), unpacked"},
     {"aten.linalg_pinv.atol_rtol_tensor",    pinv,             "_linalg_svd (hermitian: _linalg_eigh); values above max(atol, rtol s_max) inverted"},
     {"aotc.pinv_backward.default",           pinvBackward,     "-P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)"},
+    {"aten.cholesky_solve.default",          choleskySolve,    "two linalg_solve_triangular: X = L^-T (L^-1 B), L = U^T when upper"},
+    {"aten.cholesky_inverse.default",        choleskyInverse,  "cholesky_solve(I, L)"},
+    {"aotc.cholesky_solve_backward.default", choleskySolveBackward, "torch's: gB = A^-1 g; gF = -(gB X^T + X gB^T) L (the whole factor)"},
+    {"aotc.cholesky_inverse_backward.default", choleskyInverseBackward, "torch's: -Y (g + g^T) Y L (the whole factor)"},
     {"aotc.cholesky_backward.default",       choleskyBackward, "sym(L^-T Phi(L^T gL) L^-1) (LinalgGrad.h)"},
     {"aotc.solve_triangular_backward.default", solveTriangularBackward, "gB = A^-T g; gA = -gB X^T, A's triangle"},
     {"aotc.lu_solve_backward.default",       luSolveBackward,  "gB by getrs; gA mapped onto the packed LU"},

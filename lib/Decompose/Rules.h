@@ -174,14 +174,12 @@ Vals convolution(rewrite::Emitter &e, Node &n);
 Vals convolutionBackward(rewrite::Emitter &e, Node &n);
 
 // LowerLinalg.cpp.
-/// Decompositions: triangular_solve, lu_unpack, linalg_lu, linalg_inv_ex, cholesky_solve,
-/// cholesky_inverse (into the linalg ops that keep a derivative rule).
+/// Decompositions: triangular_solve, lu_unpack, linalg_lu, linalg_inv_ex (into the linalg ops
+/// that keep a derivative rule).
 Vals triangularSolve(rewrite::Emitter &e, Node &n);
 Vals luUnpack(rewrite::Emitter &e, Node &n);
 Vals linalgLu(rewrite::Emitter &e, Node &n);
 Vals invEx(rewrite::Emitter &e, Node &n);
-Vals choleskySolve(rewrite::Emitter &e, Node &n);
-Vals choleskyInverse(rewrite::Emitter &e, Node &n);
 /// The lower rules of the linalg ops and their backward helpers (the lower table appends them).
 const std::vector<rewrite::RuleEntry> &linalgLowerRules();
 

@@ -255,6 +255,25 @@ SOURCES = {
     "aten.special_i0e.default": ["special.i0e"],
     "aten.special_i1.default": ["special.i1"],
     "aten.special_i1e.default": ["special.i1e"],
+    # Linear algebra (docs/linalg.md). eigh and svd have none: their vectors' signs are the
+    # LAPACK's (MKL in torch's wheels, OpenBLAS's reference LAPACK in aotc), so a fixture of raw
+    # eigenvectors would compare a convention; the OpInfo runner checks them through OpInfo's
+    # sign-invariant wrappers.
+    "aten.linalg_cholesky_ex.default": ["linalg.cholesky_ex"],
+    "aten.linalg_solve_triangular.default": ["linalg.solve_triangular"],
+    "aten.triangular_solve.default": ["triangular_solve"],
+    "aten.linalg_lu_factor_ex.default": ["linalg.lu_factor_ex"],
+    "aten.linalg_lu_solve.default": ["linalg.lu_solve"],
+    "aten.lu_unpack.default": ["lu_unpack"],
+    "aten.linalg_lu.default": ["linalg.lu"],
+    "aten._linalg_solve_ex.default": ["linalg.solve_ex"],
+    "aten.linalg_inv_ex.default": ["linalg.inv_ex"],
+    "aten._linalg_det.default": ["linalg.det"],
+    "aten._linalg_slogdet.default": ["linalg.slogdet"],
+    "aten.cholesky_solve.default": ["cholesky_solve"],
+    "aten.cholesky_inverse.default": ["cholesky_inverse"],
+    "aten.linalg_qr.default": ["linalg.qr"],
+    "aten.linalg_pinv.atol_rtol_tensor": ["linalg.pinv"],
     "aten.special_bessel_j0.default": ["special.bessel_j0"],
     "aten.special_bessel_j1.default": ["special.bessel_j1"],
     "aten.special_bessel_y0.default": ["special.bessel_y0"],

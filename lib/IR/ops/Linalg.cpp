@@ -778,6 +778,25 @@ void registerBackwardHelpers(OpRegistry &r) {
     });
   }
   {
+    OpDef &d = helper("aotc::cholesky_solve_backward(Tensor grad, Tensor input2, Tensor result, bool upper) -> (Tensor, "
+                      "Tensor)");
+    d.infer = [](const Node &n) -> Types {
+      TensorType x = argType(n, 2);
+      return {x, squareOver(x, argType(n, 1).shape.back())};
+    };
+    setGradEval(d, [](RefAlgebra &b, const Node &n, const RefArgs &a) -> std::vector<RefTensor> {
+      auto [gB, gF] = linalg_grad::choleskySolveBackward(b, *a[0], *a[1], *a[2], n.boolArg(3));
+      return {gB, gF};
+    });
+  }
+  {
+    OpDef &d = helper("aotc::cholesky_inverse_backward(Tensor grad, Tensor L, Tensor result, bool upper) -> Tensor");
+    d.infer = [](const Node &n) -> Types { return {argType(n, 1)}; };
+    setGradEval(d, [](RefAlgebra &b, const Node &n, const RefArgs &a) -> std::vector<RefTensor> {
+      return {linalg_grad::choleskyInverseBackward(b, *a[0], *a[1], *a[2], n.boolArg(3))};
+    });
+  }
+  {
     OpDef &d = helper("aotc::pinv_backward(Tensor grad, Tensor P, Tensor A) -> Tensor");
     d.infer = [](const Node &n) -> Types { return {argType(n, 2)}; };
     setGradEval(d, [](RefAlgebra &b, const Node &, const RefArgs &a) -> std::vector<RefTensor> {

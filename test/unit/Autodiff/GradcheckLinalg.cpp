@@ -155,6 +155,23 @@ std::vector<Case> linalgCases() {
       Node *q = b.call("aten.linalg_qr.default", {b.input("x", f64(s)), mode});
       return b.done({item(b, q, 0), item(b, q, 1)});
     }));
+  // cholesky_solve / cholesky_inverse differentiate the whole factor (torch's convention) while
+  // reading one triangle: the factor is made triangular in the graph (tril / triu + 3 I), so
+  // central differences see the same function.
+  for (bool upper : {false, true}) {
+    v.push_back(make("aten.cholesky_solve.default", std::string(upper ? "upper" : "lower"), [=] {
+      B b;
+      Node *x = b.input("x", f64({2, 3, 3})), *rhs = b.input("b", f64({3, 2}));
+      Node *F = wellConditioned(b, b.call(upper ? "aten.triu.default" : "aten.tril.default", {x}));
+      return b.done({b.call("aten.cholesky_solve.default", {rhs, F, upper})});
+    }));
+    v.push_back(make("aten.cholesky_inverse.default", std::string(upper ? "upper" : "lower"), [=] {
+      B b;
+      Node *x = b.input("x", f64({3, 3}));
+      Node *F = wellConditioned(b, b.call(upper ? "aten.triu.default" : "aten.tril.default", {x}));
+      return b.done({b.call("aten.cholesky_inverse.default", {F, upper})});
+    }));
+  }
   for (auto [s, herm] : std::vector<std::pair<Shape, bool>>{{{3, 4}, false}, {{2, 4, 3}, false}, {{3, 3}, true}})
     v.push_back(make("aten.linalg_pinv.atol_rtol_tensor", shapeStr(s) + (herm ? " hermitian" : ""), [=] {
       B b;

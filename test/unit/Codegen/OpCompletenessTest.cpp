@@ -51,7 +51,8 @@ TEST_CASE("registry: every op is lowered by codegen, or rewritten by a rule, and
         "aotc.fft_r2c_backward.default", "aotc.fft_c2r_backward.default", "aotc.cholesky_backward.default",
         "aotc.solve_triangular_backward.default", "aotc.lu_solve_backward.default", "aotc.solve_backward.default",
         "aotc.lu_factor_backward.default", "aotc.lu_scaled_inverse.default", "aotc.eigh_backward.default",
-        "aotc.svd_backward.default", "aotc.qr_backward.default", "aotc.pinv_backward.default"};
+        "aotc.svd_backward.default", "aotc.qr_backward.default", "aotc.pinv_backward.default",
+        "aotc.cholesky_solve_backward.default", "aotc.cholesky_inverse_backward.default"};
     const bool reachesAutodiff = (d.primitive || low.count(t)) && !dec.count(t) && !backwardOnly.count(t);
     if (reachesAutodiff && !d.nonDifferentiable && !d.random) CHECK(rules.find(t) != nullptr);
   }
