@@ -10,6 +10,7 @@
 // binary operation) and: mm, mT (transpose of the last two dims), tril / triu (k), add, sub,
 // mul, div (elementwise, broadcasting), scale (by a constant), unsq (unsqueeze), diagonal
 // ([*, n, n] -> [*, n]), diagEmbed ([*, n] -> [*, n, n]), eye (m, n, a dtype donor), narrow,
+// epsWhereZero (eps of the dtype where an element is exactly 0, else 0),
 // cat, shape, solveTri(A, B, upper, left, unit) (A X = B, or X A = B when !left),
 // luSolve(LU, pivots, B, left, adjoint) (A = P L U; adjoint: A^T), perm(pivots, LU) (P).
 //
@@ -119,10 +120,13 @@ typename B::T luFactorBackward(B &b, const typename B::T &gLU, const typename B:
 }
 
 /// s (P L U)^-1 with s [*] a scale per matrix. det and slogdet factorize A^T (as torch does),
-/// so this is A^-T s: the gradient of det (s = g det) and of logabsdet (s = g).
+/// so this is A^-T s: the gradient of det (s = g det) and of logabsdet (s = g). `nudge`: U's
+/// exact zero pivots become eps(dtype) first, as torch's linalg_det_backward does, so that the
+/// gradient of det at a singular A is finite (0 times a finite inverse) instead of NaN.
 template <class B>
-typename B::T scaledInverse(B &b, const typename B::T &s, const typename B::T &LU, const typename B::T &piv) {
+typename B::T scaledInverse(B &b, const typename B::T &s, typename B::T LU, const typename B::T &piv, bool nudge) {
   auto n = matSize(b, LU).second;
+  if (nudge) LU = b.add(LU, b.diagEmbed(b.epsWhereZero(b.diagonal(LU))));
   auto rhs = b.mul(b.eye(n, n, LU), b.unsq(b.unsq(s, -1), -1));
   return b.luSolve(LU, piv, rhs, true, false);
 }

@@ -802,11 +802,15 @@ void GraphFuser::defineLinalg(const Node *n) {
   k.kind = Kernel::Kind::Extern;
   k.noMerge = true;
   k.outer = ot.shape;
-  d.error = newError(*n, d.check ? "the factorization failed: the value is 1000 + LAPACK's info of the first "
-                                   "failing matrix (cholesky: the order of the leading minor that is not "
-                                   "positive-definite; lu: the first zero pivot, a singular matrix)"
-                                 : "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, "
-                                   "aotc/kernels.h)");
+  std::string why = d.kind == K::Eigh || d.kind == K::Svd
+                        ? "the eigenvalue / singular value iteration did not converge (the value is 1000 + LAPACK's "
+                          "info), or the call failed in libaotc_kernels (aotc_linalg's status, aotc/kernels.h)"
+                    : d.check ? "the factorization failed: the value is 1000 + LAPACK's info of the first failing "
+                                "matrix (cholesky: the order of the leading minor that is not positive-definite; lu: "
+                                "the first zero pivot, a singular matrix)"
+                              : "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, "
+                                "aotc/kernels.h: 1 for pivots outside [1, n])";
+  d.error = newError(*n, why);
   k.call = linalgCall(d);
   k.ops = v.ops;
   ks_.push_back(std::move(k));

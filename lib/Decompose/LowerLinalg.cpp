@@ -90,6 +90,11 @@ struct EmitAlgebra {
     T p = expandTo(e.toDtype(piv, DType::I64), batch, 1);
     return e.call("aotc.lapack_lu_solve.default", {expandTo(LU, batch), p, expandTo(B, batch), left, adjoint});
   }
+  T epsWhereZero(T a) {
+    DType dt = a->type().dtype;
+    double eps = dt == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+    return e.call("aten.where.self", {e.call("aten.eq.Scalar", {a, 0.0}), e.scalarTensor(eps, dt), e.scalarTensor(0.0, dt)});
+  }
   T perm(T piv, T LU) { return e.call("aotc.lapack_perm.default", {e.toDtype(piv, DType::I64), LU}); }
 
   /// Elements [start, start + len) of the packed last dim of `p`, viewed as `tail` after the batch.
@@ -277,7 +282,7 @@ Vals luFactorBackward(Emitter &e, Node &n) {
 }
 Vals luScaledInverse(Emitter &e, Node &n) {
   EmitAlgebra b{e};
-  return {linalg_grad::scaledInverse(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2))};
+  return {linalg_grad::scaledInverse(b, n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.boolArg(3))};
 }
 Vals eighBackward(Emitter &e, Node &n) {
   EmitAlgebra b{e};

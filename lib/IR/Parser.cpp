@@ -396,6 +396,10 @@ Node *Parser::parseEffect(Graph &g, const std::string &name, const SourceLoc &lo
   }
   next(); // )
   Node *t = lookupRef(g, tok), *inf = lookupRef(g, info);
+  // torch prints the token as an f32[0] placeholder, then each with_effects' new token.
+  if (!tokens_.count(t) && !(t->isPlaceholder() && t->types.size() == 1 && t->type().numel() == 0))
+    userError(tok.loc, "with_effects: '" + t->name + "' is not an effect token (an empty placeholder or the "
+                                                      "result of an earlier with_effects)");
   if (!checkLinalgErrors(inf))
     userError(info.loc, "_linalg_check_errors reads '" + inf->name +
                             "', which is not the info result of a linalg op with check_errors: aotc checks "

@@ -46,6 +46,15 @@ void dorgqr_(const int *, const int *, const int *, double *, const int *, const
 
 namespace {
 
+/// A workspace size LAPACK reported as a T: rounded up with a margin (a float32 query can be one
+/// ulp short above 2^24, before LAPACK 3.11's sroundup_lwork). Throws std::bad_alloc when it
+/// does not fit an int.
+template <class T> int lworkOf(T q) {
+  double w = std::ceil((double)q * (1.0 + 4.0 * std::numeric_limits<T>::epsilon()));
+  if (!(w < (double)std::numeric_limits<int>::max())) throw std::bad_alloc();
+  return std::max(1, (int)w);
+}
+
 template <class T> struct Lapack;
 template <> struct Lapack<float> {
   static void potrf(const char *u, const int *n, float *a, const int *l, int *i) { spotrf_(u, n, a, l, i, 1); }
@@ -190,9 +199,9 @@ template <class T> struct Call {
     noteInfo(info);
   }
 
-  void luSolve(const T *lu, const int64_t *piv, const T *b, T *out) {
+  bool luSolve(const T *lu, const int64_t *piv, const T *b, T *out) {
     const int n = (int)d->n, r = (int)d->nrhs;
-    if (n == 0 || r == 0) return;
+    if (n == 0 || r == 0) return true;
     std::vector<T> a((size_t)n * n), x((size_t)n * r);
     toColMajor(lu, n, n, a.data());
     // left: A X = B, X [n, r]; right: X A = B <=> A^T X^T = B^T, X^T [n, r] column-major is X
@@ -201,11 +210,16 @@ template <class T> struct Call {
     else std::memcpy(x.data(), b, sizeof(T) * (size_t)n * r);
     const bool trans = d->left ? d->adjoint : !d->adjoint;
     const char t = trans ? 'T' : 'N';
-    std::vector<int> p(piv, piv + n); // validated by the caller's shape checks
+    std::vector<int> p((size_t)n);
+    for (int i = 0; i < n; ++i) {
+      if (piv[i] < 1 || piv[i] > n) return false; // getrs would read and write out of bounds
+      p[(size_t)i] = (int)piv[i];
+    }
     int info = 0;
     Lapack<T>::getrs(&t, &n, &r, a.data(), &n, p.data(), x.data(), &n, &info);
     if (d->left) fromColMajor(x.data(), n, r, n, out);
     else std::memcpy(out, x.data(), sizeof(T) * (size_t)n * r);
+    return true;
   }
 
   bool eigh(const T *a, T *out) {
@@ -217,13 +231,14 @@ template <class T> struct Call {
     int info = 0, lwork = -1, liwork = -1, iq = 0;
     T q = 0;
     Lapack<T>::syevd(&jobz, &uplo, &n, w.data(), &n, out, &q, &lwork, &iq, &liwork, &info);
-    lwork = std::max(1, (int)q), liwork = std::max(1, iq);
+    lwork = lworkOf(q), liwork = std::max(1, iq);
     std::vector<T> work((size_t)lwork);
     std::vector<int> iwork((size_t)liwork);
     Lapack<T>::syevd(&jobz, &uplo, &n, w.data(), &n, out, work.data(), &lwork, iwork.data(), &liwork, &info);
     if (info < 0) return false;
     if (d->compute_uv) fromColMajor(w.data(), n, n, n, out + n);
     if (info > 0) std::fill(out, out + outElems(d), std::numeric_limits<T>::quiet_NaN());
+    noteInfo(info);
     return true;
   }
 
@@ -250,7 +265,7 @@ template <class T> struct Call {
     T q = 0;
     Lapack<T>::gesdd(&jobz, &m, &n, w.data(), &m, s.data(), u.data(), &ldu, vt.data(), &ldvt, &q, &lwork,
                      iwork.data(), &info);
-    lwork = std::max(1, (int)q);
+    lwork = lworkOf(q);
     std::vector<T> work((size_t)lwork);
     Lapack<T>::gesdd(&jobz, &m, &n, w.data(), &m, s.data(), u.data(), &ldu, vt.data(), &ldvt, work.data(), &lwork,
                      iwork.data(), &info);
@@ -264,6 +279,7 @@ template <class T> struct Call {
     o += k;
     if (d->compute_uv) fromColMajor(vt.data(), vr, n, vr, o);
     if (info > 0) std::fill(out, out + outElems(d), std::numeric_limits<T>::quiet_NaN());
+    noteInfo(info);
     return true;
   }
 
@@ -280,7 +296,7 @@ template <class T> struct Call {
     T q = 0;
     if (m > 0 && n > 0) {
       Lapack<T>::geqrf(&m, &n, w.data(), &lda, tau.data(), &q, &lwork, &info);
-      lwork = std::max(1, (int)q);
+      lwork = lworkOf(q);
       std::vector<T> work((size_t)lwork);
       Lapack<T>::geqrf(&m, &n, w.data(), &lda, tau.data(), work.data(), &lwork, &info);
       if (info < 0) return false;
@@ -297,7 +313,7 @@ template <class T> struct Call {
       } else {
         lwork = -1;
         Lapack<T>::orgqr(&m, &qc, &k, w.data(), &lda, tau.data(), &q, &lwork, &info);
-        lwork = std::max(1, (int)q);
+        lwork = lworkOf(q);
         std::vector<T> work((size_t)lwork);
         Lapack<T>::orgqr(&m, &qc, &k, w.data(), &lda, tau.data(), work.data(), &lwork, &info);
         if (info < 0) return false;
@@ -332,7 +348,8 @@ template <class T> struct Call {
       case AOTC_LINALG_TRISOLVE: trisolve(ae, static_cast<const T *>(bv) + e * n * r, oe_); break;
       case AOTC_LINALG_LU: lu(ae, oe_); break;
       case AOTC_LINALG_LU_SOLVE:
-        luSolve(ae, static_cast<const int64_t *>(bv) + e * n, static_cast<const T *>(cv) + e * n * r, oe_);
+        if (!luSolve(ae, static_cast<const int64_t *>(bv) + e * n, static_cast<const T *>(cv) + e * n * r, oe_))
+          return AOTC_KERNELS_ERROR_INVALID;
         break;
       case AOTC_LINALG_EIGH:
         if (!eigh(ae, oe_)) return AOTC_KERNELS_ERROR_INVALID;
@@ -346,7 +363,9 @@ template <class T> struct Call {
       case AOTC_LINALG_PERM: perm(static_cast<const int64_t *>(bv) + e * std::min(d->m, d->n), oe_); break;
       }
     }
-    if (d->check && firstInfo > 0) return AOTC_KERNELS_LINALG_INFO + firstInfo;
+    // eigh and svd always check (torch's have no _ex form: a failed iteration raises).
+    bool check = d->check || d->kind == AOTC_LINALG_EIGH || d->kind == AOTC_LINALG_SVD;
+    if (check && firstInfo > 0) return AOTC_KERNELS_LINALG_INFO + firstInfo;
     return AOTC_KERNELS_OK;
   }
 };

@@ -263,6 +263,13 @@ TEST_CASE("aotc_linalg: info, check and bad descriptors", "[linalg]") {
   l.run(S, {}, 4 + 2 + 1);
   CHECK(l.rc == AOTC_KERNELS_OK);
   CHECK(l.out.back() == 2);
+  // lu_solve's pivots must lie in [1, n]: getrs would index out of bounds.
+  Call ls(AOTC_F64, AOTC_LINALG_LU_SOLVE, 1, 2, 2);
+  ls.d.nrhs = 1;
+  ls.run({2, 1, 0.5, 1}, {1, 1}, 2, {1, 3});
+  CHECK(ls.rc == AOTC_KERNELS_ERROR_INVALID);
+  ls.run({2, 1, 0.5, 1}, {1, 1}, 2, {1, 2});
+  CHECK(ls.rc == AOTC_KERNELS_OK);
   // Bad descriptors: nothing written, AOTC_KERNELS_ERROR_INVALID.
   aotc_linalg_desc d{};
   d.dtype = AOTC_F64, d.kind = 42, d.batch = 1, d.m = 2, d.n = 2;

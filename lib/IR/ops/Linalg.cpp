@@ -181,6 +181,9 @@ void registerPrimitives(OpRegistry &r) {
     d.infer = [](const Node &n) -> Types {
       TensorType a = matrixArg(n, 0, "lapack_lu", false);
       int64_t m = a.shape[a.rank() - 2], nn = a.shape.back();
+      if (a.dtype == DType::F32 && m > (int64_t(1) << 24))
+        nodeError(n, "linalg.lu_factor: float32 matrices of more than 2^24 rows are not supported (aotc carries the "
+                     "pivots as float32 values, exact up to 2^24)");
       return {{a.dtype, withTail(batchOf(a.shape), {m * nn + std::min(m, nn) + 1})}};
     };
     setEval(d, [](const Node &n, const RefArgs &a) {
@@ -650,7 +653,10 @@ void registerPinv(OpRegistry &r) {
       if (const Node *t = optTensor(n, i)) {
         if (isFloating(t->type().dtype) == false)
           nodeError(n, std::string("linalg.pinv: ") + (i == 1 ? "atol" : "rtol") + " must be a floating tensor");
-        broadcastBatches(n, b, t->type().shape, "linalg.pinv");
+        if (broadcastBatches(n, b, t->type().shape, "linalg.pinv") != b)
+          nodeError(n, std::string("linalg.pinv: ") + (i == 1 ? "atol" : "rtol") + " of shape " +
+                           shapeStr(t->type().shape) + " has batch dims A's " + shapeStr(b) +
+                           " does not have: not supported (expand A first)");
       }
     return {{a.dtype, withTail(b, {a.shape.back(), a.shape[a.rank() - 2]})}};
   };
@@ -752,11 +758,11 @@ void registerBackwardHelpers(OpRegistry &r) {
     });
   }
   {
-    OpDef &d = helper("aotc::lu_scaled_inverse(Tensor s, Tensor LU, Tensor pivots) -> Tensor");
+    OpDef &d = helper("aotc::lu_scaled_inverse(Tensor s, Tensor LU, Tensor pivots, bool nudge_zero_pivots) -> Tensor");
     d.indexArgs = {2};
     d.infer = [](const Node &n) -> Types { return {argType(n, 1)}; };
-    setGradEval(d, [](RefAlgebra &b, const Node &, const RefArgs &a) -> std::vector<RefTensor> {
-      return {linalg_grad::scaledInverse(b, *a[0], *a[1], *a[2])};
+    setGradEval(d, [](RefAlgebra &b, const Node &n, const RefArgs &a) -> std::vector<RefTensor> {
+      return {linalg_grad::scaledInverse(b, *a[0], *a[1], *a[2], n.boolArg(3))};
     });
   }
   {
@@ -837,7 +843,8 @@ void registerLinalgOps(OpRegistry &r) {
 
 bool checkLinalgErrors(Node *info) {
   Node *op = info && info->target == "getitem" ? info->tensorArg(0) : nullptr;
-  if (!op || !op->op) return false;
+  // info is the last result of each op that has check_errors.
+  if (!op || !op->op || info->intArg(1) != (int64_t)op->types.size() - 1) return false;
   const auto &sargs = op->op->schema.args;
   for (size_t i = 0; i < sargs.size() && i < op->args.size(); ++i)
     if (sargs[i].name == "check_errors") {

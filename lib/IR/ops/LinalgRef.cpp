@@ -375,7 +375,15 @@ template <class F> RefTensor perMatrix2(const RefTensor &a, const RefTensor &b, 
     }
     setMat(out, e, m);
   }
-  if (nb == 0) out = RefTensor(a.dtype, batch);
+  if (nb == 0) { // no matrix: the result's sizes from f on zero matrices of the operands' sizes
+    auto dims = [](const Shape &s) { return std::make_pair(s[s.size() - 2], s.back()); };
+    auto [ar, ac] = dims(a.shape);
+    auto [br, bc] = dims(b.shape);
+    Mat m = f(Mat(ar, ac), Mat(br, bc));
+    Shape s = batch;
+    s.push_back(m.r), s.push_back(m.c);
+    out = RefTensor(a.dtype, s);
+  }
   return out;
 }
 
@@ -468,6 +476,13 @@ RefTensor RefAlgebra::narrow(const T &a, int64_t d, int64_t start, int64_t len) 
   for (int64_t o = 0; o < src.outer; ++o)
     for (int64_t j = 0; j < len; ++j)
       for (int64_t i = 0; i < src.inner; ++i) r.data[(size_t)dst.at(o, j, i)] = a.data[(size_t)src.at(o, start + j, i)];
+  return r;
+}
+
+RefTensor RefAlgebra::epsWhereZero(const T &a) {
+  RefTensor r = a;
+  double eps = a.dtype == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  for (double &x : r.data) x = x == 0 ? eps : 0.0;
   return r;
 }
 

@@ -73,6 +73,7 @@ struct RefAlgebra {
   T diagEmbed(const T &a);
   T eye(int64_t m, int64_t n, const T &like);
   T narrow(const T &a, int64_t d, int64_t start, int64_t len);
+  T epsWhereZero(const T &a);
   T cat(const T &a, const T &b, int64_t d);
   Shape shape(const T &a) { return a.shape; }
   T solveTri(const T &A, const T &B, bool upper, bool left, bool unit);

@@ -115,8 +115,9 @@ static inline uint32_t aotc_abi_minor(uint32_t version) { return version >> 16; 
 #define AOTC_ALIGNMENT 64
 
 /** Element types. AOTC_I32 and AOTC_U8 are index dtypes: graph inputs read by gather,
- *  index_select, embedding or scatter_add (and outputs that are views of such an input);
- *  no computed result, saved tensor or gradient uses them. */
+ *  index_select, embedding or scatter_add (and outputs that are views of such an input), and
+ *  the few computed index values (docs/formats.md "Dtypes": the linalg ops' int32 pivots and
+ *  info, which may be outputs and saved tensors; an index cast); no gradient uses them. */
 typedef enum aotc_dtype {
   AOTC_F32 = 0,
   AOTC_F64 = 1,

@@ -171,11 +171,12 @@ int aotc_fft(const aotc_fft_desc *d, const void *in, void *out);
  *                         1 complete: Q [m, m], R [m, n]; 2 r: R [k, n] only
  *   AOTC_LINALG_PERM      b: pivots int64 [k] (as LU's); out: P [m, m] with A = P L U
  * info (and the pivots) are stored as values of the dtype (exact below 2^24). A numerical
- * failure (a matrix that is not positive-definite, singular, or an eigen / singular value
- * iteration that did not converge) is reported in info when the output has one, else as
- * NaN results; with `check` set, a positive info is returned as the call's status instead
- * (AOTC_KERNELS_LINALG_INFO + info, the same code for every batch entry: the first failing
- * entry's info). */
+ * failure (a matrix that is not positive-definite, or singular) is reported in info; with
+ * `check` set, a positive info is returned as the call's status instead
+ * (AOTC_KERNELS_LINALG_INFO + info, the first failing entry's info). An eigen / singular value
+ * iteration that does not converge always fails the call that way (its results NaN), as
+ * torch's eigh / svd raise. LU_SOLVE's pivots must lie in [1, n] (else
+ * AOTC_KERNELS_ERROR_INVALID: getrs would index out of bounds). */
 enum {
   AOTC_LINALG_CHOLESKY = 0, AOTC_LINALG_TRISOLVE = 1, AOTC_LINALG_LU = 2, AOTC_LINALG_LU_SOLVE = 3,
   AOTC_LINALG_EIGH = 4, AOTC_LINALG_SVD = 5, AOTC_LINALG_QR = 6, AOTC_LINALG_PERM = 7
