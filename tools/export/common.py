@@ -221,3 +221,26 @@ def check_archive(pt2, ops):
 
 
 DTYPE_ABBR = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8"}
+
+
+def capture_case(out, name, module, args, input_grads=False, golden=True):
+    """A capture test case (test/lit/capture/Inputs): <name>.pt2 (exported, decomposed) and,
+    when `golden`, <name>.golden.safetensors with input.x, param.<FQN>, torch's float64 loss as
+    ref.output_0 and its gradients as ref.grad.<FQN> (and ref.grad.x with `input_grads`)."""
+    import copy
+    ep = torch.export.export(module, args).run_decompositions()
+    torch.export.save(ep, os.path.join(out, name + ".pt2"))
+    if not golden:
+        return
+    m64 = copy.deepcopy(module).double()
+    a64 = tuple(a.double().requires_grad_(input_grads) for a in args)
+    loss = m64(*a64)[0]
+    loss.backward()
+    g = {f"input.{n}": a for n, a in zip(["x"], args)}
+    g.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
+    g["ref.output_0"] = loss.detach().float().reshape([])
+    g.update({f"ref.grad.{k}": p.grad.float() for k, p in m64.named_parameters()})
+    if input_grads:
+        g.update({f"ref.grad.{n}": a.grad.float() for n, a in zip(["x"], a64)})
+    write_safetensors(os.path.join(out, name + ".golden.safetensors"), g,
+                      {"torch_version": torch.__version__, "reference": "torch float64"})

@@ -10,7 +10,6 @@
 and <case>.golden.safetensors for the first two: input.*, param.*, and torch's float64 results
 as ref.output_0 and ref.grad.<FQN> (float32). Usage: $(tools/export/torch-python.sh)
 tools/export/gen_complex_cases.py  (torch 2.15.0)"""
-import copy
 import os
 
 import torch
@@ -72,20 +71,7 @@ class ComplexOutput(torch.nn.Module):
 
 
 def golden(name, module, args):
-    ep = torch.export.export(module, args).run_decompositions()
-    torch.export.save(ep, os.path.join(OUT, name + ".pt2"))
-    if isinstance(module, (ComplexParam, ComplexOutput)):
-        return
-    m64 = copy.deepcopy(module).double()
-    a64 = tuple(a.double() for a in args)
-    loss = m64(*a64)[0]
-    loss.backward()
-    g = {f"input.{n}": a for n, a in zip(["x"], args)}
-    g.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
-    g["ref.output_0"] = loss.detach().float().reshape([])
-    g.update({f"ref.grad.{k}": p.grad.float() for k, p in m64.named_parameters()})
-    common.write_safetensors(os.path.join(OUT, name + ".golden.safetensors"), g,
-                             {"torch_version": torch.__version__, "reference": "torch float64"})
+    common.capture_case(OUT, name, module, args, golden=not isinstance(module, (ComplexParam, ComplexOutput)))
 
 
 def main():

@@ -9,7 +9,6 @@ issue 28):
 and <case>.golden.safetensors: input.*, param.*, and torch's float64 loss and gradients as
 ref.output_0 and ref.grad.<FQN> (float32). Usage: $(tools/export/torch-python.sh)
 tools/export/gen_linalg_cases.py  (torch 2.15.0)"""
-import copy
 import os
 
 import torch
@@ -50,20 +49,7 @@ class LinalgCheck(torch.nn.Module):
 
 
 def golden(name, module, args):
-    ep = torch.export.export(module, args).run_decompositions()
-    torch.export.save(ep, os.path.join(OUT, name + ".pt2"))
-    m64 = copy.deepcopy(module).double()
-    a64 = tuple(a.double().requires_grad_(name == "linalg_check") for a in args)
-    loss = m64(*a64)[0]
-    loss.backward()
-    g = {f"input.{n}": a for n, a in zip(["x"], args)}
-    g.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
-    g["ref.output_0"] = loss.detach().float().reshape([])
-    g.update({f"ref.grad.{k}": p.grad.float() for k, p in m64.named_parameters()})
-    if name == "linalg_check":
-        g["ref.grad.x"] = a64[0].grad.float()
-    common.write_safetensors(os.path.join(OUT, name + ".golden.safetensors"), g,
-                             {"torch_version": torch.__version__, "reference": "torch float64"})
+    common.capture_case(OUT, name, module, args, input_grads=name == "linalg_check")
 
 
 def main():

@@ -400,25 +400,22 @@ RefTensor RefAlgebra::mT(const T &a) {
   return r;
 }
 
-RefTensor RefAlgebra::tril(const T &a, int64_t k) {
+namespace {
+/// `a` with the elements of each matrix outside the band zeroed: below diagonal k (`lower`:
+/// above it).
+RefTensor triangle(const RefTensor &a, int64_t k, bool lower) {
   RefTensor r = a;
   int64_t rows = a.shape[a.shape.size() - 2], cols = a.shape.back();
   for (int64_t i = 0; i < r.numel(); ++i) {
-    int64_t c = i % cols, row = (i / cols) % rows;
-    if (c - row > k) r.data[(size_t)i] = 0;
+    int64_t d = i % cols - (i / cols) % rows;
+    if (lower ? d > k : d < k) r.data[(size_t)i] = 0;
   }
   return r;
 }
+} // namespace
 
-RefTensor RefAlgebra::triu(const T &a, int64_t k) {
-  RefTensor r = a;
-  int64_t rows = a.shape[a.shape.size() - 2], cols = a.shape.back();
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    int64_t c = i % cols, row = (i / cols) % rows;
-    if (c - row < k) r.data[(size_t)i] = 0;
-  }
-  return r;
-}
+RefTensor RefAlgebra::tril(const T &a, int64_t k) { return triangle(a, k, true); }
+RefTensor RefAlgebra::triu(const T &a, int64_t k) { return triangle(a, k, false); }
 
 RefTensor RefAlgebra::add(const T &a, const T &b) { return zipWith(a, b, [](double x, double y) { return x + y; }); }
 RefTensor RefAlgebra::sub(const T &a, const T &b) { return zipWith(a, b, [](double x, double y) { return x - y; }); }
