@@ -805,9 +805,11 @@ void GraphFuser::defineLinalg(const Node *n) {
   std::string why = d.kind == K::Eigh || d.kind == K::Svd
                         ? "the eigenvalue / singular value iteration did not converge (the value is 1000 + LAPACK's "
                           "info), or the call failed in libaotc_kernels (aotc_linalg's status, aotc/kernels.h)"
-                    : d.check ? "the factorization failed: the value is 1000 + LAPACK's info of the first failing "
-                                "matrix (cholesky: the order of the leading minor that is not positive-definite; lu: "
-                                "the first zero pivot, a singular matrix)"
+                    : d.check && d.kind == K::Cholesky
+                        ? "the input is not positive-definite (torch.linalg.cholesky raises here): the value is 1000 + "
+                          "the order of the first leading minor that is not, in the first failing matrix"
+                    : d.check ? "the input is singular (torch.linalg.solve / inv / lu_factor raise here): the value is "
+                                "1000 + the (1-based) index of U's first zero pivot, in the first failing matrix"
                               : "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, "
                                 "aotc/kernels.h: 1 for pivots outside [1, n])";
   d.error = newError(*n, why);
