@@ -20,11 +20,34 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "aotc/Types.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <utility>
 
 namespace aotc::linalg_grad {
+
+// Shape facts the linalg ops' shape functions, references and lowerings share.
+
+/// The batch dims of a [*, r, c] shape (`tail` = 1 for [*, n] vectors).
+inline Shape batchOf(const Shape &s, int tail = 2) { return Shape(s.begin(), s.end() - tail); }
+/// `s` with `tail` appended (a batch and a matrix's sizes).
+inline Shape withTail(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail);
+  return s;
+}
+/// torch's linalg_solve_is_vector_rhs: B [*, n] is a (batch of) vector(s) for A [*, n, n].
+inline bool vectorRhs(const Shape &A, const Shape &B) {
+  return B.size() == 1 || (B.size() + 1 == A.size() && B == Shape(A.begin(), A.end() - 1));
+}
+/// torch's _get_epsilon: the machine epsilon of a floating dtype (pinv's default rtol, det's
+/// nudge of zero pivots).
+inline double epsilonOf(DType dt) {
+  return dt == DType::F32 ? (double)std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+}
 
 /// The last two sizes of a value.
 template <class B> std::pair<int64_t, int64_t> matSize(B &b, const typename B::T &x) {

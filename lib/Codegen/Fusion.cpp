@@ -27,7 +27,6 @@
 #include "aotc/OpRegistry.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
 namespace aotc {
@@ -214,7 +213,7 @@ private:
   void defineViewScatter(const Node *n);
   void defineConv(const Node *n, const OpLowering &l);
   void defineFft(const Node *n);
-  void defineLinalg(const Node *n);
+  void defineLinalg(const Node *n, const OpLowering &l);
   /// (buffer, element offset) of a dense row-major copy of arg's value (arg's own home when
   /// it already is one).
   std::pair<int, int64_t> denseOperand(Node *arg);
@@ -283,7 +282,7 @@ void GraphFuser::defineNode(const Node *n) {
   case LoweringKind::ViewScatter: return defineViewScatter(n);
   case LoweringKind::Conv: return defineConv(n, l);
   case LoweringKind::Fft: return defineFft(n);
-  case LoweringKind::Linalg: return defineLinalg(n);
+  case LoweringKind::Linalg: return defineLinalg(n, l);
   }
 }
 
@@ -740,43 +739,10 @@ void GraphFuser::defineFft(const Node *n) {
 /// dense operands (same batch dims; LuSolve's and Perm's pivots int64) into the node's home,
 /// which holds each matrix's packed results (runtime/include/aotc/kernels.h). A call with no
 /// matrix or an empty result computes nothing (an empty factorization leaves zeros: info 0).
-void GraphFuser::defineLinalg(const Node *n) {
+void GraphFuser::defineLinalg(const Node *n, const OpLowering &l) {
   using K = LinalgDesc::Kind;
-  static const std::map<std::string, K> kinds = {
-      {"aotc.lapack_cholesky.default", K::Cholesky}, {"aotc.lapack_trisolve.default", K::TriSolve},
-      {"aotc.lapack_lu.default", K::Lu},             {"aotc.lapack_lu_solve.default", K::LuSolve},
-      {"aotc.lapack_eigh.default", K::Eigh},         {"aotc.lapack_svd.default", K::Svd},
-      {"aotc.lapack_qr.default", K::Qr},             {"aotc.lapack_perm.default", K::Perm}};
   const TensorType &ot = n->type();
-  LinalgDesc d;
-  d.kind = kinds.at(n->target);
-  d.dtype = ot.dtype;
-  // The matrix operand: A (LuSolve: LU; Perm: LU, its second argument, for m and n).
-  Node *M = n->tensorArg(d.kind == K::Perm ? 1 : 0);
-  const Shape &ms = M->type().shape;
-  d.m = ms[ms.size() - 2], d.n = ms.back();
-  d.batch = 1;
-  for (size_t i = 0; i + 2 < ms.size(); ++i) d.batch *= ms[i];
-  switch (d.kind) {
-  case K::Cholesky: d.upper = n->boolArg(1), d.check = n->boolArg(2); break;
-  case K::TriSolve: {
-    d.upper = n->boolArg(2), d.left = n->boolArg(3), d.unit = n->boolArg(4);
-    const Shape &bs = n->tensorArg(1)->type().shape;
-    d.nrhs = d.left ? bs.back() : bs[bs.size() - 2];
-    break;
-  }
-  case K::Lu: d.check = n->boolArg(1); break;
-  case K::LuSolve: {
-    d.left = n->boolArg(3), d.adjoint = n->boolArg(4);
-    const Shape &bs = n->tensorArg(2)->type().shape;
-    d.nrhs = d.left ? bs.back() : bs[bs.size() - 2];
-    break;
-  }
-  case K::Eigh: d.upper = n->boolArg(1), d.computeUV = n->boolArg(2); break;
-  case K::Svd: d.full = n->boolArg(1) ? 1 : 0, d.computeUV = n->boolArg(2); break;
-  case K::Qr: d.full = (int)n->intArg(1); break;
-  case K::Perm: break;
-  }
+  LinalgDesc d = linalgDescOf(*n, l);
   Val v;
   v.type = ot;
   v.ops = {opBase(n->target)};
@@ -802,17 +768,7 @@ void GraphFuser::defineLinalg(const Node *n) {
   k.kind = Kernel::Kind::Extern;
   k.noMerge = true;
   k.outer = ot.shape;
-  std::string why = d.kind == K::Eigh || d.kind == K::Svd
-                        ? "the eigenvalue / singular value iteration did not converge (the value is 1000 + LAPACK's "
-                          "info), or the call failed in libaotc_kernels (aotc_linalg's status, aotc/kernels.h)"
-                    : d.check && d.kind == K::Cholesky
-                        ? "the input is not positive-definite (torch.linalg.cholesky raises here): the value is 1000 + "
-                          "the order of the first leading minor that is not, in the first failing matrix"
-                    : d.check ? "the input is singular (torch.linalg.solve / inv / lu_factor raise here): the value is "
-                                "1000 + the (1-based) index of U's first zero pivot, in the first failing matrix"
-                              : "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, "
-                                "aotc/kernels.h: 1 for pivots outside [1, n])";
-  d.error = newError(*n, why);
+  d.error = newError(*n, linalgErrorText(d));
   k.call = linalgCall(d);
   k.ops = v.ops;
   ks_.push_back(std::move(k));

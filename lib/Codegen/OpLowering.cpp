@@ -278,6 +278,12 @@ OpLowering conv(ConvDesc::Role r) {
   return l;
 }
 
+OpLowering linalg(LinalgDesc::Kind k) {
+  OpLowering l{LoweringKind::Linalg};
+  l.linalg = k;
+  return l;
+}
+
 using A = const PointwiseArgs &;
 
 } // namespace
@@ -378,14 +384,14 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten._fft_r2c.default", OpLowering{LoweringKind::Fft}},
         {"aten._fft_c2r.default", OpLowering{LoweringKind::Fft}},
         {"aten._fft_c2c.default", OpLowering{LoweringKind::Fft}},
-        {"aotc.lapack_cholesky.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_trisolve.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_lu.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_lu_solve.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_eigh.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_svd.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_qr.default", OpLowering{LoweringKind::Linalg}},
-        {"aotc.lapack_perm.default", OpLowering{LoweringKind::Linalg}},
+        {"aotc.lapack_cholesky.default", linalg(LinalgDesc::Kind::Cholesky)},
+        {"aotc.lapack_trisolve.default", linalg(LinalgDesc::Kind::TriSolve)},
+        {"aotc.lapack_lu.default", linalg(LinalgDesc::Kind::Lu)},
+        {"aotc.lapack_lu_solve.default", linalg(LinalgDesc::Kind::LuSolve)},
+        {"aotc.lapack_eigh.default", linalg(LinalgDesc::Kind::Eigh)},
+        {"aotc.lapack_svd.default", linalg(LinalgDesc::Kind::Svd)},
+        {"aotc.lapack_qr.default", linalg(LinalgDesc::Kind::Qr)},
+        {"aotc.lapack_perm.default", linalg(LinalgDesc::Kind::Perm)},
         {"aten.gather.default", kind(K::Gather)},
         {"aten.index_select.default", kind(K::IndexSelect)},
         {"aten.scatter_add.default", kind(K::Scatter)},
@@ -413,6 +419,48 @@ std::string opBase(const std::string &target) {
   if (t.rfind("aten.", 0) == 0 || t.rfind("aotc.", 0) == 0) t = t.substr(5);
   auto dot = t.find('.');
   return dot == std::string::npos ? t : t.substr(0, dot);
+}
+
+LinalgDesc linalgDescOf(const Node &n, const OpLowering &l) {
+  using K = LinalgDesc::Kind;
+  LinalgDesc d;
+  d.kind = l.linalg;
+  d.dtype = n.type().dtype;
+  // The matrix operand: A (LuSolve: LU; Perm: LU, its second argument, for m and n).
+  const Shape &ms = n.tensorArg(d.kind == K::Perm ? 1 : 0)->type().shape;
+  d.m = ms[ms.size() - 2], d.n = ms.back();
+  d.batch = 1;
+  for (size_t i = 0; i + 2 < ms.size(); ++i) d.batch *= ms[i];
+  auto rhs = [&](size_t arg) {
+    const Shape &bs = n.tensorArg(arg)->type().shape;
+    return d.left ? bs.back() : bs[bs.size() - 2];
+  };
+  switch (d.kind) {
+  case K::Cholesky: d.upper = n.boolArg(1), d.check = n.boolArg(2); break;
+  case K::TriSolve: d.upper = n.boolArg(2), d.left = n.boolArg(3), d.unit = n.boolArg(4), d.nrhs = rhs(1); break;
+  case K::Lu: d.check = n.boolArg(1); break;
+  case K::LuSolve: d.left = n.boolArg(3), d.adjoint = n.boolArg(4), d.nrhs = rhs(2); break;
+  case K::Eigh: d.upper = n.boolArg(1), d.computeUV = n.boolArg(2); break;
+  case K::Svd: d.full = n.boolArg(1) ? 1 : 0, d.computeUV = n.boolArg(2); break;
+  case K::Qr: d.full = (int)n.intArg(1); break;
+  case K::Perm: break;
+  }
+  return d;
+}
+
+const char *linalgErrorText(const LinalgDesc &d) {
+  using K = LinalgDesc::Kind;
+  if (d.kind == K::Eigh || d.kind == K::Svd)
+    return "the eigenvalue / singular value iteration did not converge (the value is 1000 + LAPACK's info), or the "
+           "call failed in libaotc_kernels (aotc_linalg's status, aotc/kernels.h)";
+  if (d.check && d.kind == K::Cholesky)
+    return "the input is not positive-definite (torch.linalg.cholesky raises here): the value is 1000 + the order of "
+           "the first leading minor that is not, in the first failing matrix";
+  if (d.check)
+    return "the input is singular (torch.linalg.solve / inv / lu_factor raise here): the value is 1000 + the "
+           "(1-based) index of U's first zero pivot, in the first failing matrix";
+  return "the linalg call failed in libaotc_kernels (the value is aotc_linalg's status, aotc/kernels.h: 1 for pivots "
+         "outside [1, n])";
 }
 
 } // namespace aotc::fusion

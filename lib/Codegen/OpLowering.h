@@ -70,6 +70,7 @@ struct OpLowering {
   bool bias = false;    ///< Matmul: addmm (self is the bias, beta/alpha scale it and the product).
   bool batched = false; ///< Matmul: bmm (rank-3 operands).
   ConvDesc::Role conv = ConvDesc::Role::Forward; ///< Conv: which of the three primitives.
+  LinalgDesc::Kind linalg = LinalgDesc::Kind::Cholesky; ///< Linalg: which call.
 };
 
 /// Every entry, by canonical target.
@@ -78,6 +79,12 @@ const std::map<std::string, OpLowering> &loweringTable();
 const OpLowering *findLowering(const std::string &target);
 /// The entry of a call node's target; nullptr for other nodes and unknown targets.
 inline const OpLowering *findLowering(const Node &n) { return n.isCall() ? findLowering(n.target) : nullptr; }
+
+/// The library call of an aotc.lapack_* node (its lowering `l`): kind, flags and sizes from the
+/// node's arguments (lib/IR/ops/Linalg.cpp); buffers, offsets and error are the fuser's.
+LinalgDesc linalgDescOf(const Node &n, const OpLowering &l);
+/// What a failed call of `d` means, for the node's error entry (the value is aotc_linalg's status).
+const char *linalgErrorText(const LinalgDesc &d);
 
 /// The op's short name for --emit=kernels ("aten.add.Tensor" -> "add").
 std::string opBase(const std::string &target);

@@ -20,11 +20,10 @@ using namespace rewrite;
 
 namespace {
 
-Shape batchOf(const Shape &s, int tail = 2) { return Shape(s.begin(), s.end() - tail); }
-Shape withTail(Shape s, std::initializer_list<int64_t> tail) {
-  s.insert(s.end(), tail);
-  return s;
-}
+using linalg_grad::batchOf;
+using linalg_grad::vectorRhs;
+using linalg_grad::withTail;
+
 
 /// include/aotc/LinalgGrad.h's algebra on graph values: each operation emits registry ops.
 struct EmitAlgebra {
@@ -92,7 +91,7 @@ struct EmitAlgebra {
   }
   T epsWhereZero(T a) {
     DType dt = a->type().dtype;
-    double eps = dt == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+    double eps = linalg_grad::epsilonOf(dt);
     return e.call("aten.where.self", {e.call("aten.eq.Scalar", {a, 0.0}), e.scalarTensor(eps, dt), e.scalarTensor(0.0, dt)});
   }
   T perm(T piv, T LU) { return e.call("aotc.lapack_perm.default", {e.toDtype(piv, DType::I64), LU}); }
@@ -140,11 +139,6 @@ Vals luFactorEx(Emitter &e, Node &n) {
 Vals luSolve(Emitter &e, Node &n) {
   EmitAlgebra b{e};
   return {b.luSolve(n.tensorArg(0), n.tensorArg(1), n.tensorArg(2), n.boolArg(3), n.boolArg(4))};
-}
-
-/// torch's linalg_solve_is_vector_rhs.
-bool vectorRhs(const Shape &A, const Shape &B) {
-  return B.size() == 1 || (B.size() + 1 == A.size() && B == Shape(A.begin(), A.end() - 1));
 }
 
 /// _linalg_solve_ex as torch computes it for a contiguous A: LU of A^T, solved with adjoint.
@@ -224,7 +218,7 @@ Vals pinv(Emitter &e, Node &n) {
   if (numelOf(s) == 0) return {e.call("aten.full.default", {n.types[0].shape, 0.0}, {{"dtype", DTypeLit{dt}}})};
   bool herm = n.boolArg(3);
   Node *atol = n.isNoneArg(1) ? nullptr : n.tensorArg(1), *rtol = n.isNoneArg(2) ? nullptr : n.tensorArg(2);
-  double eps = dt == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  double eps = linalg_grad::epsilonOf(dt);
   Node *defRtol = e.scalarTensor(eps * (double)std::max(m, nn), DType::F64);
   if (!rtol)
     rtol = atol ? e.call("aten.where.self", {e.call("aten.gt.Scalar", {atol, 0.0}), e.scalarTensor(0.0, DType::F64), defRtol})
@@ -351,6 +345,10 @@ Vals invEx(Emitter &e, Node &n) {
 }
 
 namespace {
+
+using linalg_grad::batchOf;
+using linalg_grad::vectorRhs;
+using linalg_grad::withTail;
 
 Vals choleskySolve(Emitter &e, Node &n) {
   EmitAlgebra b{e};

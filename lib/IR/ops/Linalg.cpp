@@ -32,12 +32,10 @@ using Types = std::vector<TensorType>;
 using linalg_ref::Mat;
 using linalg_ref::RefAlgebra;
 using Lists = std::vector<std::vector<const RefTensor *>>;
+using linalg_grad::batchOf;
+using linalg_grad::vectorRhs;
+using linalg_grad::withTail;
 
-Shape batchOf(const Shape &s, int tail = 2) { return Shape(s.begin(), s.end() - tail); }
-Shape withTail(Shape s, std::initializer_list<int64_t> tail) {
-  s.insert(s.end(), tail);
-  return s;
-}
 
 /// A floating [*, m, n] argument (torch's checkFloatingOrComplex + checkIsMatrix).
 TensorType matrixArg(const Node &n, size_t i, const std::string &op, bool square) {
@@ -69,10 +67,6 @@ Shape solveShape(const Node &n, const Shape &A, const Shape &B, bool left, const
   return withTail(broadcastBatches(n, batchOf(A), batchOf(B), op), {r, c});
 }
 
-/// torch's linalg_solve_is_vector_rhs: B is a (batch of) vector(s).
-bool vectorRhs(const Shape &A, const Shape &B) {
-  return B.size() == 1 || (B.size() + 1 == A.size() && Shape(B.begin(), B.end()) == Shape(A.begin(), A.end() - 1));
-}
 
 // ---- float64 references of the aten ops ----------------------------------------------------
 
@@ -636,7 +630,7 @@ double pinvTol(const Node &n, const RefArgs &a, int64_t e, const Shape &batch, d
     RefTensor t = linalg_ref::expandBatch(*a[i], batch, 0);
     return t.data[(size_t)e];
   };
-  double eps = n.types[0].dtype == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  double eps = linalg_grad::epsilonOf(n.types[0].dtype);
   std::optional<double> atol = at(1), rtol = at(2);
   double rt = rtol ? *rtol : (atol && *atol > 0 ? 0.0 : eps * (double)std::max(m, nn));
   return std::max(atol.value_or(0.0), rt * smax);

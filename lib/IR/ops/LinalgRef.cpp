@@ -6,11 +6,15 @@
 
 #include "Ops.h"
 
+#include "aotc/LinalgGrad.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 namespace aotc::linalg_ref {
+
+using linalg_grad::batchOf;
 
 Mat Mat::eye(int64_t r, int64_t c) {
   Mat m(r, c);
@@ -335,8 +339,6 @@ RefTensor expandBatch(const RefTensor &t, const Shape &batch, int tail) {
 
 namespace {
 
-Shape batchOf(const Shape &s, int tail = 2) { return Shape(s.begin(), s.end() - tail); }
-
 Shape broadcastBatch(const Shape &a, const Shape &b) {
   auto s = broadcastShapes(a, b);
   AOTC_ASSERT(s.has_value(), "linalg reference: batch dims do not broadcast");
@@ -478,7 +480,7 @@ RefTensor RefAlgebra::narrow(const T &a, int64_t d, int64_t start, int64_t len) 
 
 RefTensor RefAlgebra::epsWhereZero(const T &a) {
   RefTensor r = a;
-  double eps = a.dtype == DType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  double eps = linalg_grad::epsilonOf(a.dtype);
   for (double &x : r.data) x = x == 0 ? eps : 0.0;
   return r;
 }
