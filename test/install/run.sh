@@ -2,7 +2,8 @@
 # ctest install.prefix (docs/building.md "Installing"): what a user outside the tree does.
 #   1. cmake --install BUILD into a fresh prefix; nothing there may name LLVM's libomp path;
 #   2. test/install/project: find_package(aotc) against that prefix, aotc_add_model() on the
-#      MLP with --optimizer=sgd:lr=0.1, built and run: 20 losses vs PyTorch's golden;
+#      MLP with --optimizer=sgd:lr=0.1, built with gcc (the default compilers) and with clang,
+#      and run: 20 losses vs PyTorch's golden;
 #   3. Debian's python3 -m venv + pip install ./python (offline: --no-build-isolation --no-index, the
 #      venv seeing Debian's setuptools and wheel: --system-site-packages), then,
 #      outside the source tree and with the prefix's bin/ on PATH, the installed package finds
@@ -24,12 +25,20 @@ if grep -rl "llvm-19/lib/libomp" "$prefix"; then
   exit 1
 fi
 
-echo "+ out-of-tree project: find_package(aotc) with CMAKE_PREFIX_PATH=$prefix"
-cmake -S "$src/test/install/project" -B "$tmp/project" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
-  -DAOTC_CHECK_MODEL="$src/examples/mlp/mlp.pt2" > "$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
-cmake --build "$tmp/project" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
-"$tmp/project/train_mlp" "$src/examples/mlp/golden.safetensors"
+# Built twice, as the docs show it: with the default compilers (cc/c++: gcc here) and linker,
+# and with clang-19 + lld.
+for cc in default clang; do
+  echo "+ out-of-tree project ($cc compilers): find_package(aotc) with CMAKE_PREFIX_PATH=$prefix"
+  flags=()
+  [ "$cc" = clang ] && flags=(-DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld)
+  env -u CC -u CXX -u CFLAGS -u CXXFLAGS -u LDFLAGS \
+    cmake -S "$src/test/install/project" -B "$tmp/project-$cc" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    "${flags[@]}" -DAOTC_CHECK_MODEL="$src/examples/mlp/mlp.pt2" > "$tmp/configure.log" ||
+    { cat "$tmp/configure.log"; exit 1; }
+  grep -m1 "The CXX compiler identification" "$tmp/configure.log" || true
+  cmake --build "$tmp/project-$cc" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
+  "$tmp/project-$cc/train_mlp" "$src/examples/mlp/golden.safetensors"
+done
 
 echo "+ pip install $src/python into a venv"
 /usr/bin/python3 -m venv --system-site-packages "$tmp/venv"
