@@ -47,6 +47,26 @@ std::string num(double v) {
   return buf;
 }
 
+std::string trimmed(const std::string &s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+/// "lr=1e-3,betas=(0.9,0.99)" -> {"lr=1e-3", "betas=(0.9,0.99)"}: commas inside brackets
+/// belong to the value.
+std::vector<std::string> splitTopLevel(const std::string &s) {
+  std::vector<std::string> items(1);
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') depth = std::max(0, depth - 1);
+    if (c == ',' && depth == 0) items.emplace_back();
+    else items.back() += c;
+  }
+  return items;
+}
+
 std::vector<std::string> keysOf(OptimizerKind k) {
   if (k == OptimizerKind::SGD) return {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"};
   return {"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize"};
@@ -79,16 +99,31 @@ OptimizerSpec parseOptimizerSpec(const std::string &text) {
   std::vector<std::string> keys = keysOf(s.kind);
   DiagnosticList diags;
   std::map<std::string, double> seen;
+  auto setValue = [&](const std::string &key, const std::string &v) {
+    std::string t = trimmed(v);
+    double d;
+    if (t == "True" || t == "true") d = 1; // torch's Python spelling of the flags
+    else if (t == "False" || t == "false") d = 0;
+    else {
+      char *end = nullptr;
+      d = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || !std::isfinite(d)) {
+        diags.add("error: " + opt + ": '" + key + "=" + t + "' is not a finite number");
+        return;
+      }
+    }
+    if (seen.count(key)) diags.add("error: " + opt + ": '" + key + "' given twice");
+    seen[key] = d;
+  };
   if (text.size() > name.size()) {
-    std::string rest = text.substr(name.size() + 1);
-    std::stringstream ss(rest);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
+    for (const std::string &item : splitTopLevel(text.substr(name.size() + 1))) {
       size_t eq = item.find('=');
-      std::string key = item.substr(0, eq);
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string key = trimmed(item.substr(0, eq));
+      bool betas = key == "betas" && s.kind != OptimizerKind::SGD;
+      if (!betas && std::find(keys.begin(), keys.end(), key) == keys.end()) {
         std::string known;
         for (auto &k : keys) known += (known.empty() ? "" : ", ") + k;
+        if (s.kind != OptimizerKind::SGD) known += ", betas=(beta1,beta2)";
         diags.add("error: " + opt + ": unknown key '" + key + "' for " + name + " (known: " + known + ")");
         continue;
       }
@@ -96,15 +131,21 @@ OptimizerSpec parseOptimizerSpec(const std::string &text) {
         diags.add("error: " + opt + ": '" + key + "' needs a value (" + key + "=...)");
         continue;
       }
-      std::string v = item.substr(eq + 1);
-      char *end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !std::isfinite(d)) {
-        diags.add("error: " + opt + ": '" + key + "=" + v + "' is not a finite number");
+      std::string v = trimmed(item.substr(eq + 1));
+      if (!betas) {
+        setValue(key, v);
         continue;
       }
-      if (seen.count(key)) diags.add("error: " + opt + ": '" + key + "' given twice");
-      seen[key] = d;
+      // torch's spelling: betas=(0.9, 0.999), also [..] or without brackets.
+      if (v.size() >= 2 && ((v.front() == '(' && v.back() == ')') || (v.front() == '[' && v.back() == ']')))
+        v = v.substr(1, v.size() - 2);
+      size_t comma = v.find(',');
+      if (comma == std::string::npos || v.find(',', comma + 1) != std::string::npos) {
+        diags.add("error: " + opt + ": 'betas=" + item.substr(eq + 1) + "' must be two numbers, betas=(beta1,beta2)");
+        continue;
+      }
+      setValue("beta1", v.substr(0, comma));
+      setValue("beta2", v.substr(comma + 1));
     }
   }
   auto flag = [&](const char *key, bool &out) {
@@ -138,7 +179,8 @@ OptimizerSpec parseOptimizerSpec(const std::string &text) {
     if (!(s.beta1 >= 0 && s.beta1 < 1)) diags.add("error: " + opt + ": invalid beta1 " + num(s.beta1) + " (must be in [0, 1))");
     if (!(s.beta2 >= 0 && s.beta2 < 1)) diags.add("error: " + opt + ": invalid beta2 " + num(s.beta2) + " (must be in [0, 1))");
   }
-  diags.throwIfAny(opt + ": " + std::to_string(diags.size()) + " problems");
+  // One problem is its own message; several end with their count.
+  diags.throwIfAny(diags.size() > 1 ? opt + ": " + std::to_string(diags.size()) + " problems" : "");
   return s;
 }
 
