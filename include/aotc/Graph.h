@@ -80,12 +80,22 @@ struct Node {
   std::vector<TensorType> types;  ///< Result types; exactly one unless the op returns a tuple.
   SourceLoc loc;                  ///< Where the node was written (text line, or JSON member).
   std::string stackTrace;         ///< FX meta["stack_trace"], may be empty.
+  /// The user-level op this node comes from, for run-time messages: the function torch.export
+  /// recorded (meta["torch_fn"]: "cross_entropy", "linear") or else the captured target
+  /// ("aten.nll_loss_forward.default"); nodes made from it by any stage inherit it
+  /// (inheritSource). Not printed in the text IR: a --start-from text starts afresh.
+  std::string userOp;
 
   // Placeholder-only fields.
   InputRole role = InputRole::UserInput;
   std::string fqn;                ///< Parameter/buffer FQN, e.g. "fc1.weight".
   bool requiresGrad = false;
 
+  /// A node made from `o` (a rewrite, a derivative, a copy) keeps where `o` came from.
+  void inheritSource(const Node &o) {
+    stackTrace = o.stackTrace;
+    userOp = o.userOp;
+  }
   const TensorType &type() const; ///< The single result type (internal error if not exactly one).
   bool isPlaceholder() const { return kind == NodeKind::Placeholder; }
   bool isCall() const { return kind == NodeKind::CallFunction; }
@@ -111,6 +121,14 @@ bool fxShadowsBuiltin(const std::string &name);
 /// Formats the node diagnostic without throwing (used for warnings and runtime messages):
 /// "<loc>: <severity>: node '<name>' (<target>): <msg>" and the stack_trace on its own line.
 std::string formatNodeDiag(const Node &node, const std::string &severity, const std::string &msg);
+/// Where a node comes from in the user's terms, for run-time messages: "in cross_entropy
+/// (model.py:17)" — its userOp (torch's function name, or the aten op without "aten." and
+/// ".default") and the innermost frame of its stack_trace as file name:line; either part may
+/// be missing; "" when both are.
+std::string userContext(const Node &node);
+/// The one-line summary FX prints for a stack trace, "File: <file>:<line> in <fn>, code:
+/// <code>", from its innermost frame (lib/IR/Printer.cpp); a summary is returned unchanged.
+std::string traceSummary(const std::string &stackTrace);
 
 /// One graph: placeholders first, then call_functions, then exactly one output node.
 class Graph {

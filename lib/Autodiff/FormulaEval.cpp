@@ -151,7 +151,7 @@ Node *BackwardBuilder::call(const std::string &target, const std::vector<Arg> &a
   AOTC_ASSERT(op, "backward builder: unknown op " + target);
   Node *n = buildCall(g_, g_.uniqueName(op->schema.name), target, args, kwargs,
                       origin ? origin->loc : SourceLoc{});
-  if (origin) n->stackTrace = origin->stackTrace;
+  if (origin) n->inheritSource(*origin);
   if (Node *same = peephole(*n)) {
     g_.erase(n);
     return same;
@@ -504,7 +504,7 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
         Graph &g = bb.graph();
         r = buildCall(g, g.uniqueName("getitem"), "getitem",
                       {const_cast<Node *>(sc.node), int64_t(k)}, {}, node.loc);
-        r->stackTrace = node.stackTrace;
+        r->inheritSource(node);
       }
       return r;
     }
@@ -521,7 +521,7 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
                          std::to_string(m->types.size()) + " result(s)");
       Graph &g = bb.graph();
       Node *r = buildCall(g, g.uniqueName("getitem"), "getitem", {m, int64_t(k)}, {}, node.loc);
-      r->stackTrace = node.stackTrace;
+      r->inheritSource(node);
       return r;
     }
     if (k >= sc.grads.size()) evalError(e, "grads index out of range");

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "AutodiffInternal.h"
 
+#include <cerrno>
+#include <cstring>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -89,7 +91,7 @@ static std::function<SourceLoc(size_t)> offsetMap(const std::string &text, const
 
 void DerivativeRules::loadFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) userError("cannot open derivatives file '" + path + "'");
+  if (!in) userError("cannot open derivatives file '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   loadString(ss.str(), path);

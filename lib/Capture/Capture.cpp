@@ -11,6 +11,8 @@
 #include "aotc/Diagnostics.h"
 #include "aotc/TextIR.h"
 
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <fstream>
 #include <iterator>
@@ -86,9 +88,9 @@ void checkTensorBytes(const Program &p, int64_t maxTensorBytes) {
 Program capture(const std::string &path, const CaptureOptions &opts, std::vector<Weight> *weights,
                 InputFormat *format) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) userError("cannot open input file '" + path + "'");
+  if (!in) userError("cannot open input file '" + path + "': " + std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) userError("cannot read input file '" + path + "'");
+  if (in.bad()) userError("cannot read input file '" + path + "': " + std::strerror(errno));
   if (weights) weights->clear();
 
   Program p;

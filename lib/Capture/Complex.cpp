@@ -53,6 +53,7 @@ public:
     at_.target = c.target;
     at_.loc = c.loc;
     at_.stackTrace = c.stackTrace;
+    at_.userOp = c.userOp;
   }
   Node *run();
 
@@ -61,7 +62,7 @@ private:
   Node *call(const std::string &target, std::vector<Arg> args,
              std::vector<std::pair<std::string, Arg>> kwargs = {}) {
     Node *n = buildCall(g_, g_.uniqueName(c_.name + "_cplx"), target, args, kwargs, c_.loc);
-    n->stackTrace = c_.stackTrace;
+    n->inheritSource(at_);
     return n;
   }
   /// `target` with schema-ordered arguments (bindArgs' order): keyword-only ones as keywords.

@@ -38,6 +38,7 @@ struct ComplexCall {
   std::vector<std::pair<std::string, Arg>> kwargs;
   SourceLoc loc;
   std::string stackTrace;
+  std::string userOp; ///< Node::userOp of the nodes it becomes.
   bool resultComplex = false; ///< The export's meta gives the result a complex dtype.
 };
 

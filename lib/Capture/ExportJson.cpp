@@ -638,6 +638,16 @@ void Reader::buildNode(const json &jn) {
   if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("stack_trace") &&
       jn["metadata"]["stack_trace"].is_string())
     stack = jn["metadata"]["stack_trace"].get<std::string>();
+  // The user-level op for run-time messages: torch_fn "cross_entropy_1;function.cross_entropy"
+  // (or "...;method.softmax") names the function the user called; else the captured op.
+  std::string userOp = target;
+  if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("torch_fn") &&
+      jn["metadata"]["torch_fn"].is_string()) {
+    std::string fn = jn["metadata"]["torch_fn"].get<std::string>();
+    fn = fn.substr(fn.find(';') == std::string::npos ? 0 : fn.find(';') + 1);
+    if (size_t dot = fn.rfind('.'); dot != std::string::npos) fn = fn.substr(dot + 1);
+    if (!fn.empty() && fn.size() < 200) userOp = fn;
+  }
 
   std::vector<Arg> pos;
   std::vector<std::pair<std::string, Arg>> kwargs;
@@ -687,7 +697,7 @@ void Reader::buildNode(const json &jn) {
   }
   Node *n = nullptr;
   auto isComplex = [&](const Node *x) { return complex_.count(x) != 0; };
-  complex_values::ComplexCall cc{nodeName, target, pos, kwargs, loc_, stack, single && metaComplex(nodeName)};
+  complex_values::ComplexCall cc{nodeName, target, pos, kwargs, loc_, stack, userOp, single && metaComplex(nodeName)};
   try {
     if (complex_values::needsComplexLowering(cc, isComplex)) {
       if (!single) failNode(jn, "an op with several results on complex values is not supported");
@@ -704,6 +714,7 @@ void Reader::buildNode(const json &jn) {
   }
   n->loc = loc_;
   n->stackTrace = stack;
+  n->userOp = userOp;
   if (n->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
     p_.forward.erase(n);
     return;
@@ -746,6 +757,7 @@ void Reader::buildNode(const json &jn) {
                    : buildCall(p_.forward, name, "getitem", {Arg(n), Arg((int64_t)i)}, {}, loc_);
     gi->loc = loc_;
     gi->stackTrace = stack;
+    gi->userOp = userOp;
     values_[name] = gi;
   }
 }

@@ -137,7 +137,10 @@ private:
   }
 
   int newError(const Node &n, const std::string &what) {
-    kg_.errors.push_back("node '" + n.name + "' (" + n.target + "): " + what);
+    // The user's op and line first (Node::userOp, the stack_trace's innermost frame), then
+    // the node the check is in: "in cross_entropy (model.py:17): node 'gather' (...): ...".
+    std::string where = userContext(n);
+    kg_.errors.push_back((where.empty() ? "" : where + ": ") + "node '" + n.name + "' (" + n.target + "): " + what);
     return (int)kg_.errors.size() - 1;
   }
 

@@ -67,7 +67,7 @@ int recomposeSafeSoftmax(Graph &g) {
     if (!isAllMinusInf(w->tensorArg(0), x, dim) || w->types[0] != s->types[0]) continue;
     rewrite::Emitter e(g, w);
     Node *out = e.call("aotc.safe_softmax.default", {x, dim});
-    out->stackTrace = w->stackTrace;
+    out->inheritSource(*w);
     std::string name = w->name;
     std::vector<Node *> pattern = w->inputs(); // the mask chain, the zero and _softmax
     g.replaceAllUses(w, out);

@@ -42,7 +42,7 @@ void widenIndexInputs(Graph &g) {
         }
         w = buildCall(g, g.uniqueName((*p)->name + "_i64"), "aten._to_copy.default", {*p},
                       {{"dtype", DTypeLit{DType::I64}}}, n->loc, next);
-        w->stackTrace = n->stackTrace;
+        w->inheritSource(*n);
       }
       *p = w;
     }

@@ -100,7 +100,7 @@ public:
         neu_.rename(fin, fresh(want));
       } else {
         Node *c = buildCall(neu_, fresh(want), "aten.clone.default", {fin}, {}, fin->loc);
-        c->stackTrace = fin->stackTrace;
+        c->inheritSource(*fin);
         fin = c;
       }
       mutatedInputs.push_back({(int)outs.size(), ph->name});
@@ -175,7 +175,7 @@ private:
   Node *copyCall(const Node *o, const std::string &name, std::vector<Arg> args) {
     Node *n = neu_.addCall(name, o->target, std::move(args), o->types);
     n->loc = o->loc;
-    n->stackTrace = o->stackTrace;
+    n->inheritSource(*o);
     return n;
   }
 
@@ -184,7 +184,7 @@ private:
     n->fqn = o->fqn;
     n->requiresGrad = o->requiresGrad;
     n->loc = o->loc;
-    n->stackTrace = o->stackTrace;
+    n->inheritSource(*o);
     alias_[o] = {o, {}};
     cur_[o] = n;
     version_[o] = 0;
@@ -220,7 +220,7 @@ private:
     std::string base = opName(target);
     if (!base.empty() && base.back() == '_') base.pop_back();
     Node *n = buildCall(neu_, fresh(base), target, args, kwargs, at->loc);
-    n->stackTrace = at->stackTrace;
+    n->inheritSource(*at);
     created_.insert(n);
     return n;
   }

@@ -599,6 +599,7 @@ void Parser::parseAssignment(Graph &g) {
   }
   node->loc = nodeLoc;
   node->stackTrace = curTrace_;
+  if (!node->isGetitem()) node->userOp = node->target;
   if (node->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
     if (annot) userError(at(annotTok), "node '" + node->name + "' has no result; it cannot have a tensor annotation");
     dropped_.insert(node->name);

@@ -48,6 +48,8 @@ std::string pyArg(const Arg &a) {
   return argStr(a);
 }
 
+} // namespace
+
 /// The one-line summary FX prints for a stack trace:
 /// "File: <file>:<line> in <fn>, code: <code>" from the last frame of a
 /// Python traceback. A trace that already is a summary is returned unchanged,
@@ -104,6 +106,8 @@ std::string traceSummary(const std::string &st) {
   }
   return "";
 }
+
+namespace {
 
 std::string callArgs(const Node &n) {
   std::vector<std::string> parts;

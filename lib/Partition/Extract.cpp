@@ -101,7 +101,7 @@ Node *copyCall(Graph &g, const Node *n, const std::unordered_map<const Node *, N
   }
   Node *c = g.addCall(n->name, n->target, std::move(args), n->types);
   c->loc = n->loc;
-  c->stackTrace = n->stackTrace;
+  c->inheritSource(*n);
   return c;
 }
 
@@ -110,7 +110,7 @@ Node *copyPlaceholder(Graph &g, const Node *n, InputRole role) {
   c->fqn = n->fqn;
   c->requiresGrad = role == InputRole::Saved ? false : n->requiresGrad;
   c->loc = n->loc;
-  c->stackTrace = n->stackTrace;
+  c->inheritSource(*n);
   return c;
 }
 

@@ -89,6 +89,13 @@ std::string inputWhat(const aotc_program &p, int i) {
   return std::string(roleWord(p.inputs[i].role)) + " '" + p.inputs[i].name + "' (input " + std::to_string(i) + ")";
 }
 
+std::string fixedSizeNote(const aotc_tensor_desc &d, int32_t dtype, int32_t rank) {
+  if (d.role != AOTC_ROLE_USER_INPUT || dtype != d.dtype || rank != d.rank) return "";
+  return " (a user input's sizes were fixed when the model was exported, from the example input "
+         "torch.export saw: export again with an example of this size; dynamic sizes are not "
+         "supported yet)";
+}
+
 void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,
                       const std::string &what) {
   auto typeOf = [](const aotc_rt_tensor &x) {
@@ -110,7 +117,7 @@ void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const ao
     throw RuntimeError(progName(p) + ": " + what + " must be " + descTypeString(d) + ", got " +
                        (t.rank < 0 || (t.rank > 0 && !t.shape) ? std::string("a tensor of rank ") + std::to_string(t.rank) +
                                                                     " without a shape"
-                                                              : typeOf(t)));
+                                                              : typeOf(t) + fixedSizeNote(d, t.dtype, t.rank)));
   char low[8];
   std::snprintf(low, sizeof low, "%02x", (unsigned)(reinterpret_cast<uintptr_t>(t.data) & 0xFF));
   throw RuntimeError(progName(p) + ": " + what + " is not " + std::to_string(AOTC_ALIGNMENT) +
@@ -131,7 +138,9 @@ void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, s
     const aotc_tensor_desc &d = p.inputs[userInputs[k]];
     if (!inputs[k] || !inputs[k]->matches(d))
       throw RuntimeError(progName(p) + ": input '" + d.name + "' must be " + descTypeString(d) + ", got " +
-                         (inputs[k] ? inputs[k]->typeString() : std::string("null")));
+                         (inputs[k] ? inputs[k]->typeString() +
+                                          fixedSizeNote(d, (int32_t)inputs[k]->dtype(), (int32_t)inputs[k]->shape().size())
+                                    : std::string("null")));
     in[userInputs[k]] = const_cast<void *>(inputs[k]->data());
   }
 }
@@ -245,7 +254,8 @@ void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inpu
     if (!inputs[i]->matches(d))
       throw RuntimeError(std::string(p.name) + ": " + roleWord(d.role) + " '" + d.name +
                          "' (input " + std::to_string(i) + ") must be " + descTypeString(d) +
-                         ", got " + inputs[i]->typeString());
+                         ", got " + inputs[i]->typeString() +
+                         detail::fixedSizeNote(d, (int32_t)inputs[i]->dtype(), (int32_t)inputs[i]->shape().size()));
   }
 }
 

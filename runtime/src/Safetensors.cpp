@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/safetensors.h"
 
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -195,10 +197,10 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
 SafetensorsFile readSafetensors(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw RuntimeError(path + ": cannot open file", AOTC_RT_ERROR_IO);
+    throw RuntimeError(path + ": cannot open file: " + std::strerror(errno), AOTC_RT_ERROR_IO);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad())
-    throw RuntimeError(path + ": read error", AOTC_RT_ERROR_IO);
+    throw RuntimeError(path + ": read error: " + std::strerror(errno), AOTC_RT_ERROR_IO);
   return parseSafetensors(bytes.data(), bytes.size(), path);
 }
 
@@ -243,7 +245,7 @@ void writeSafetensors(const std::string &path, const std::vector<NamedTensorRef>
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      throw RuntimeError(path + ": cannot open " + tmp + " for writing", AOTC_RT_ERROR_IO);
+      throw RuntimeError(path + ": cannot open " + tmp + " for writing: " + std::strerror(errno), AOTC_RT_ERROR_IO);
     out.write(reinterpret_cast<const char *>(bytes.data()), (std::streamsize)bytes.size());
     out.flush();
     if (!out) {

@@ -18,6 +18,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SHA256.h"
 
+#include <cerrno>
+#include <cstring>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -30,7 +32,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   // A file's bytes, read in chunks (IN may be a large archive), length-prefixed.
   auto fileField = [&](const std::string &key, const std::string &path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) userError(SourceLoc{path, 0, 0}, "cannot open file");
+    if (!in) userError(SourceLoc{path, 0, 0}, std::string("cannot open file: ") + std::strerror(errno));
     std::string head = key + "=file:";
     h.update(llvm::StringRef(head));
     char buf[1 << 16];

@@ -20,6 +20,8 @@
 #include "aotc/TextIR.h"
 #include "aotc/safetensors.h"
 
+#include <cerrno>
+#include <cstring>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -305,7 +307,7 @@ std::string defaultProgramName(const std::string &path) {
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    userError(SourceLoc{path, 0, 0}, "cannot open file");
+    userError(SourceLoc{path, 0, 0}, std::string("cannot open file: ") + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

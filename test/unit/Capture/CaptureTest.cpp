@@ -204,7 +204,7 @@ TEST_CASE("capture: bare ExportedProgram JSON and format detection", "[capture]"
   writeFile(tempPath("garbage.bin"), "hello world\n");
   CHECK(contains(userErrorOf([] { capture(tempPath("garbage.bin"), {}); }), "unrecognized input format"));
   CHECK(userErrorOf([] { capture("/nonexistent/x.pt2", {}); }) ==
-        "error: cannot open input file '/nonexistent/x.pt2'");
+        "error: cannot open input file '/nonexistent/x.pt2': No such file or directory");
 }
 
 TEST_CASE("capture: --requires-grad / --freeze", "[capture]") {

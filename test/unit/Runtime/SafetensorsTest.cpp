@@ -134,5 +134,5 @@ TEST_CASE("safetensors writer rejects duplicate names and unreadable paths") {
   CHECK_THROWS_WITH(serializeSafetensors({{"a", &a}, {"a", &a}}),
                     Catch::Contains("duplicate or reserved tensor name 'a'"));
   CHECK_THROWS_WITH(readSafetensors("/nonexistent/x.safetensors"),
-                    "/nonexistent/x.safetensors: cannot open file");
+                    "/nonexistent/x.safetensors: cannot open file: No such file or directory");
 }
