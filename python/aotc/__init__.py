@@ -15,7 +15,7 @@ With torch (imported on first use):
 See docs/python.md.
 """
 from ._core import (ALIGNMENT, AbiError, AlignedBuffer, AotcError, Context, Error, SavedState,
-                    InputError, Program, Tensor, TensorDesc, get_num_threads, load,
+                    InputError, NonfiniteError, Program, Tensor, TensorDesc, get_num_threads, load,
                     set_num_threads)
 from ._build import (BuildResult, CompileError, build_library, c_name, default_cache_dir, find_aotc,
                      runtime_library)
@@ -23,7 +23,7 @@ from ._safetensors import SafetensorsError, read as read_safetensors
 
 __all__ = [
     "ABI_VERSION", "ALIGNMENT", "AbiError", "AlignedBuffer", "AotcError", "BuildResult",
-    "CompileError", "Context", "Error", "SavedState", "InputError", "Program", "SafetensorsError", "Tensor",
+    "CompileError", "Context", "Error", "SavedState", "InputError", "NonfiniteError", "Program", "SafetensorsError", "Tensor",
     "TensorDesc", "build_library", "c_name", "compile", "default_cache_dir", "find_aotc",
     "get_num_threads", "load", "load_module", "read_safetensors", "runtime_library", "set_num_threads",
 ]

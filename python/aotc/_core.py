@@ -48,7 +48,9 @@ _STATE_KINDS = {"optimizer": 0, "step": 1, "accum": 2, "accum_count": 3, "status
 
 # aotc_rt_status of capi.h.
 RT_OK, RT_ERROR_ARGUMENT, RT_ERROR_PROGRAM, RT_ERROR_ABI, RT_ERROR_IO, RT_ERROR_STATE, \
-    RT_ERROR_NOMEM, RT_ERROR_INTERNAL = range(8)
+    RT_ERROR_NOMEM, RT_ERROR_INTERNAL, RT_ERROR_NONFINITE = range(9)
+# AOTC_RT_NONFINITE_* of capi.h (aotc_rt_trainer_on_nonfinite).
+NONFINITE_POLICIES = {"warn": 0, "raise": 1, "skip": 2}
 
 
 # ---- errors ----------------------------------------------------------------------------
@@ -64,6 +66,11 @@ class AbiError(Error):
 
 class InputError(Error, ValueError):
     """A caller's value does not match the program's descriptor (dtype, shape, count, ...)."""
+
+
+class NonfiniteError(Error, FloatingPointError):
+    """A train step's loss or gradient norm was NaN or infinite, with on_nonfinite='raise'
+    (the message names the step, the loss, the gradient norm and whether the update was applied)."""
 
 
 class AotcError(Error):
@@ -130,6 +137,8 @@ _PROTOTYPES = {
     "aotc_rt_trainer_set_hyper": (_I, [_P, ctypes.c_char_p, ctypes.c_double]),
     "aotc_rt_trainer_get_hyper": (_I, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)]),
     "aotc_rt_trainer_status": (_I, [_P, ctypes.POINTER(RtTrainStatus)]),
+    "aotc_rt_trainer_on_nonfinite": (_I, [_P, _I32]),
+    "aotc_rt_trainer_nonfinite_count": (_I, [_P, ctypes.POINTER(_I64)]),
     "aotc_rt_trainer_checkpoint": (_I, [_P, _VP, ctypes.POINTER(_I64)]),
     "aotc_rt_trainer_restore": (_I, [_P, ctypes.c_char_p, _I64, ctypes.c_char_p]),
     "aotc_rt_trainer_save": (_I, [_P, ctypes.c_char_p]),
@@ -175,6 +184,8 @@ class Runtime:
             raise AbiError(msg)
         if status == RT_ERROR_NOMEM:
             raise MemoryError(msg)
+        if status == RT_ERROR_NONFINITE:
+            raise NonfiniteError(msg)
         raise Error(msg)  # IO, STATE, INTERNAL
 
 

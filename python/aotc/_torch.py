@@ -91,7 +91,12 @@ class Runner:
             raise InputError(f"{p.name}: {what} must be a torch.Tensor {desc.type_str}, "
                              f"got {type(t).__name__}")
         if t.dtype != _TORCH_DTYPE[desc.dtype] or tuple(t.shape) != desc.shape:
-            raise InputError(f"{p.name}: {what} must be {desc.type_str}, got {_type_str(t)}")
+            note = ""
+            if desc.role == "user_input" and t.dtype == _TORCH_DTYPE[desc.dtype] and t.dim() == len(desc.shape):
+                note = (" (a user input's sizes were fixed when the model was exported, from the example input "
+                        "torch.export saw: export again with an example of this size; dynamic sizes are not "
+                        "supported yet)")
+            raise InputError(f"{p.name}: {what} must be {desc.type_str}, got {_type_str(t)}{note}")
         if t.device.type != "cpu":
             raise InputError(f"{p.name}: {what} must be on the cpu, got device {t.device}")
         if t.layout != torch.strided:
@@ -339,7 +344,27 @@ class CompiledModule(torch.nn.Module):
     def _trainer(self):
         if self._train is None:
             self._train = TrainStep(self, _TORCH_DTYPE, aligned_empty)
+            if getattr(self, "_on_nonfinite", "warn") != "warn":
+                self._train.set_on_nonfinite(self._on_nonfinite)
         return self._train
+
+    @property
+    def on_nonfinite(self):
+        """What a train_step / accumulate whose loss or gradient norm is NaN or infinite does:
+        'warn' (default: one line on stderr for the first, later ones counted), 'raise'
+        (aotc.NonfiniteError after the step) or 'skip' (counted silently; needs
+        skip_nonfinite=True at compile time, which leaves the parameters untouched)."""
+        return getattr(self, "_on_nonfinite", "warn")
+
+    @on_nonfinite.setter
+    def on_nonfinite(self, policy):
+        self._trainer().set_on_nonfinite(policy)
+        self._on_nonfinite = policy
+
+    @property
+    def nonfinite_steps(self):
+        """Steps and micro-batches so far whose loss or gradient norm was not finite."""
+        return self._trainer().nonfinite_count()
 
     def train_step(self, *args, **kwargs):
         """One training step: forward, backward and the compiled optimizer's update of every
@@ -393,12 +418,13 @@ def load_module(library, weights=None, name=None):
 
 def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
             optimizer=None, clip_grad_norm=None, skip_nonfinite=False, grad_accumulation=False,
-            share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
+            on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
     """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
     CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
     partitioner: 'min-cut' (aotc's default) or 'default'; optimizer: an --optimizer text
     ('adamw:lr=1e-3,weight_decay=0.01'), with clip_grad_norm / skip_nonfinite /
-    grad_accumulation, gives the module train_step; share_weights: a module (e.g. the
+    grad_accumulation, gives the module train_step; on_nonfinite: 'warn', 'raise' or
+    'skip' (CompiledModule.on_nonfinite); share_weights: a module (e.g. the
     train-mode export's) whose parameters and buffers this one uses, by FQN;
     derivatives: extra rule files; flags: further aotc flags. Raises CompileError with
     aotc's message on bad input."""
@@ -419,4 +445,7 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
         fl.append(f"--partitioner={partitioner}")
     b = build_library(path, name=name, flags=fl, derivatives=derivatives, cache_dir=cache_dir,
                       aotc_bin=aotc_bin, force=force)
-    return CompiledModule(Program(b.library, b.name), b.weights, build=b, share_weights=share_weights)
+    m = CompiledModule(Program(b.library, b.name), b.weights, build=b, share_weights=share_weights)
+    if on_nonfinite != "warn":
+        m.on_nonfinite = on_nonfinite
+    return m

@@ -23,7 +23,8 @@ import threading
 import torch
 
 from . import _checkpoint
-from ._core import RT_ERROR_ARGUMENT, RT_ERROR_IO, RT_ERROR_STATE, Error, InputError, RtTrainStatus, _table
+from ._core import (NONFINITE_POLICIES, RT_ERROR_ARGUMENT, RT_ERROR_IO, RT_ERROR_STATE, Error, InputError,
+                    RtTrainStatus, _table)
 
 
 class TrainStep:
@@ -140,6 +141,17 @@ class TrainStep:
         """{'grad_norm': float, 'nonfinite': bool, 'skipped': bool} of the last update."""
         s = self._status()
         return {"grad_norm": float(s.grad_norm), "nonfinite": bool(s.nonfinite), "skipped": bool(s.skipped)}
+
+    def set_on_nonfinite(self, policy):
+        """'warn' (default), 'raise' or 'skip' (trainer.h Trainer::OnNonfinite)."""
+        if policy not in NONFINITE_POLICIES:
+            raise ValueError(f"on_nonfinite must be one of {sorted(NONFINITE_POLICIES)}, got {policy!r}")
+        self._check(self._rt.trainer_on_nonfinite(self._ptr, NONFINITE_POLICIES[policy]))
+
+    def nonfinite_count(self):
+        n = ctypes.c_int64()
+        self._check(self._rt.trainer_nonfinite_count(self._ptr, ctypes.byref(n)))
+        return n.value
 
     def accumulating(self):
         return bool(self._status().accumulating)

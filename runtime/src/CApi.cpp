@@ -325,6 +325,27 @@ int aotc_rt_trainer_status(const aotc_rt_trainer *t, aotc_rt_train_status *out) 
   });
 }
 
+int aotc_rt_trainer_on_nonfinite(aotc_rt_trainer *t, int32_t policy) {
+  if (!t) return nullArgument("aotc_rt_trainer_on_nonfinite", "t");
+  return guarded([&] {
+    switch (policy) {
+    case AOTC_RT_NONFINITE_WARN: t->trainer.setOnNonfinite(Trainer::OnNonfinite::Warn); break;
+    case AOTC_RT_NONFINITE_RAISE: t->trainer.setOnNonfinite(Trainer::OnNonfinite::Raise); break;
+    case AOTC_RT_NONFINITE_SKIP: t->trainer.setOnNonfinite(Trainer::OnNonfinite::Skip); break;
+    default:
+      throw RuntimeError("aotc_rt_trainer_on_nonfinite: unknown policy " + std::to_string(policy) +
+                         " (AOTC_RT_NONFINITE_WARN 0, _RAISE 1, _SKIP 2)");
+    }
+  });
+}
+
+int aotc_rt_trainer_nonfinite_count(const aotc_rt_trainer *t, int64_t *count) {
+  if (!t) return nullArgument("aotc_rt_trainer_nonfinite_count", "t");
+  if (!count) return nullArgument("aotc_rt_trainer_nonfinite_count", "count");
+  *count = t->trainer.nonfiniteSteps();
+  return AOTC_RT_OK;
+}
+
 int aotc_rt_trainer_checkpoint(const aotc_rt_trainer *t, void **bytes, int64_t *size) {
   if (!t) return nullArgument("aotc_rt_trainer_checkpoint", "t");
   if (!bytes || !size) return nullArgument("aotc_rt_trainer_checkpoint", "bytes or size");

@@ -57,6 +57,7 @@ void Trainer::init(const aotc_program &program) {
   saved_ = AlignedBuffer(program.saved_bytes);
   scratch_ = AlignedBuffer(t.scratch_bytes);
   state_ = AlignedBuffer(t.state_bytes); // zeroed: torch's zero exp_avg, step 0
+  if (const aotc_state_desc *d = findState("status.nonfinite")) nonfiniteOffset_ = d->offset;
   detail::pinBlasToOneThread();
 }
 
@@ -128,7 +129,42 @@ double Trainer::call(uint32_t flags) {
                                scratch_.data(), flags);
   if (rc != 0)
     detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
-  return outputs_[0].at(0);
+  ++calls_;
+  double loss = outputs_[0].at(0);
+  // A micro-batch only computes its loss; an update also reports the gradient norm's check.
+  bool bad = !std::isfinite(loss) ||
+             (!(flags & AOTC_STEP_ACCUMULATE) && nonfiniteOffset_ >= 0 && state_.data()[nonfiniteOffset_] != 0);
+  if (bad) reportNonfinite(loss, flags);
+  return loss;
+}
+
+void Trainer::setOnNonfinite(OnNonfinite policy) {
+  if (policy == OnNonfinite::Skip && !program_->train->skip_nonfinite)
+    throw RuntimeError(progName(*program_) + ": skipping non-finite steps needs an object compiled with "
+                                             "--skip-nonfinite (the step updates in place: only the compiled step "
+                                             "can leave the parameters untouched)");
+  onNonfinite_ = policy;
+}
+
+void Trainer::reportNonfinite(double loss, uint32_t flags) {
+  ++nonfiniteSteps_;
+  if (onNonfinite_ == OnNonfinite::Skip || (onNonfinite_ == OnNonfinite::Warn && nonfiniteSteps_ > 1)) return;
+  const bool micro = flags & AOTC_STEP_ACCUMULATE;
+  const bool skipped = !micro && program_->train->skip_nonfinite;
+  char what[256];
+  if (micro)
+    std::snprintf(what, sizeof what, "call %lld (a micro-batch): the loss is %g", (long long)calls_, loss);
+  else
+    std::snprintf(what, sizeof what, "call %lld (a step): the loss is %g, the gradient norm %g", (long long)calls_,
+                  loss, status().gradNorm);
+  std::string msg = progName(*program_) + ": " + what +
+                    (micro ? std::string("; the next update will see this micro-batch's gradients")
+                     : skipped ? std::string("; the update was skipped (--skip-nonfinite)")
+                               : std::string("; the update was applied (compile with --skip-nonfinite to skip such steps)"));
+  if (onNonfinite_ == OnNonfinite::Raise) throw RuntimeError(msg, AOTC_RT_ERROR_NONFINITE);
+  std::fprintf(stderr, "aotc: warning: %s; later non-finite steps are counted, not reported "
+                       "(Trainer::nonfiniteSteps; setOnNonfinite: warn, raise, skip)\n",
+               msg.c_str());
 }
 
 double Trainer::run(std::span<const Tensor *const> inputs, uint32_t flags) {

@@ -240,6 +240,28 @@ class TrainStepTest(unittest.TestCase):
         with self.assertRaises(aotc.Error):
             m.accumulate(*golden_batch())  # compiled without grad_accumulation
 
+    def test_nonfinite_steps_warn_raise_or_skip(self):
+        x, t = golden_batch()
+        bad = torch.full_like(x, float("nan"))
+        m = self.compile(optimizer="sgd:lr=0.1")
+        self.assertEqual(m.on_nonfinite, "warn")
+        m.train_step(bad, t)  # warned once on stderr (the C++ trainer), counted
+        m.train_step(bad, t)
+        self.assertEqual(m.nonfinite_steps, 2)
+        m.on_nonfinite = "raise"
+        with self.assertRaisesRegex(aotc.NonfiniteError, r"call 3 \(a step\): the loss is nan.*update was applied"):
+            m.train_step(bad, t)
+        with self.assertRaisesRegex(aotc.InputError, "--skip-nonfinite"):
+            m.on_nonfinite = "skip"  # only the compiled step can leave the parameters untouched
+        with self.assertRaises(ValueError):
+            m.on_nonfinite = "ignore"
+        s = self.compile(optimizer="sgd:lr=0.1", skip_nonfinite=True, on_nonfinite="skip")
+        before = {n: p.detach().clone() for n, p in s.named_parameters()}
+        s.train_step(bad, t)
+        self.assertEqual(s.nonfinite_steps, 1)
+        for n, p in s.named_parameters():
+            self.assertTrue(torch.equal(p, before[n]), n)
+
     def test_learning_rate_is_a_run_time_value(self):
         m = self.compile(optimizer="sgd:lr=0.1")
         x, t = golden_batch()

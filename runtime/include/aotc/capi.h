@@ -55,7 +55,9 @@ typedef enum aotc_rt_status {
   AOTC_RT_ERROR_STATE = 5,    /**< Not now: saving or loading in the middle of a gradient
                                    accumulation; a trainer's borrowed weights by Tensor. */
   AOTC_RT_ERROR_NOMEM = 6,    /**< Out of memory. */
-  AOTC_RT_ERROR_INTERNAL = 7  /**< A bug of the runtime: please report it. */
+  AOTC_RT_ERROR_INTERNAL = 7, /**< A bug of the runtime: please report it. */
+  AOTC_RT_ERROR_NONFINITE = 8 /**< A train step's loss or gradient norm was NaN or infinite and
+                                   the trainer's policy is AOTC_RT_NONFINITE_RAISE. */
 } aotc_rt_status;
 
 /** A caller-owned tensor: data of dtype (aotc_dtype) with `rank` dimensions `shape`
@@ -171,6 +173,17 @@ typedef struct aotc_rt_train_status {
   int32_t reserved;
 } aotc_rt_train_status;
 int aotc_rt_trainer_status(const aotc_rt_trainer *t, aotc_rt_train_status *out);
+
+/** What a step whose loss or gradient norm is NaN or infinite does (trainer.h
+ *  Trainer::OnNonfinite): WARN (the default: one line on stderr for the first, then counted),
+ *  RAISE (the step returns AOTC_RT_ERROR_NONFINITE with the message), SKIP (counted silently;
+ *  AOTC_RT_ERROR_ARGUMENT unless the object was compiled with --skip-nonfinite). */
+#define AOTC_RT_NONFINITE_WARN 0
+#define AOTC_RT_NONFINITE_RAISE 1
+#define AOTC_RT_NONFINITE_SKIP 2
+int aotc_rt_trainer_on_nonfinite(aotc_rt_trainer *t, int32_t policy);
+/** Steps and micro-batches so far whose loss or gradient norm was not finite. */
+int aotc_rt_trainer_nonfinite_count(const aotc_rt_trainer *t, int64_t *count);
 
 /** The checkpoint (trainer.h save(); docs/training.md "Checkpoints": torch's names) as a
  *  safetensors image in memory: *bytes (free with aotc_rt_free) of *size bytes. Unlike save(),

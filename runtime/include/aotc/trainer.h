@@ -79,6 +79,22 @@ public:
     return accumulate(std::span(inputs.begin(), inputs.size()));
   }
 
+  /// What a step (or micro-batch) whose loss or total gradient norm is NaN or infinite does
+  /// (docs/training.md "Non-finite steps"). Whether such a step updates the parameters is the
+  /// object's choice (--skip-nonfinite); this is only how the trainer reports it.
+  enum class OnNonfinite {
+    Warn,  ///< Default: one warning on stderr for the first such step (its number, the loss,
+           ///< the gradient norm, whether the update was applied); later ones only counted.
+    Raise, ///< RuntimeError of kind AOTC_RT_ERROR_NONFINITE after the step (the update was
+           ///< applied unless the object was compiled with --skip-nonfinite).
+    Skip,  ///< Counted silently. Needs an object compiled with --skip-nonfinite (the step then
+           ///< leaves parameters and state untouched); RuntimeError otherwise.
+  };
+  void setOnNonfinite(OnNonfinite policy);
+  OnNonfinite onNonfinite() const { return onNonfinite_; }
+  /// Steps and micro-batches so far whose loss or gradient norm was not finite.
+  int64_t nonfiniteSteps() const { return nonfiniteSteps_; }
+
   /// What the last update reported (abi.h AOTC_STATE_STATUS).
   struct Status {
     double gradNorm = 0;    ///< Total 2-norm of the gradients before clipping.
@@ -144,6 +160,10 @@ private:
   std::vector<double> hyper_;
   AlignedBuffer saved_, scratch_, state_;
   uint64_t seed_ = 0;
+  OnNonfinite onNonfinite_ = OnNonfinite::Warn;
+  int64_t calls_ = 0, nonfiniteSteps_ = 0;
+  int64_t nonfiniteOffset_ = -1; ///< state offset of status.nonfinite (-1: none)
+  void reportNonfinite(double loss, uint32_t flags);
 };
 
 /// The forward of a program without saving anything (abi.h <name>_eval), on a Trainer's

@@ -421,6 +421,32 @@ int nonfinite(const SafetensorsFile &w, const SafetensorsFile &fx) {
     double l2 = t.step(ptrs(good));
     if (!std::isfinite(l2) || t.status().nonfinite) return fail("the step after a skipped one is not finite");
   }
+  // How the trainer reports it (OnNonfinite): warned once (the ctest's regex sees the one
+  // warning line of call 2), then counted; raise throws after the step; skip needs the object's
+  // --skip-nonfinite.
+  if (t.nonfiniteSteps() != 1) return fail("nonfiniteSteps() is not 1 after one NaN step");
+  t.step(ptrs(bad)); // counted, not printed again
+  if (t.nonfiniteSteps() != 2) return fail("nonfiniteSteps() is not 2 after two NaN steps");
+  t.setOnNonfinite(Trainer::OnNonfinite::Raise);
+  try {
+    t.step(ptrs(bad));
+    return fail("a NaN step with OnNonfinite::Raise did not throw");
+  } catch (const aotc::rt::RuntimeError &e) {
+    std::string m = e.what();
+    if (e.kind() != AOTC_RT_ERROR_NONFINITE || m.find("the loss is nan") == std::string::npos)
+      return fail("OnNonfinite::Raise threw '" + m + "'");
+    std::printf("raise: %s\n", m.c_str());
+  }
+  bool skipRefused = false;
+  try {
+    t.setOnNonfinite(Trainer::OnNonfinite::Skip);
+  } catch (const aotc::rt::RuntimeError &e) {
+    skipRefused = std::string(e.what()).find("--skip-nonfinite") != std::string::npos;
+  }
+  if (skipRefused == (bool)kProg.train->skip_nonfinite)
+    return fail(kProg.train->skip_nonfinite ? "OnNonfinite::Skip refused with --skip-nonfinite"
+                                            : "OnNonfinite::Skip accepted without --skip-nonfinite");
+  std::printf("nonfinite: ok (%lld non-finite calls)\n", (long long)t.nonfiniteSteps());
   return 0;
 }
 
