@@ -351,8 +351,9 @@ class Behaviour(unittest.TestCase):
     def test_index_error_names_node(self):
         t = self.t.clone()
         t[3] = 11
-        with self.assertRaisesRegex(aotc.AotcError, r"mlp_forward failed with code 1: node "
-                                                    r"'gather'.*\(value 11\)"):
+        # The user's op and line first (torch_fn and the stack_trace), then the node.
+        with self.assertRaisesRegex(aotc.AotcError, r"mlp_forward failed with code 1: in cross_entropy "
+                                                    r"\(models.py:\d+\): node 'gather'.*\(value 11\)"):
             self.m(self.x, t)
 
     def test_frozen_parameter_gets_none(self):
