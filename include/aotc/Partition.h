@@ -38,6 +38,13 @@ std::vector<std::string> minCutNetworkSaved(const Program &joint);
 /// name missing from p.forward is an internal error.
 int64_t savedBytes(const Program &p);
 
+/// The saved area an object reserves for p.saved (the header's <name>_SAVED_BYTES without
+/// --sanitize): each tensor starts on a kSavedTensorAlignment boundary, so it takes
+/// savedSlotBytes(its bytes); codegen's plan (Plan.cpp) lays it out with the same function.
+constexpr int64_t kSavedTensorAlignment = 64; // AOTC_ALIGNMENT of abi.h
+int64_t savedSlotBytes(int64_t bytes);
+int64_t savedAreaBytes(const Program &p);
+
 /// Recomputed ops: backward call nodes that the forward graph also computes
 /// (same node name; partition keeps the joint graph's names), as PyTorch's
 /// partitioner debug output counts them (fw call nodes & bw call nodes).
@@ -48,7 +55,7 @@ std::vector<const Node *> recomputedNodes(const Program &p);
 /// The `--emit=partition` summary printed after the two graphs. Every line
 /// starts with "# " so the whole text stays valid FX/aotc text. Format:
 ///   # partition summary
-///   # saved: <N> tensors, <B> bytes
+///   # saved: <N> tensors, <B> bytes[ (the header's saved area: <A> bytes, ...)]
 ///   #   <name>: <type> (<bytes> bytes)          (one line per p.saved entry)
 ///   # recomputed: <K> ops
 ///   #   <name> = <target>                        (one line per recomputed node)

@@ -9,6 +9,7 @@
 #include "aotc/Codegen.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/Partition.h"
 #include "aotc/abi.h"
 
 #include <algorithm>
@@ -244,8 +245,7 @@ KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   int64_t so = 0;
   for (size_t s = 0; s < p.saved.size(); ++s) {
     savedOff.push_back(so);
-    so += alignUp(std::max<int64_t>(fouts[nUser + s]->type().bytes(), 1), 64) +
-          (opts.checkedArena ? kArenaRedzone : 0);
+    so += savedSlotBytes(fouts[nUser + s]->type().bytes()) + (opts.checkedArena ? kArenaRedzone : 0);
   }
   kp.savedBytes = so;
   kp.checkedArena = opts.checkedArena;
@@ -473,6 +473,15 @@ bool isColumnReduction(const Kernel &k) {
 std::string printKernels(const KernelProgram &kp, const std::string &target) {
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
+  // The legend (docs/cli.md "Reading --emit output" says more).
+  s += "# legend: one line per kernel, in call order. ops= the graph ops fused into it (their base names);\n"
+       "#   reads= / writes= its buffers (NAME_contig: a strided view copied to a dense buffer first);\n"
+       "#   domain= the iteration space; phases=[..] the loops run one after another inside each outer\n"
+       "#   iteration: map[dims] element-wise, reduce(kinds)[dims] a reduction over those dims;\n"
+       "#   parallel=N the outer N dims are split across threads; checked: can fail at run time (an index\n"
+       "#   out of range, a library error) with a code whose message names the op; gemm/conv/fft/linalg:\n"
+       "#   a library call (m n k transA/transB batch beta blocks=COUNTxSIZE rows|cols: the GEMM's shape,\n"
+       "#   operands and its split into independent calls)\n";
   s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
   if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
   if (kp.hasEval) s += printKernelGraph(kp.eval, "eval", target); // CPU targets only (FusionOptions::eval)

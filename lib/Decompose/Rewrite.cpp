@@ -17,7 +17,7 @@ static std::string opBaseName(const std::string &target) {
 Node *Emitter::call(const std::string &target, const std::vector<Arg> &args,
                     const KwArgs &kwargs) {
   Node *n = buildCall(g_, g_.fxName(opBaseName(target)), target, args, kwargs, at_->loc, at_);
-  n->stackTrace = at_->stackTrace;
+  n->inheritSource(*at_);
   created_.insert(n);
   order_.push_back(n);
   return n;
@@ -66,12 +66,17 @@ static bool rewriteOne(Graph &g, Node *n, const RuleEntry &e, const std::string 
   AOTC_ASSERT(vals.size() == n->types.size(),
               stage + " rule for " + n->target + " returned " + std::to_string(vals.size()) +
                   " values for " + std::to_string(n->types.size()) + " results");
+  // A new node that computes the same op as the one it replaces takes over its name (a view
+  // stays `view_3`); one of another op keeps its own (`convolution` lowered to a convolution
+  // and a bias add: the add is `add_7`, not `convolution`), so every printed name matches
+  // its op (docs/cli.md "Reading --emit output").
   std::set<const Node *> renamed;
   auto take = [&](Node *from, Node *to) {
     std::string name = from->name;
+    bool sameOp = opBaseName(to->target) == opBaseName(from->isGetitem() ? n->target : from->target);
     g.replaceAllUses(from, to);
     g.erase(from);
-    if (em.created(to) && renamed.insert(to).second) g.rename(to, name);
+    if (em.created(to) && sameOp && renamed.insert(to).second) g.rename(to, name);
   };
   if (n->types.size() == 1) {
     checkType(*n, 0, vals[0], stage);

@@ -4,9 +4,10 @@
 // built with OpRegistry's buildCall; a *table* maps op targets to rules.
 // applyRules() runs a table to a fixed point over a graph:
 //  * new nodes are inserted right before the replaced node, named with
-//    Graph::uniqueName(<op name>) and carry the replaced node's loc and stack trace;
+//    Graph::uniqueName(<op name>) and carry the replaced node's loc, stack trace and userOp;
 //  * the value that replaces a result takes over the replaced node's name (for a
-//    multi-result op, the name of the getitem that read that result);
+//    multi-result op, the name of the getitem that read that result) when it is the same
+//    op; a value of another op keeps its own op's name;
 //  * every replacement value must have exactly the replaced result's type
 //    (internal error otherwise), so rules cannot silently change semantics;
 //  * nodes a rule created but nobody reads are erased.

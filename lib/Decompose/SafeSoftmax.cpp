@@ -68,11 +68,9 @@ int recomposeSafeSoftmax(Graph &g) {
     rewrite::Emitter e(g, w);
     Node *out = e.call("aotc.safe_softmax.default", {x, dim});
     out->inheritSource(*w);
-    std::string name = w->name;
     std::vector<Node *> pattern = w->inputs(); // the mask chain, the zero and _softmax
-    g.replaceAllUses(w, out);
+    g.replaceAllUses(w, out); // named after its op (safe_softmax), as every rewrite's result
     g.erase(w);
-    g.rename(out, name); // the exported node's name, for --emit and diagnostics
     // Only the pattern's own nodes that nothing else reads go (the rest of the graph is
     // left as it is: dead random ops still get their streams). The users map is built once
     // per match and kept current as nodes go.

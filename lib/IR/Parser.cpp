@@ -258,6 +258,7 @@ void Parser::parseDef(int defIndent) {
   curGraphName_ = gname;
   Graph &g = gname == "forward" ? prog_.forward : prog_.backward;
   curTrace_.clear();
+  curUserOp_.reset();
 
   expectOp("(", "after the method name");
   const Tok &selfTok = peek();
@@ -328,6 +329,7 @@ void Parser::parseStatement(Graph &g, bool &returned) {
     parseReturn(g);
     returned = true;
   } else {
+    lastNode_ = nullptr;
     parseAssignment(g);
   }
   // `;`-separated tails: `a = b = None` deletions only.
@@ -343,7 +345,16 @@ void Parser::parseStatement(Graph &g, bool &returned) {
       if (isName(peek(), "None")) { next(); break; }
     }
   }
-  if (peek().kind == TK::Comment) next(); // trailing comment
+  if (peek().kind == TK::Comment) { // trailing comment; `# op: X` is the printer's Node::userOp
+    const std::string &c = peek().text;
+    if (c.rfind("op: ", 0) == 0) {
+      std::string op = c.substr(4);
+      while (!op.empty() && (op.back() == ' ' || op.back() == '\t' || op.back() == '\r')) op.pop_back();
+      curUserOp_ = op == "-" ? std::string() : op;
+      if (lastNode_) lastNode_->userOp = *curUserOp_;
+    }
+    next();
+  }
   if (peek().kind == TK::Op && peek().text != ";" && peek().text != "," && peek().text != ")" &&
       peek().text != "]")
     fail(peek(), "unsupported Python operator '" + peek().text +
@@ -536,6 +547,8 @@ void Parser::parseAssignment(Graph &g) {
     if (callee == "torch.ops.higher_order.with_effects") {
       node = parseEffect(g, lhs.text, nodeLoc);
       node->stackTrace = curTrace_;
+      node->userOp = userOpFor(*node);
+      lastNode_ = node;
       return;
     }
     std::string target;
@@ -599,7 +612,8 @@ void Parser::parseAssignment(Graph &g) {
   }
   node->loc = nodeLoc;
   node->stackTrace = curTrace_;
-  if (!node->isGetitem()) node->userOp = node->target;
+  node->userOp = userOpFor(*node);
+  lastNode_ = node;
   if (node->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
     if (annot) userError(at(annotTok), "node '" + node->name + "' has no result; it cannot have a tensor annotation");
     dropped_.insert(node->name);

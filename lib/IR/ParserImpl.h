@@ -11,6 +11,7 @@
 #include "aotc/Graph.h"
 #include "aotc/OpRegistry.h"
 
+#include <optional>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -158,6 +159,13 @@ private:
   std::vector<std::pair<std::pair<int, std::string>, SourceLoc>> mutatedLocs_;
   std::set<std::string> defsSeen_;
   std::string curTrace_;
+  /// The user-level op (Node::userOp) of the nodes that follow a trailing `# op: X` comment
+  /// (the printer writes one where the op changes; "-" is none); unset: each node's target.
+  std::optional<std::string> curUserOp_;
+  Node *lastNode_ = nullptr; ///< The node the current statement made (for its trailing comment).
+  std::string userOpFor(const Node &n) const {
+    return curUserOp_ ? *curUserOp_ : n.isGetitem() ? std::string() : n.target;
+  }
   std::set<std::string> dropped_; ///< Names of result-less checks read and dropped (`x = None` may follow).
   std::set<Node *> tokens_;       ///< Effect tokens (with_effects' token argument, its result, getitems).
   std::string curGraphName_;

@@ -136,6 +136,9 @@ void printGraph(std::ostringstream &out, const char *fn, const Graph &g) {
   for (Node *ph : g.placeholders()) out << ", " << ph->name << ": \"" << ph->type().str() << "\"";
   out << "):\n";
   std::optional<std::string> prevTrace;
+  // Node::userOp as a trailing `# op: X` where it differs from what the parser would give the
+  // node (the last such comment's op, else the node's own target), so --start-from keeps it.
+  std::optional<std::string> curOp;
   for (const auto &up : g.nodes()) {
     const Node &n = *up;
     if (!n.isCall()) continue;
@@ -153,6 +156,11 @@ void printGraph(std::ostringstream &out, const char *fn, const Graph &g) {
       out << pyArg(n.args.at(0)) << "[" << pyArg(n.args.at(1)) << "]";
     } else {
       out << "torch.ops." << n.target << "(" << callArgs(n) << ")";
+    }
+    std::string expect = curOp ? *curOp : n.isGetitem() ? std::string() : n.target;
+    if (n.userOp != expect) {
+      out << "  # op: " << (n.userOp.empty() ? "-" : n.userOp);
+      curOp = n.userOp;
     }
     out << "\n";
   }

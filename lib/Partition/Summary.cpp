@@ -38,10 +38,25 @@ std::vector<const Node *> recomputedNodes(const Program &p) {
   return r;
 }
 
+int64_t savedSlotBytes(int64_t bytes) {
+  int64_t b = std::max<int64_t>(bytes, 1);
+  return (b + kSavedTensorAlignment - 1) / kSavedTensorAlignment * kSavedTensorAlignment;
+}
+
+int64_t savedAreaBytes(const Program &p) {
+  int64_t total = 0;
+  for (const std::string &name : p.saved) total += savedSlotBytes(savedNode(p, name)->type().bytes());
+  return total;
+}
+
 std::string partitionSummary(const Program &p) {
-  std::string s = "# partition summary\n";
-  s += "# saved: " + std::to_string(p.saved.size()) + " tensors, " + std::to_string(savedBytes(p)) +
-       " bytes\n";
+  std::string s = "# partition summary (docs/cli.md \"Reading --emit output\")\n";
+  int64_t bytes = savedBytes(p), area = savedAreaBytes(p);
+  s += "# saved: " + std::to_string(p.saved.size()) + " tensors, " + std::to_string(bytes) + " bytes";
+  if (area != bytes)
+    s += " (the header's saved area: " + std::to_string(area) + " bytes, each tensor padded to a multiple of " +
+         std::to_string(kSavedTensorAlignment) + ")";
+  s += "\n";
   for (const std::string &name : p.saved) {
     const TensorType &t = savedNode(p, name)->type();
     s += "#   " + name + ": " + t.str() + " (" + std::to_string(t.bytes()) + " bytes)\n";
