@@ -89,12 +89,6 @@ std::string inputWhat(const aotc_program &p, int i) {
   return std::string(roleWord(p.inputs[i].role)) + " '" + p.inputs[i].name + "' (input " + std::to_string(i) + ")";
 }
 
-std::string fixedSizeNote(const aotc_tensor_desc &d, int32_t dtype, int32_t rank) {
-  if (d.role != AOTC_ROLE_USER_INPUT || dtype != d.dtype || rank != d.rank) return "";
-  return " (a user input's sizes were fixed when the model was exported, from the example input "
-         "torch.export saw: export again with an example of this size; dynamic sizes are not "
-         "supported yet)";
-}
 
 void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,
                       const std::string &what) {
@@ -255,7 +249,7 @@ void DifferentiableFunction::checkInputs(const std::vector<const Tensor *> &inpu
       throw RuntimeError(std::string(p.name) + ": " + roleWord(d.role) + " '" + d.name +
                          "' (input " + std::to_string(i) + ") must be " + descTypeString(d) +
                          ", got " + inputs[i]->typeString() +
-                         detail::fixedSizeNote(d, (int32_t)inputs[i]->dtype(), (int32_t)inputs[i]->shape().size()));
+                         fixedSizeNote(d, (int32_t)inputs[i]->dtype(), (int32_t)inputs[i]->shape().size()));
   }
 }
 

@@ -39,9 +39,6 @@ inline bool tensorFits(const aotc_tensor_desc &d, const aotc_rt_tensor &t) {
     if (t.shape[k] != d.shape[k]) return false;
   return true;
 }
-/// " (a user input's sizes were fixed when the model was exported ...)" when a user input has
-/// the right dtype and rank but other sizes; "" otherwise.
-std::string fixedSizeNote(const aotc_tensor_desc &d, int32_t dtype, int32_t rank);
 /// The RuntimeError of a tensor that does not fit: "<program>: <what> is null / must be f32[4],
 /// got f64[4] / is not 64-byte aligned (...)".
 [[noreturn]] void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,

@@ -76,6 +76,13 @@ std::string typeString(DType dt, const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+std::string fixedSizeNote(const aotc_tensor_desc &d, int32_t dtype, int32_t rank) {
+  if (d.role != AOTC_ROLE_USER_INPUT || dtype != d.dtype || rank != d.rank) return "";
+  return " (a user input's sizes were fixed when the model was exported, from the example input "
+         "torch.export saw: export again with an example of this size; dynamic sizes are not "
+         "supported yet)";
+}
+
 std::string descTypeString(const aotc_tensor_desc &desc) {
   std::vector<int64_t> shape(desc.shape, desc.shape + desc.rank);
   return typeString(dtypeFromAbi(desc.dtype), shape);

@@ -87,8 +87,8 @@ std::vector<rt::Tensor> bindInputs(const aotc_program &prog, const std::vector<W
     }
     if (t) {
       if (!t->matches(d))
-        userError(from + " is " + t->typeString() + " but input '" + name + "' is " +
-                  rt::descTypeString(d));
+        userError(from + " is " + t->typeString() + " but input '" + name + "' is " + rt::descTypeString(d) +
+                  rt::fixedSizeNote(d, (int32_t)t->dtype(), (int32_t)t->shape().size()));
       inputs.push_back(t->clone());
       continue;
     }

@@ -150,6 +150,10 @@ private:
 
 /// The dtype/shape of a descriptor as "f32[64, 784]".
 std::string descTypeString(const aotc_tensor_desc &desc);
+/// " (a user input's sizes were fixed when the model was exported ...)": what a size mismatch
+/// of a user input adds to its message (same dtype and rank as `desc`, other sizes); "" for
+/// any other mismatch or role.
+std::string fixedSizeNote(const aotc_tensor_desc &desc, int32_t dtype, int32_t rank);
 
 /// What forward() hands to backward() (autograd's "ctx"): the saved area written by the
 /// forward and the (non-owned) inputs it ran on. The inputs must stay alive and unchanged
