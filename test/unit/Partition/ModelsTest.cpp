@@ -115,7 +115,7 @@ void checkModel(const std::string &path, bool strictlyFewer, bool doLower = true
 
 TEST_CASE("Partition: MLP fixture, default vs min-cut", "[partition][models]") {
   // PyTorch's weights save {addmm_1, amax, log} (3072 B) for the log-softmax
-  // backward; the plain-bytes network keeps _log_softmax (2560 B) and
+  // backward; the plain-bytes network keeps the log-softmax (sub_2 after lowering) (2560 B) and
   // recomputes ne(target) from the target (a primal: free to save), which
   // default saves: min-cut saves 64 bytes fewer than default.
   checkModel(std::string(AOTC_SRC_ROOT) + "/examples/mlp/mlp.pt2", /*strictlyFewer=*/true,
