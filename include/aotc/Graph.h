@@ -83,7 +83,8 @@ struct Node {
   /// The user-level op this node comes from, for run-time messages: the function torch.export
   /// recorded (meta["torch_fn"]: "cross_entropy", "linear") or else the captured target
   /// ("aten.nll_loss_forward.default"); nodes made from it by any stage inherit it
-  /// (inheritSource). Not printed in the text IR: a --start-from text starts afresh.
+  /// (inheritSource). The text IR carries it as a trailing `# op: X` where it differs from
+  /// the previous one's or textDefaultUserOp (Printer.cpp, read back by the parser).
   std::string userOp;
 
   // Placeholder-only fields.
@@ -129,6 +130,9 @@ std::string userContext(const Node &node);
 /// The one-line summary FX prints for a stack trace, "File: <file>:<line> in <fn>, code:
 /// <code>", from its innermost frame (lib/IR/Printer.cpp); a summary is returned unchanged.
 std::string traceSummary(const std::string &stackTrace);
+/// The userOp a node of text IR gets when no `# op:` comment precedes it: its own target
+/// (none for getitem). The printer writes a comment exactly where this would be wrong.
+inline std::string textDefaultUserOp(const Node &n) { return n.isGetitem() ? std::string() : n.target; }
 
 /// One graph: placeholders first, then call_functions, then exactly one output node.
 class Graph {

@@ -28,6 +28,14 @@ namespace {
 using json = nlohmann::json;
 
 /// ScalarType enum of schema.py -> aotc dtype.
+/// A node's string metadata field (`metadata.stack_trace`, `metadata.torch_fn`), "" when absent
+/// or not a string.
+std::string metaString(const json &jn, const char *key) {
+  if (!jn.is_object() || !jn.contains("metadata") || !jn["metadata"].is_object()) return "";
+  const json &m = jn["metadata"];
+  return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : "";
+}
+
 std::optional<DType> dtypeFromEnum(int64_t v) {
   switch (v) {
   case 1: return DType::U8;
@@ -120,9 +128,7 @@ std::string Reader::nodeDiag(const json &jn, const std::string &msg) const {
   if (jn.is_object() && jn.contains("target") && jn["target"].is_string())
     s += " (" + canonicalTarget(jn["target"].get<std::string>()) + ")";
   s += ": " + msg;
-  if (jn.is_object() && jn.contains("metadata") && jn["metadata"].is_object() &&
-      jn["metadata"].contains("stack_trace") && jn["metadata"]["stack_trace"].is_string())
-    s += "\n  stack_trace: " + jn["metadata"]["stack_trace"].get<std::string>();
+  if (std::string stack = metaString(jn, "stack_trace"); !stack.empty()) s += "\n  stack_trace: " + stack;
   return loc_.str() + ": error: " + s;
 }
 
@@ -634,17 +640,12 @@ void Reader::buildNode(const json &jn) {
   AOTC_ASSERT(def || complex_values::isComplexOnlyTarget(target), "capture: targetProblem accepted the unknown op '" + raw + "'");
   static const std::vector<SchemaArg> noSchema; // complex-only targets: positional tensors (Complex.cpp)
   const auto &sargs = def ? def->schema.args : noSchema;
-  std::string stack;
-  if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("stack_trace") &&
-      jn["metadata"]["stack_trace"].is_string())
-    stack = jn["metadata"]["stack_trace"].get<std::string>();
+  std::string stack = metaString(jn, "stack_trace");
   // The user-level op for run-time messages: torch_fn "cross_entropy_1;function.cross_entropy"
   // (or "...;method.softmax") names the function the user called; else the captured op.
   std::string userOp = target;
-  if (jn.contains("metadata") && jn["metadata"].is_object() && jn["metadata"].contains("torch_fn") &&
-      jn["metadata"]["torch_fn"].is_string()) {
-    std::string fn = jn["metadata"]["torch_fn"].get<std::string>();
-    fn = fn.substr(fn.find(';') == std::string::npos ? 0 : fn.find(';') + 1);
+  if (std::string fn = metaString(jn, "torch_fn"); !fn.empty()) {
+    if (size_t semi = fn.find(';'); semi != std::string::npos) fn = fn.substr(semi + 1);
     if (size_t dot = fn.rfind('.'); dot != std::string::npos) fn = fn.substr(dot + 1);
     if (!fn.empty() && fn.size() < 200) userOp = fn;
   }

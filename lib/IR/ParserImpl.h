@@ -164,7 +164,7 @@ private:
   std::optional<std::string> curUserOp_;
   Node *lastNode_ = nullptr; ///< The node the current statement made (for its trailing comment).
   std::string userOpFor(const Node &n) const {
-    return curUserOp_ ? *curUserOp_ : n.isGetitem() ? std::string() : n.target;
+    return curUserOp_ ? *curUserOp_ : textDefaultUserOp(n);
   }
   std::set<std::string> dropped_; ///< Names of result-less checks read and dropped (`x = None` may follow).
   std::set<Node *> tokens_;       ///< Effect tokens (with_effects' token argument, its result, getitems).

@@ -157,7 +157,7 @@ void printGraph(std::ostringstream &out, const char *fn, const Graph &g) {
     } else {
       out << "torch.ops." << n.target << "(" << callArgs(n) << ")";
     }
-    std::string expect = curOp ? *curOp : n.isGetitem() ? std::string() : n.target;
+    std::string expect = curOp ? *curOp : textDefaultUserOp(n);
     if (n.userOp != expect) {
       out << "  # op: " << (n.userOp.empty() ? "-" : n.userOp);
       curOp = n.userOp;

@@ -89,7 +89,6 @@ std::string inputWhat(const aotc_program &p, int i) {
   return std::string(roleWord(p.inputs[i].role)) + " '" + p.inputs[i].name + "' (input " + std::to_string(i) + ")";
 }
 
-
 void tensorDoesNotFit(const aotc_program &p, const aotc_tensor_desc &d, const aotc_rt_tensor &t,
                       const std::string &what) {
   auto typeOf = [](const aotc_rt_tensor &x) {
