@@ -11,10 +11,19 @@
  *    ones), then the role's: backward_data or backward_weights, created with the hint;
  *  - attributes: scratchpad_mode_user, so the primitive's temporary memory is the state's
  *    scratchpad (one buffer, grown to the largest primitive's need, never per call).
- * The primitive and its memory objects (made without a buffer; each call sets the caller's
- * pointers) are kept in the state, keyed by the whole descriptor: a call with a descriptor
- * seen before creates nothing. Every oneDNN failure returns AOTC_KERNELS_ERROR_DNNL with a
- * message naming the call and oneDNN's status; nothing here aborts.
+ * Threads (docs/abi.md "Threads and bit-identical results"): oneDNN never threads itself here.
+ * A call splits the batch into fixed chunks, chosen from the descriptor only (convChunks); each
+ * chunk is one execution of a primitive made for one thread (omp_get_max_threads() is 1 while
+ * it is created) and the chunks run in a `parallel for` on the caller's libomp team, where
+ * oneDNN sees omp_in_parallel() and runs inline. A weight gradient sums the chunks' partial
+ * gradients in chunk order. So the bits depend on the descriptor and the ISA, never on the
+ * thread count, and no oneDNN parallel region (whose nested-barrier code stalls under libomp's
+ * GOMP emulation: 8 ms for a 0.05 ms weight gradient at 2 threads) ever runs.
+ * The primitive is kept in the state, keyed by the chunk's descriptor, with one set of memory
+ * objects (made without a buffer; each call sets the caller's pointers), one stream and one
+ * slice of the scratchpad per thread: a call with a descriptor seen before creates nothing.
+ * Every oneDNN failure returns AOTC_KERNELS_ERROR_DNNL with a message naming the call and
+ * oneDNN's status; nothing here aborts.
  *===----------------------------------------------------------------------===*/
 #include "ConvInternal.h"
 
@@ -22,6 +31,7 @@
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,18 +40,23 @@ typedef struct conv_entry {
   dnnl_primitive_desc_t fwd_pd; /* forward_training: the primitive's own or the backward's hint */
   dnnl_primitive_desc_t pd;     /* the role's (fwd_pd itself for the forward) */
   dnnl_primitive_t prim;
-  dnnl_memory_t mem[4];         /* a, b, c, scratchpad (NULL when it needs none) */
+  const dnnl_memory_desc_t *md[4]; /* a, b, c, scratchpad (NULL when it needs none): the pd's */
+  dnnl_memory_t (*mem)[4];      /* per thread: memory objects of md[], made without a buffer */
+  int64_t threads;              /* rows of mem */
   int args[3];                  /* DNNL_ARG_* of a, b, c */
   size_t scratch_bytes;
 } conv_entry;
 
 struct aotc_kernels_state {
   dnnl_engine_t engine; /* made at the first f32 convolution */
-  dnnl_stream_t stream;
+  dnnl_stream_t *streams; /* one per thread */
+  int64_t threads;
   conv_entry *entries;
   int64_t count, capacity;
-  void *scratchpad;
-  size_t scratchpad_bytes;
+  void *scratchpad;       /* `threads` slices of scratch_slice bytes */
+  size_t scratchpad_bytes, scratch_slice;
+  float *partials;        /* weight gradients of chunks 1.. (chunk 0 writes the result) */
+  size_t partials_bytes;
   int64_t primitives, hits;
   int has_error;
   char message[AOTC_KERNELS_MESSAGE_BYTES];
@@ -52,8 +67,10 @@ aotc_kernels_state *aotc_kernels_state_create(void) {
 }
 
 static void destroyEntry(conv_entry *e) {
-  for (int i = 0; i < 4; ++i)
-    if (e->mem[i]) dnnl_memory_destroy(e->mem[i]);
+  for (int64_t t = 0; t < e->threads; ++t)
+    for (int i = 0; i < 4; ++i)
+      if (e->mem[t][i]) dnnl_memory_destroy(e->mem[t][i]);
+  free(e->mem);
   if (e->prim) dnnl_primitive_destroy(e->prim);
   if (e->pd && e->pd != e->fwd_pd) dnnl_primitive_desc_destroy(e->pd);
   if (e->fwd_pd) dnnl_primitive_desc_destroy(e->fwd_pd);
@@ -65,7 +82,10 @@ void aotc_kernels_state_destroy(aotc_kernels_state *s) {
   for (int64_t i = 0; i < s->count; ++i) destroyEntry(&s->entries[i]);
   free(s->entries);
   free(s->scratchpad);
-  if (s->stream) dnnl_stream_destroy(s->stream);
+  free(s->partials);
+  for (int64_t t = 0; t < s->threads; ++t)
+    if (s->streams[t]) dnnl_stream_destroy(s->streams[t]);
+  free(s->streams);
   if (s->engine) dnnl_engine_destroy(s->engine);
   free(s);
 }
@@ -125,20 +145,51 @@ static int dnnlFailed(aotc_kernels_state *s, const char *what, dnnl_status_t st)
   } while (0)
 
 static int ensureEngine(aotc_kernels_state *s) {
-  if (s->stream) return AOTC_KERNELS_OK;
-  if (!s->engine) {
-    if (dnnl_engine_get_count(dnnl_cpu) < 1) {
-      aotc_kernels_format(s->message, sizeof s->message, "oneDNN: no CPU engine");
-      return AOTC_KERNELS_ERROR_DNNL;
-    }
-    DNNL(dnnl_engine_create(&s->engine, dnnl_cpu, 0), "dnnl_engine_create(cpu)");
+  if (s->engine) return AOTC_KERNELS_OK;
+  if (dnnl_engine_get_count(dnnl_cpu) < 1) {
+    aotc_kernels_format(s->message, sizeof s->message, "oneDNN: no CPU engine");
+    return AOTC_KERNELS_ERROR_DNNL;
   }
-  DNNL(dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags), "dnnl_stream_create");
+  DNNL(dnnl_engine_create(&s->engine, dnnl_cpu, 0), "dnnl_engine_create(cpu)");
   return AOTC_KERNELS_OK;
 }
 
-/* Memory object for `arg` of e->pd without a buffer, after checking that the primitive uses
- * the plain layout `want` (so the caller's dense tensors are what it reads or writes). */
+/* The per-thread streams for `threads` threads. */
+static int ensureStreams(aotc_kernels_state *s, int64_t threads) {
+  if (threads <= s->threads) return AOTC_KERNELS_OK;
+  dnnl_stream_t *p = (dnnl_stream_t *)realloc(s->streams, (size_t)threads * sizeof *p);
+  if (!p) {
+    aotc_kernels_format(s->message, sizeof s->message, "out of memory (the streams)");
+    return AOTC_KERNELS_ERROR_NO_MEMORY;
+  }
+  s->streams = p;
+  for (; s->threads < threads; ++s->threads) {
+    s->streams[s->threads] = NULL;
+    DNNL(dnnl_stream_create(&s->streams[s->threads], s->engine, dnnl_stream_default_flags), "dnnl_stream_create");
+  }
+  return AOTC_KERNELS_OK;
+}
+
+/* Memory objects of `e` for `threads` threads. */
+static int ensureEntryThreads(aotc_kernels_state *s, conv_entry *e, int64_t threads) {
+  if (threads <= e->threads) return AOTC_KERNELS_OK;
+  dnnl_memory_t(*p)[4] = realloc(e->mem, (size_t)threads * sizeof *p);
+  if (!p) {
+    aotc_kernels_format(s->message, sizeof s->message, "out of memory (the memory objects)");
+    return AOTC_KERNELS_ERROR_NO_MEMORY;
+  }
+  e->mem = p;
+  for (; e->threads < threads; ++e->threads) {
+    memset(e->mem[e->threads], 0, sizeof e->mem[e->threads]);
+    for (int i = 0; i < 4; ++i)
+      if (e->md[i])
+        DNNL(dnnl_memory_create(&e->mem[e->threads][i], e->md[i], s->engine, DNNL_MEMORY_NONE), "dnnl_memory_create");
+  }
+  return AOTC_KERNELS_OK;
+}
+
+/* The memory descriptor of `arg` of e->pd, after checking that the primitive uses the plain
+ * layout `want` (so the caller's dense tensors are what it reads or writes). */
 static int makeMemory(aotc_kernels_state *s, conv_entry *e, int slot, dnnl_query_t q, const dnnl_memory_desc_t *want,
                       const char *what) {
   const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(e->pd, q, 0);
@@ -146,7 +197,7 @@ static int makeMemory(aotc_kernels_state *s, conv_entry *e, int slot, dnnl_query
     aotc_kernels_format(s->message, sizeof s->message, "oneDNN: the primitive's %s is not the plain layout", what);
     return AOTC_KERNELS_ERROR_DNNL;
   }
-  DNNL(dnnl_memory_create(&e->mem[slot], md, s->engine, DNNL_MEMORY_NONE), "dnnl_memory_create");
+  e->md[slot] = md;
   return AOTC_KERNELS_OK;
 }
 
@@ -231,10 +282,7 @@ static int createEntry(aotc_kernels_state *s, const aotc_conv_desc *d, conv_entr
   {
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
     e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
-    if (e->scratch_bytes > 0 && (st = dnnl_memory_create(&e->mem[3], smd, s->engine, DNNL_MEMORY_NONE)) != dnnl_success) {
-      rc = dnnlFailed(s, "dnnl_memory_create(scratchpad)", st);
-      goto done;
-    }
+    if (e->scratch_bytes > 0) e->md[3] = smd;
   }
   st = dnnl_primitive_create(&e->prim, e->pd);
   if (st != dnnl_success) {
@@ -275,39 +323,136 @@ static int findEntry(aotc_kernels_state *s, const aotc_conv_desc *d, conv_entry 
   return AOTC_KERNELS_OK;
 }
 
-static int ensureScratchpad(aotc_kernels_state *s, size_t bytes) {
-  if (bytes <= s->scratchpad_bytes) return AOTC_KERNELS_OK;
+/* `bytes` of 64-byte aligned memory in *buf (size *have), grown (never per call). */
+static int ensureBuffer(aotc_kernels_state *s, void **buf, size_t *have, size_t bytes, const char *what) {
+  if (bytes <= *have) return AOTC_KERNELS_OK;
   size_t size = (bytes + 4095) / 4096 * 4096;
   void *p = NULL;
   if (posix_memalign(&p, 64, size) != 0 || !p) {
-    aotc_kernels_format(s->message, sizeof s->message, "out of memory (a scratchpad of %zu bytes)", size);
+    aotc_kernels_format(s->message, sizeof s->message, "out of memory (%s of %zu bytes)", what, size);
     return AOTC_KERNELS_ERROR_NO_MEMORY;
   }
-  free(s->scratchpad);
-  s->scratchpad = p, s->scratchpad_bytes = size;
+  free(*buf);
+  *buf = p, *have = size;
   return AOTC_KERNELS_OK;
 }
 
-int aotc_conv_dnnl(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c) {
-  if (!s) return AOTC_KERNELS_ERROR_NO_STATE;
-  if (d->n == 0) { /* nothing to read: dw = 0; x and y have no elements */
-    if (d->role == AOTC_CONV_WEIGHT_GRAD) memset(c, 0, sizeof(float) * (size_t)(d->k * (d->c / d->groups) * d->kh * d->kw));
-    return AOTC_KERNELS_OK;
-  }
-  int rc = ensureEngine(s);
-  conv_entry *e = NULL;
-  if (rc || (rc = findEntry(s, d, &e)) || (rc = ensureScratchpad(s, e->scratch_bytes))) return rc;
-  void *ptr[4] = {(void *)a, (void *)b, c, s->scratchpad};
+/* Multiply-adds of one batch entry of `d` (any role: the same product). */
+static double entryWork(const aotc_conv_desc *d) {
+  return (double)d->k * (double)(d->c / d->groups) * (double)(d->kh * d->kw) * (double)(d->oh * d->ow);
+}
+
+/* Batch chunks of `d`, from the descriptor only (never the thread count): as many as the
+ * batch allows with at least AOTC_CONV_CHUNK_WORK multiply-adds each (one oneDNN call costs
+ * a few microseconds), at most 16, a power of two so that 2, 4 or 8 threads share them
+ * evenly; a weight gradient also at most 8 and only while the partial gradients of chunks
+ * 1.. fit in 32 MiB. Chunk i holds entries [i*n/C, (i+1)*n/C). */
+#define AOTC_CONV_CHUNK_WORK 262144.0
+static int64_t convChunks(const aotc_conv_desc *d) {
+  double total = entryWork(d) * (double)d->n;
+  int64_t c = 1, cap = d->role == AOTC_CONV_WEIGHT_GRAD ? 8 : 16;
+  double wbytes = 4.0 * (double)d->k * (double)(d->c / d->groups) * (double)(d->kh * d->kw);
+  while (2 * c <= d->n && 2 * c <= cap && total / (double)(2 * c) >= AOTC_CONV_CHUNK_WORK &&
+         (d->role != AOTC_CONV_WEIGHT_GRAD || (double)(2 * c - 1) * wbytes <= 32.0 * 1024 * 1024))
+    c *= 2;
+  return c;
+}
+
+/* Executes e on thread t's memory objects, stream and scratchpad slice; 0, or the bit of the
+ * call that failed (1 set_data_handle, 2 execute, 4 wait). */
+static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void *a, const void *b, void *c) {
+  void *ptr[4] = {(void *)a, (void *)b, c, (char *)s->scratchpad + (size_t)t * s->scratch_slice};
   dnnl_exec_arg_t args[4];
   int nargs = 0;
   for (int i = 0; i < 4; ++i) {
-    if (!e->mem[i]) continue;
-    DNNL(dnnl_memory_set_data_handle(e->mem[i], ptr[i]), "dnnl_memory_set_data_handle");
+    if (!e->mem[t][i]) continue;
+    if (dnnl_memory_set_data_handle(e->mem[t][i], ptr[i]) != dnnl_success) return 1;
     args[nargs].arg = i < 3 ? e->args[i] : DNNL_ARG_SCRATCHPAD;
-    args[nargs].memory = e->mem[i];
+    args[nargs].memory = e->mem[t][i];
     ++nargs;
   }
-  DNNL(dnnl_primitive_execute(e->prim, s->stream, nargs, args), "dnnl_primitive_execute(convolution)");
-  DNNL(dnnl_stream_wait(s->stream), "dnnl_stream_wait");
+  if (dnnl_primitive_execute(e->prim, s->streams[t], nargs, args) != dnnl_success) return 2;
+  if (dnnl_stream_wait(s->streams[t]) != dnnl_success) return 4;
+  return 0;
+}
+
+/* The call below with the calling thread's nthreads-var at 1 while oneDNN is reached:
+ * oneDNN sizes its primitives and parallel regions by omp_get_max_threads(), at creation and
+ * at execution; the chunks' own team is sized explicitly. */
+static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c,
+                       int64_t threads);
+
+int aotc_conv_dnnl(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c) {
+  if (!s) return AOTC_KERNELS_ERROR_NO_STATE;
+  int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  int rc = convChunked(s, d, a, b, c, threads < 1 ? 1 : threads);
+  omp_set_num_threads(threads);
+  return rc;
+}
+
+static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c,
+                       int64_t threads) {
+  const int64_t wElems = d->k * (d->c / d->groups) * d->kh * d->kw;
+  if (d->n == 0) { /* nothing to read: dw = 0; x and y have no elements */
+    if (d->role == AOTC_CONV_WEIGHT_GRAD) memset(c, 0, sizeof(float) * (size_t)wElems);
+    return AOTC_KERNELS_OK;
+  }
+  const int64_t chunks = convChunks(d);
+  /* The chunks have two sizes at most: n / chunks and one more. */
+  conv_entry *small = NULL, *large = NULL;
+  aotc_conv_desc cd = *d;
+  int rc = ensureEngine(s);
+  if (rc || (rc = ensureStreams(s, threads))) return rc;
+  int64_t lo = d->n / chunks, hi = lo + (d->n % chunks != 0);
+  cd.n = lo;
+  if (lo > 0 && ((rc = findEntry(s, &cd, &small)) || (rc = ensureEntryThreads(s, small, threads)))) return rc;
+  cd.n = hi;
+  if (hi != lo && ((rc = findEntry(s, &cd, &large)) || (rc = ensureEntryThreads(s, large, threads)))) return rc;
+  size_t slice = 0;
+  if (small) slice = small->scratch_bytes;
+  if (large && large->scratch_bytes > slice) slice = large->scratch_bytes;
+  slice = (slice + 63) / 64 * 64;
+  if (slice > s->scratch_slice || (size_t)threads * s->scratch_slice > s->scratchpad_bytes) {
+    if (slice < s->scratch_slice) slice = s->scratch_slice;
+    if ((rc = ensureBuffer(s, &s->scratchpad, &s->scratchpad_bytes, (size_t)threads * slice, "a scratchpad")))
+      return rc;
+    s->scratch_slice = slice;
+  }
+  const int wgrad = d->role == AOTC_CONV_WEIGHT_GRAD;
+  if (wgrad && chunks > 1 &&
+      (rc = ensureBuffer(s, (void **)&s->partials, &s->partials_bytes,
+                         sizeof(float) * (size_t)((chunks - 1) * wElems), "partial weight gradients")))
+    return rc;
+  /* Element strides of a and b per batch entry (the weights have none). */
+  const int64_t xs = d->c * d->h * d->w, ys = d->k * d->oh * d->ow;
+  const int64_t as = d->role == AOTC_CONV_FORWARD ? xs : ys, bs = d->role == AOTC_CONV_WEIGHT_GRAD ? xs : 0;
+  const int64_t cs = d->role == AOTC_CONV_FORWARD ? ys : d->role == AOTC_CONV_INPUT_GRAD ? xs : 0;
+  int failed = 0;
+  #pragma omp parallel for schedule(static) num_threads(threads) if (chunks > 1) reduction(| : failed)
+  for (int64_t i = 0; i < chunks; ++i) {
+    int64_t n0 = i * d->n / chunks, n1 = (i + 1) * d->n / chunks;
+    if (n1 == n0) continue;
+    conv_entry *e = n1 - n0 == lo ? small : large;
+    int64_t t = omp_get_thread_num();
+    float *out = wgrad ? (i == 0 ? (float *)c : s->partials + (i - 1) * wElems) : (float *)c + n0 * cs;
+    failed |= runChunk(s, e, t, (const float *)a + n0 * as, (const float *)b + n0 * bs, out);
+  }
+  if (failed) {
+    aotc_kernels_format(s->message, sizeof s->message, "oneDNN: executing the convolution failed (%s)",
+                        failed & 2 ? "dnnl_primitive_execute" : failed & 1 ? "dnnl_memory_set_data_handle"
+                                                                           : "dnnl_stream_wait");
+    return AOTC_KERNELS_ERROR_DNNL;
+  }
+  if (wgrad && chunks > 1) { /* dw = chunk 0 + chunk 1 + ... in chunk order, per element */
+    float *dw = (float *)c;
+    const float *p = s->partials;
+    #pragma omp parallel for schedule(static) num_threads(threads) if (wElems >= 65536)
+    for (int64_t j = 0; j < wElems; ++j) {
+      float v = dw[j];
+      for (int64_t i = 1; i < chunks; ++i) v += p[(i - 1) * wElems + j];
+      dw[j] = v;
+    }
+  }
   return AOTC_KERNELS_OK;
 }
