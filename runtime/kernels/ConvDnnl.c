@@ -405,10 +405,13 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
   int rc = ensureEngine(s);
   if (rc || (rc = ensureStreams(s, threads))) return rc;
   int64_t lo = d->n / chunks, hi = lo + (d->n % chunks != 0);
-  cd.n = lo;
-  if (lo > 0 && ((rc = findEntry(s, &cd, &small)) || (rc = ensureEntryThreads(s, small, threads)))) return rc;
+  /* Both entries first, then pointers to them: a second creation can move the cache. */
   cd.n = hi;
   if (hi != lo && ((rc = findEntry(s, &cd, &large)) || (rc = ensureEntryThreads(s, large, threads)))) return rc;
+  int64_t largeIndex = large ? large - s->entries : -1;
+  cd.n = lo;
+  if (lo > 0 && ((rc = findEntry(s, &cd, &small)) || (rc = ensureEntryThreads(s, small, threads)))) return rc;
+  if (largeIndex >= 0) large = &s->entries[largeIndex];
   size_t slice = 0;
   if (small) slice = small->scratch_bytes;
   if (large && large->scratch_bytes > slice) slice = large->scratch_bytes;
