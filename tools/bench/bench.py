@@ -172,13 +172,15 @@ def sh(cmd, env=None, capture=True):
     return r.stdout
 
 
-# Settings the aotc C++ cases run with (docs/runtime.md): libomp binds its threads to the
-# pinned cores, else a spinning worker and the main thread can share one core for a whole run
-# (LN-GELU, 2 threads: 0.68 ms instead of 0.20 ms per step in 3 of 6 runs). Not for processes
-# with torch: it made eager slower (MLP, 2 threads: 1.17 vs 0.93 ms) and aotc through the
-# Python module twice as slow (LN-GELU large, 2 threads: 1167 vs 604 ms; torch's OpenMP
-# runtime binds too).
-AOTC_ENV = {"OMP_PROC_BIND": "true"}
+# Settings the aotc C++ cases run with (docs/runtime.md "Threads"): libomp binds its threads
+# to the pinned cores, one each, else a spinning worker and the main thread can share one core
+# (zoo GPT-2, 2 threads: 1.08 ms unbound, 0.276 ms bound). KMP_AFFINITY, read by libomp only,
+# not OMP_PROC_BIND: libgomp (loaded with libdnnl) reads that one too and pins the initial
+# thread to CPU 0 when it loads, so libomp then bound both threads to CPU 0 (lenet 2 threads
+# 0.88 ms vs 0.54). Not for processes with torch: it made eager slower (MLP, 2 threads: 1.17
+# vs 0.93 ms) and aotc through the Python module twice as slow (LN-GELU large, 2 threads: 1167
+# vs 604 ms; torch's OpenMP runtime binds too).
+AOTC_ENV = {"KMP_AFFINITY": "granularity=fine,compact"}
 
 
 def thread_env(threads, extra=None):
