@@ -49,8 +49,9 @@ typedef struct conv_entry {
 
 struct aotc_kernels_state {
   dnnl_engine_t engine; /* made at the first f32 convolution */
-  dnnl_stream_t *streams; /* one per thread */
-  int64_t threads;
+  dnnl_stream_t *streams; /* one per slot (a chunk in flight) */
+  int *busy;              /* per slot: taken by a running chunk (atomic) */
+  int64_t threads;        /* slots */
   conv_entry *entries;
   int64_t count, capacity;
   void *scratchpad;       /* `threads` slices of scratch_slice bytes */
@@ -86,6 +87,7 @@ void aotc_kernels_state_destroy(aotc_kernels_state *s) {
   for (int64_t t = 0; t < s->threads; ++t)
     if (s->streams[t]) dnnl_stream_destroy(s->streams[t]);
   free(s->streams);
+  free(s->busy);
   if (s->engine) dnnl_engine_destroy(s->engine);
   free(s);
 }
@@ -154,7 +156,7 @@ static int ensureEngine(aotc_kernels_state *s) {
   return AOTC_KERNELS_OK;
 }
 
-/* The per-thread streams for `threads` threads. */
+/* The streams of `threads` slots. */
 static int ensureStreams(aotc_kernels_state *s, int64_t threads) {
   if (threads <= s->threads) return AOTC_KERNELS_OK;
   dnnl_stream_t *p = (dnnl_stream_t *)realloc(s->streams, (size_t)threads * sizeof *p);
@@ -163,14 +165,21 @@ static int ensureStreams(aotc_kernels_state *s, int64_t threads) {
     return AOTC_KERNELS_ERROR_NO_MEMORY;
   }
   s->streams = p;
+  int *b = (int *)realloc(s->busy, (size_t)threads * sizeof *b);
+  if (!b) {
+    aotc_kernels_format(s->message, sizeof s->message, "out of memory (the streams)");
+    return AOTC_KERNELS_ERROR_NO_MEMORY;
+  }
+  s->busy = b;
   for (; s->threads < threads; ++s->threads) {
+    s->busy[s->threads] = 0;
     s->streams[s->threads] = NULL;
     DNNL(dnnl_stream_create(&s->streams[s->threads], s->engine, dnnl_stream_default_flags), "dnnl_stream_create");
   }
   return AOTC_KERNELS_OK;
 }
 
-/* Memory objects of `e` for `threads` threads. */
+/* Memory objects of `e` for `threads` slots. */
 static int ensureEntryThreads(aotc_kernels_state *s, conv_entry *e, int64_t threads) {
   if (threads <= e->threads) return AOTC_KERNELS_OK;
   dnnl_memory_t(*p)[4] = realloc(e->mem, (size_t)threads * sizeof *p);
@@ -399,6 +408,11 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
     return AOTC_KERNELS_OK;
   }
   const int64_t chunks = convChunks(d);
+  /* The chunks' team, and as many slots (stream, memory objects, scratchpad slice): a chunk
+   * takes a free slot while it runs. Not omp_get_thread_num(): in a process where another
+   * OpenMP runtime comes first in the lookup scope (torch's libgomp), the API calls of this
+   * library bind to that runtime, which does not know libomp's teams. */
+  if (threads > chunks) threads = chunks;
   /* The chunks have two sizes at most: n / chunks and one more. */
   conv_entry *small = NULL, *large = NULL;
   aotc_conv_desc cd = *d;
@@ -437,9 +451,15 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
     int64_t n0 = i * d->n / chunks, n1 = (i + 1) * d->n / chunks;
     if (n1 == n0) continue;
     conv_entry *e = n1 - n0 == lo ? small : large;
-    int64_t t = omp_get_thread_num();
+    int64_t t = 0;
+    while (__atomic_exchange_n(&s->busy[t], 1, __ATOMIC_ACQUIRE)) t = (t + 1) % threads;
+    /* This thread's nthreads-var, in whichever runtime serves oneDNN's calls, at 1 (see above). */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
     float *out = wgrad ? (i == 0 ? (float *)c : s->partials + (i - 1) * wElems) : (float *)c + n0 * cs;
     failed |= runChunk(s, e, t, (const float *)a + n0 * as, (const float *)b + n0 * bs, out);
+    omp_set_num_threads(saved);
+    __atomic_store_n(&s->busy[t], 0, __ATOMIC_RELEASE);
   }
   if (failed) {
     aotc_kernels_format(s->message, sizeof s->message, "oneDNN: executing the convolution failed (%s)",
