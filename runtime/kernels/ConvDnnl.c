@@ -25,12 +25,14 @@
  * Every oneDNN failure returns AOTC_KERNELS_ERROR_DNNL with a message naming the call and
  * oneDNN's status; nothing here aborts.
  *===----------------------------------------------------------------------===*/
+#define _GNU_SOURCE /* dlvsym */
 #include "ConvInternal.h"
 
 #include "aotc/abi.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +387,36 @@ static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void 
   return 0;
 }
 
+/* oneDNN's thread count. libdnnl calls omp_get_max_threads / omp_set_num_threads under
+ * version OMP_1.0, which the first such definition in the global scope serves: LLVM's libomp
+ * in aotc's own processes (this library's calls, under libomp's version VERSION, go there
+ * too), but torch's libgomp in a process that imported torch first (docs/python.md
+ * "Threads"). Both are set, so that oneDNN runs inline in either. */
+typedef struct omp_threads { int ours, theirs; } omp_threads;
+static int (*dnnlGetThreads)(void);
+static void (*dnnlSetThreads)(int);
+static void findDnnlOmp(void) {
+  static int done;
+  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+  void *g = dlvsym(RTLD_DEFAULT, "omp_get_max_threads", "OMP_1.0");
+  void *st = dlvsym(RTLD_DEFAULT, "omp_set_num_threads", "OMP_1.0");
+  if (g && st && g != (void *)omp_get_max_threads) {
+    dnnlGetThreads = (int (*)(void))g;
+    dnnlSetThreads = (void (*)(int))st;
+  }
+  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+static omp_threads setThreads(int n) {
+  omp_threads was = {omp_get_max_threads(), dnnlGetThreads ? dnnlGetThreads() : 0};
+  omp_set_num_threads(n);
+  if (dnnlSetThreads) dnnlSetThreads(n);
+  return was;
+}
+static void restoreThreads(omp_threads was) {
+  omp_set_num_threads(was.ours);
+  if (dnnlSetThreads) dnnlSetThreads(was.theirs);
+}
+
 /* The call below with the calling thread's nthreads-var at 1 while oneDNN is reached:
  * oneDNN sizes its primitives and parallel regions by omp_get_max_threads(), at creation and
  * at execution; the chunks' own team is sized explicitly. */
@@ -393,10 +425,10 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
 
 int aotc_conv_dnnl(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c) {
   if (!s) return AOTC_KERNELS_ERROR_NO_STATE;
-  int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  int rc = convChunked(s, d, a, b, c, threads < 1 ? 1 : threads);
-  omp_set_num_threads(threads);
+  findDnnlOmp();
+  omp_threads was = setThreads(1);
+  int rc = convChunked(s, d, a, b, c, was.ours < 1 ? 1 : was.ours);
+  restoreThreads(was);
   return rc;
 }
 
@@ -409,9 +441,7 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
   }
   const int64_t chunks = convChunks(d);
   /* The chunks' team, and as many slots (stream, memory objects, scratchpad slice): a chunk
-   * takes a free slot while it runs. Not omp_get_thread_num(): in a process where another
-   * OpenMP runtime comes first in the lookup scope (torch's libgomp), the API calls of this
-   * library bind to that runtime, which does not know libomp's teams. */
+   * takes a free slot while it runs (no thread numbers: the slot is free whatever the team). */
   if (threads > chunks) threads = chunks;
   /* The chunks have two sizes at most: n / chunks and one more. */
   conv_entry *small = NULL, *large = NULL;
@@ -453,12 +483,11 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
     conv_entry *e = n1 - n0 == lo ? small : large;
     int64_t t = 0;
     while (__atomic_exchange_n(&s->busy[t], 1, __ATOMIC_ACQUIRE)) t = (t + 1) % threads;
-    /* This thread's nthreads-var, in whichever runtime serves oneDNN's calls, at 1 (see above). */
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
+    /* This thread's nthreads-var at 1 in both runtimes (setThreads): a worker's is its own. */
+    omp_threads saved = setThreads(1);
     float *out = wgrad ? (i == 0 ? (float *)c : s->partials + (i - 1) * wElems) : (float *)c + n0 * cs;
     failed |= runChunk(s, e, t, (const float *)a + n0 * as, (const float *)b + n0 * bs, out);
-    omp_set_num_threads(saved);
+    restoreThreads(saved);
     __atomic_store_n(&s->busy[t], 0, __ATOMIC_RELEASE);
   }
   if (failed) {
