@@ -62,7 +62,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "python"))
+_USER_BLOCKTIME = os.environ.get("KMP_BLOCKTIME")
 import aotc  # noqa: E402  (torch-free core: build_library)
+# The import sets KMP_BLOCKTIME=0 in os.environ for the Python module's own libomp (docs/python.md
+# "Threads"); the cases are other processes and must get what their users get: a C++ program's
+# libomp default (200 ms), a Python case's module its own setting. Inherited, it made every
+# 2-thread aotc C++ case wake its worker by futex after each parallel region (zoo U-Net: 9.2 ms
+# per step instead of 3.1 ms; 1 thread 4.7 ms).
+if _USER_BLOCKTIME is None:
+    os.environ.pop("KMP_BLOCKTIME", None)
 
 SYSTEMS = ["eager", "compile", "aotc-cpp", "aotc-py"]
 LR = 0.01
