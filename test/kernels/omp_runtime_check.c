@@ -11,12 +11,13 @@
  *  1. dlsym(RTLD_DEFAULT, "GOMP_parallel") lies in libomp (the global lookup scope's first
  *     definition: the one libdnnl binds to);
  *  2. the convolution started no thread: /proc/self/task counts the same threads before and
- *     after (a libgomp serving oneDNN would have made its own pool: one more thread at 2);
- *  3. oneDNN's parallel region ran on libomp's threads: the OMPT-free way is to count them
- *     above, and omp_get_max_threads() is still OMP_NUM_THREADS.
+ *     after (libaotc_kernels runs oneDNN inline in its own chunks with both runtimes' thread
+ *     counts at 1, ConvDnnl.c; a oneDNN that threaded itself on libgomp would start a pool);
+ *  3. omp_get_max_threads() is still OMP_NUM_THREADS after the call (the thread counts that
+ *     libaotc_kernels lowers around oneDNN are restored).
  * Exit 0 and "one OpenMP runtime: ..." when all hold; exit 1 naming the failure otherwise.
- * Built a second time with libgomp linked first (omp_runtime_check_gomp_first), it must fail:
- * the check can tell.
+ * Built a second time with libgomp linked first (omp_runtime_check_gomp_first), it must fail
+ * check 1: the check can tell.
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "aotc/abi.h"
