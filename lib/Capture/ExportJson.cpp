@@ -27,7 +27,6 @@ namespace {
 
 using json = nlohmann::json;
 
-/// ScalarType enum of schema.py -> aotc dtype.
 /// A node's string metadata field (`metadata.stack_trace`, `metadata.torch_fn`), "" when absent
 /// or not a string.
 std::string metaString(const json &jn, const char *key) {
@@ -36,6 +35,7 @@ std::string metaString(const json &jn, const char *key) {
   return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : "";
 }
 
+/// ScalarType enum of schema.py -> aotc dtype.
 std::optional<DType> dtypeFromEnum(int64_t v) {
   switch (v) {
   case 1: return DType::U8;

@@ -9,8 +9,8 @@
  *    same right padding satisfies also when the last window does not reach the border);
  *  - a forward_training primitive descriptor (the forward's, and the hint of the backward
  *    ones), then the role's: backward_data or backward_weights, created with the hint;
- *  - attributes: scratchpad_mode_user, so the primitive's temporary memory is the state's
- *    scratchpad (one buffer, grown to the largest primitive's need, never per call).
+ *  - attributes: scratchpad_mode_user, so the primitive's temporary memory is a slice of the
+ *    state's scratchpad (one buffer of one slice per slot, grown, never per call).
  * Threads (docs/abi.md "Threads and bit-identical results"): oneDNN never threads itself here.
  * A call splits the batch into fixed chunks, chosen from the descriptor only (convChunks); each
  * chunk is one execution of a primitive made for one thread (omp_get_max_threads() is 1 while
@@ -20,8 +20,9 @@
  * thread count, and no oneDNN parallel region (whose nested-barrier code stalls under libomp's
  * GOMP emulation: 8 ms for a 0.05 ms weight gradient at 2 threads) ever runs.
  * The primitive is kept in the state, keyed by the chunk's descriptor, with one set of memory
- * objects (made without a buffer; each call sets the caller's pointers), one stream and one
- * slice of the scratchpad per thread: a call with a descriptor seen before creates nothing.
+ * objects (made without a buffer; each call sets the caller's pointers) per slot; a running
+ * chunk holds a slot (memory objects, stream, scratchpad slice). A call with a descriptor seen
+ * before creates nothing.
  * Every oneDNN failure returns AOTC_KERNELS_ERROR_DNNL with a message naming the call and
  * oneDNN's status; nothing here aborts.
  *===----------------------------------------------------------------------===*/
@@ -369,7 +370,7 @@ static int64_t convChunks(const aotc_conv_desc *d) {
   return c;
 }
 
-/* Executes e on thread t's memory objects, stream and scratchpad slice; 0, or the bit of the
+/* Executes e on slot t's memory objects, stream and scratchpad slice; 0, or the bit of the
  * call that failed (1 set_data_handle, 2 execute, 4 wait). */
 static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void *a, const void *b, void *c) {
   void *ptr[4] = {(void *)a, (void *)b, c, (char *)s->scratchpad + (size_t)t * s->scratch_slice};
@@ -456,16 +457,14 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
   cd.n = lo;
   if (lo > 0 && ((rc = findEntry(s, &cd, &small)) || (rc = ensureEntryThreads(s, small, threads)))) return rc;
   if (largeIndex >= 0) large = &s->entries[largeIndex];
-  size_t slice = 0;
-  if (small) slice = small->scratch_bytes;
+  /* One scratchpad slice per slot, as large as any primitive's so far (slices never shrink). */
+  size_t slice = s->scratch_slice;
+  if (small && small->scratch_bytes > slice) slice = small->scratch_bytes;
   if (large && large->scratch_bytes > slice) slice = large->scratch_bytes;
   slice = (slice + 63) / 64 * 64;
-  if (slice > s->scratch_slice || (size_t)threads * s->scratch_slice > s->scratchpad_bytes) {
-    if (slice < s->scratch_slice) slice = s->scratch_slice;
-    if ((rc = ensureBuffer(s, &s->scratchpad, &s->scratchpad_bytes, (size_t)threads * slice, "a scratchpad")))
-      return rc;
-    s->scratch_slice = slice;
-  }
+  if ((rc = ensureBuffer(s, &s->scratchpad, &s->scratchpad_bytes, (size_t)threads * slice, "a scratchpad")))
+    return rc;
+  s->scratch_slice = slice;
   const int wgrad = d->role == AOTC_CONV_WEIGHT_GRAD;
   if (wgrad && chunks > 1 &&
       (rc = ensureBuffer(s, (void **)&s->partials, &s->partials_bytes,
