@@ -373,7 +373,9 @@ static int64_t convChunks(const aotc_conv_desc *d) {
 /* Executes e on slot t's memory objects, stream and scratchpad slice; 0, or the bit of the
  * call that failed (1 set_data_handle, 2 execute, 4 wait). */
 static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void *a, const void *b, void *c) {
-  void *ptr[4] = {(void *)a, (void *)b, c, (char *)s->scratchpad + (size_t)t * s->scratch_slice};
+  /* No scratchpad is allocated while every primitive needs none (a null base, no offset). */
+  void *scratch = s->scratchpad ? (char *)s->scratchpad + (size_t)t * s->scratch_slice : NULL;
+  void *ptr[4] = {(void *)a, (void *)b, c, scratch};
   dnnl_exec_arg_t args[4];
   int nargs = 0;
   for (int i = 0; i < 4; ++i) {
