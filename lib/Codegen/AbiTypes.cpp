@@ -20,7 +20,7 @@ namespace cg {
 llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   static const char *names[] = {"aotc_tensor_desc", "aotc_state_desc", "aotc_hyper_desc", "aotc_train",
                                 "aotc_program",     "aotc_cuda_module", "aotc_cuda_gemm_desc",
-                                "aotc_cuda_program"};
+                                "aotc_cuda_program", "aotc_kernel_desc"};
   const char *name = names[(int)s];
   if (llvm::StructType *t = llvm::StructType::getTypeByName(C, name)) return t;
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -44,8 +44,9 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   case AbiStruct::Program: // abi_version name num_inputs inputs num_outputs outputs num_grads grads
                            // grad_input_index saved_bytes scratch_bytes forward backward num_errors
                            // errors error_value_offset build_id flags reserved context_create
-                           // context_destroy context_error train eval
-    f = {i32, p, i32, p, i32, p, i32, p, p, i64, i64, p, p, i32, p, i64, p, i32, i32, p, p, p, p, p};
+                           // context_destroy context_error train eval num_kernels reserved2 kernels
+                           // profile_attach
+    f = {i32, p, i32, p, i32, p, i32, p, p, i64, i64, p, p, i32, p, i64, p, i32, i32, p, p, p, p, p, i32, i32, p, p};
     break;
   case AbiStruct::CudaModule: // program program_id num_kernels kernel_names fatbin fatbin_bytes
                               // num_errors errors
@@ -58,6 +59,9 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   case AbiStruct::CudaProgram: // base forward backward archs tool_versions module
     f = {abiType(C, AbiStruct::Program), p, p, p, p, p};
     break;
+  case AbiStruct::KernelDesc: // graph name kind ops bytes flops dtype trans m n k batch
+    f = {p, p, p, p, i64, f64, i32, i32, i64, i64, i64, i64};
+    break;
   }
   return llvm::StructType::create(C, f, name);
 }
@@ -68,7 +72,7 @@ std::vector<AbiLayout> abiLayouts(const std::string &dataLayout) {
   llvm::LLVMContext C;
   llvm::DataLayout dl(dataLayout);
   std::vector<AbiLayout> out;
-  for (int s = 0; s <= (int)cg::AbiStruct::CudaProgram; ++s) {
+  for (int s = 0; s <= (int)cg::AbiStruct::KernelDesc; ++s) {
     llvm::StructType *t = cg::abiType(C, (cg::AbiStruct)s);
     const llvm::StructLayout *sl = dl.getStructLayout(t);
     AbiLayout l{t->getName().str(), sl->getSizeInBytes(), {}};

@@ -12,6 +12,7 @@
 
 #include "llvm/IR/IRBuilder.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -100,6 +101,8 @@ ContextFns emitContextFunctions(llvm::IRBuilder<> &b, llvm::Module &M, const std
 constexpr int64_t kContextBytes = 64;
 /// The word (index of an 8-byte slot) of the context holding the aotc_kernels_state pointer.
 constexpr int64_t kContextStateWord = 1;
+/// The word of the context holding the profile counters (abi.h aotc_profile_attach_fn), or NULL.
+constexpr int64_t kContextProfileWord = 2;
 /// Loads the aotc_kernels_state pointer of a (checked) context.
 llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
@@ -111,12 +114,45 @@ void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns)
 void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value *, bool>> &args);
 /// The descriptor structs of abi.h as LLVM types (AbiTypes.cpp, the compiler's one spelling of
 /// them; created once per context, by name).
-enum class AbiStruct { TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram };
+enum class AbiStruct {
+  TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram, KernelDesc
+};
 llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s);
 /// A private, unnamed_addr constant global holding `init`.
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
 /// A NUL-terminated private string constant.
 llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
+/// One row of the kernel table (abi.h aotc_kernel_desc; Profile.cpp).
+struct ProfileRow {
+  std::string graph, name, kind, ops;
+  int64_t bytes = 0;
+  double flops = 0;
+  DType dtype = DType::F32;
+  int trans = 0;
+  int64_t m = 0, n = 0, k = 0, batch = 0;
+};
+/// Every kernel of the forward, backward, eval, update and accumulate graphs, in that order;
+/// base[tag]: the row of the first kernel of the graph emitted with that tag ("fwd", "bwd",
+/// "evl", "upd", "acc").
+struct ProfileTable {
+  std::vector<ProfileRow> rows;
+  std::map<std::string, int> base;
+};
+ProfileTable profileTable(const KernelProgram &kp);
+/// The descriptor's kernel table and its internal `int <prog>.profile_attach(ctx, counters)`.
+struct ProfileDesc {
+  int count = 0;
+  llvm::Constant *table = nullptr;   ///< NULL: no kernels (or a CUDA object's base).
+  llvm::Function *attach = nullptr;  ///< NULL in a CUDA object's base.
+};
+ProfileDesc profileDescriptor(llvm::Module &M, const KernelProgram &kp, const ProfileTable &t, const ContextFns &ctx);
+/// Loads the counters pointer of a (checked) context: once per entry point.
+llvm::Value *contextProfile(llvm::IRBuilder<> &b, llvm::Value *ctx);
+/// Before a kernel: the clock when `counters` is non-null, else 0.
+llvm::Value *profileBegin(llvm::IRBuilder<> &b, llvm::Module &M, llvm::Value *counters);
+/// After it: when `counters` is non-null, adds the elapsed time and one call to row `index`.
+void profileEnd(llvm::IRBuilder<> &b, llvm::Module &M, llvm::Value *counters, int index, llvm::Value *t0);
+
 /// The initializer of the `aotc_program` descriptor (abi.h) of kp with error table `errors`;
 /// fwd/bwd may be NULL (the CUDA object's base descriptor has no CPU entry points).
 /// errorValueOffset: aotc_program::error_value_offset; flags: AOTC_PROGRAM_* bits.
@@ -124,7 +160,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
                                   const ContextFns &ctx, llvm::Function *trainStep = nullptr,
-                                  llvm::Function *eval = nullptr);
+                                  llvm::Function *eval = nullptr, const ProfileDesc &profile = {});
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

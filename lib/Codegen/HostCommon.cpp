@@ -285,7 +285,8 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
 llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   const std::vector<std::string> &errors, llvm::Constant *fwd,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
-                                  const ContextFns &ctx, llvm::Function *trainStep, llvm::Function *eval) {
+                                  const ContextFns &ctx, llvm::Function *trainStep, llvm::Function *eval,
+                                  const ProfileDesc &profile) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -313,7 +314,8 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
                b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error,
-               trainStep ? trainDescriptor(M, kp, trainStep) : null, eval ? eval : null});
+               trainStep ? trainDescriptor(M, kp, trainStep) : null, eval ? eval : null, b.getInt32(profile.count),
+               b.getInt32(0), profile.table ? profile.table : null, profile.attach ? profile.attach : null});
 }
 
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {

@@ -14,6 +14,8 @@
 //    with a checked arena (--sanitize=address) the entry points poison the saved
 //    area and scratch, unpoison each buffer while it is live (scratch: from the
 //    first kernel touching it to the last) and unpoison everything before returning;
+//  * around each kernel, the profile counters' begin/end (Profile.cpp: a clock read only
+//    when the context holds counters);
 //  * the `const aotc_program <name>_program` descriptor.
 // Then HostCommon.cpp's finishObject optimizes at -O3 (mlir::makeOptimizingTransformer)
 // for the requested CPU (default x86-64-v2) and emits a PIC ELF object. Kernel
@@ -46,8 +48,10 @@ struct EntryBuilder {
   IRBuilder<> b;
   llvm::FunctionCallee poisonFn, unpoisonFn; ///< ASan's manual poisoning (checked arena only)
 
+  cg::ProfileTable profile; ///< The kernel table: each kernel's counter row (Profile.cpp).
+
   EntryBuilder(llvm::Module &m, const KernelProgram &p, uint32_t fl)
-      : M(m), kp(p), C(m.getContext()), flags(fl), b(m.getContext()) {
+      : M(m), kp(p), C(m.getContext()), flags(fl), b(m.getContext()), profile(cg::profileTable(p)) {
     if (kp.checkedArena) {
       auto *fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getInt64Ty()}, false);
       poisonFn = M.getOrInsertFunction("__asan_poison_memory_region", fty);
@@ -102,8 +106,14 @@ struct EntryBuilder {
       b.CreateAlignedStore(b.getInt64(0), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), status, 1),
                            llvm::Align(8));
     }
+    // The profile counters (NULL unless attached), loaded once; row of kernel ki: base + ki.
+    Value *counters = cg::contextProfile(b, ea.ctx);
+    auto baseIt = profile.base.find(bwd);
+    AOTC_ASSERT(baseIt != profile.base.end(), "codegen: graph '" + bwd + "' has no kernel table rows");
     for (size_t ki = 0; ki < kg.kernels.size(); ++ki) {
       const Kernel &k = kg.kernels[ki];
+      bool runs = !k.phases.empty() || (k.kind == Kernel::Kind::Extern && !k.call.empty());
+      Value *t0 = runs ? cg::profileBegin(b, M, counters) : nullptr;
       for (size_t id = 0; id < kg.buffers.size(); ++id)
         if (firstUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)
           poison(false, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
@@ -187,6 +197,7 @@ struct EntryBuilder {
         }
         }
       }
+      if (runs) cg::profileEnd(b, M, counters, baseIt->second + (int)ki, t0);
       for (size_t id = 0; id < kg.buffers.size(); ++id)
         if (lastUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)
           poison(true, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
@@ -414,7 +425,8 @@ struct EntryBuilder {
   void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx, llvm::Function *train,
                        llvm::Function *eval) {
     llvm::Constant *init =
-        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx, train, eval);
+        cg::programDescriptor(M, kp, kp.errors, fwd, bwd, kp.errorValueOffset(), flags, ctx, train, eval,
+                              cg::profileDescriptor(M, kp, profile, ctx));
     new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
                              kp.name + "_program");
   }

@@ -7,6 +7,7 @@ Torch-free (standard library; numpy optional):
   build_library(path, ...)     run aotc on a .pt2 / JSON / FX text and link a cached
                                libNAME.so (content-hashed; $AOTC_CACHE_DIR)
   set_num_threads(n)           libomp threads (and OpenBLAS pinned to 1, see its docstring)
+  reset_profiles()             zero the AOTC_PROFILE counters after warm-up (docs/profiling.md)
   read_safetensors(path)       a validating safetensors reader
 With torch (imported on first use):
   compile(path, ...)           an nn.Module: parameters by FQN, forward = autograd.Function
@@ -16,7 +17,7 @@ See docs/python.md.
 """
 from ._core import (ALIGNMENT, AbiError, AlignedBuffer, AotcError, Context, Error, SavedState,
                     InputError, NonfiniteError, Program, Tensor, TensorDesc, get_num_threads, load,
-                    set_num_threads)
+                    reset_profiles, set_num_threads)
 from ._build import (BuildResult, CompileError, build_library, c_name, default_cache_dir, find_aotc,
                      runtime_library)
 from ._safetensors import SafetensorsError, read as read_safetensors
@@ -25,7 +26,8 @@ __all__ = [
     "ABI_VERSION", "ALIGNMENT", "AbiError", "AlignedBuffer", "AotcError", "BuildResult",
     "CompileError", "Context", "Error", "SavedState", "InputError", "NonfiniteError", "Program", "SafetensorsError", "Tensor",
     "TensorDesc", "build_library", "c_name", "compile", "default_cache_dir", "find_aotc",
-    "get_num_threads", "load", "load_module", "read_safetensors", "runtime_library", "set_num_threads",
+    "get_num_threads", "load", "load_module", "read_safetensors", "reset_profiles", "runtime_library",
+    "set_num_threads",
 ]
 
 

@@ -120,6 +120,7 @@ _PROTOTYPES = {
     "aotc_rt_last_error": (ctypes.c_char_p, []),
     "aotc_rt_last_error_info": (_I, [ctypes.POINTER(RtErrorInfo)]),
     "aotc_rt_abi_version": (ctypes.c_uint32, []),
+    "aotc_rt_profile_reset": (None, []),
     "aotc_rt_program_check": (_I, [_P]),
     "aotc_rt_program_describe": (_I, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "aotc_rt_function_create": (_I, [_P, _VP]),
@@ -537,6 +538,12 @@ def set_num_threads(n, blas_threads=1):
         fn.argtypes, fn.restype = [ctypes.c_int], None
         fn(n)
     return {"omp": n, "openblas": blas_threads if _set_blas_threads(blas_threads) else None}
+
+
+def reset_profiles():
+    """Zeroes the kernel profile counters of every live profiled context (AOTC_PROFILE,
+    docs/profiling.md): call it after warm-up steps so that the reports leave them out."""
+    runtime().profile_reset()
 
 
 def get_num_threads():

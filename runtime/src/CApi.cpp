@@ -119,6 +119,20 @@ nlohmann::json describe(const aotc_program &p) {
   for (int k = 0; k < p.num_grads; ++k) j["grad_input_index"].push_back(p.grad_input_index[k]);
   j["errors"] = json::array();
   for (int k = 0; k < p.num_errors; ++k) j["errors"].push_back(p.errors[k] ? p.errors[k] : "");
+  j["kernels"] = json::array(); // the kernel table (ABI 10, docs/profiling.md)
+  for (int k = 0; k < p.num_kernels; ++k) {
+    const aotc_kernel_desc &d = p.kernels[k];
+    auto str = [](const char *c) { return std::string(c ? c : ""); };
+    j["kernels"].push_back({{"graph", str(d.graph)},
+                            {"name", str(d.name)},
+                            {"kind", str(d.kind)},
+                            {"ops", str(d.ops)},
+                            {"bytes", d.bytes},
+                            {"flops", d.flops},
+                            {"dtype", d.dtype},
+                            {"trans", d.trans},
+                            {"shape", {d.m, d.n, d.k, d.batch}}});
+  }
   j["train"] = nullptr;
   if (const aotc_train *t = p.train) {
     json tr = {{"optimizer", t->optimizer ? t->optimizer : ""},
@@ -173,6 +187,8 @@ int aotc_rt_last_error_info(aotc_rt_error_info *info) {
 }
 
 uint32_t aotc_rt_abi_version(void) { return AOTC_ABI_VERSION; }
+
+void aotc_rt_profile_reset(void) { resetProfiles(); }
 
 int aotc_rt_program_check(const aotc_program *program) {
   return guarded([&] { detail::checkProgram(program); });

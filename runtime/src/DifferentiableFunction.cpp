@@ -60,6 +60,7 @@ void checkProgram(const aotc_program *pp) {
   table(p.num_grads, p.grads, "grads");
   table(p.num_grads, p.grad_input_index, "grad_input_index");
   table(p.num_errors, p.errors, "errors");
+  table(p.num_kernels, p.kernels, "kernels");
   if (p.saved_bytes < 0 || p.scratch_bytes < 0) bad("negative saved_bytes or scratch_bytes");
   // -1: no value (no errors, or a CUDA object's: abi.h).
   if (p.error_value_offset < -1 || (p.error_value_offset >= 0 && p.error_value_offset + 8 > p.scratch_bytes))
@@ -78,11 +79,9 @@ void checkProgram(const aotc_program *pp) {
   if (!p.context_create || !p.context_destroy) bad("no context functions");
 }
 
-std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p) {
+ProgramContext openProgram(const aotc_program &p, const char *owner) {
   checkProgram(&p);
-  std::unique_ptr<aotc_context, aotc_context_destroy_fn> ctx{p.context_create(), p.context_destroy};
-  if (!ctx) throw RuntimeError("aotc runtime: " + progName(p) + "_context_create failed (out of memory)", AOTC_RT_ERROR_NOMEM);
-  return ctx;
+  return ProgramContext(p, owner);
 }
 
 std::string inputWhat(const aotc_program &p, int i) {
@@ -199,7 +198,7 @@ bool isDifferentiableOutput(const aotc_tensor_desc &d) { return aotc_output_take
 } // namespace
 
 DifferentiableFunction::DifferentiableFunction(const aotc_program &program) : program_(&program) {
-  context_ = detail::openProgram(program);
+  context_ = detail::openProgram(program, "DifferentiableFunction");
   if (!program.forward || !program.backward)
     throw RuntimeError("aotc runtime: program '" + detail::progName(program) + "' has no forward/backward entry point",
                        AOTC_RT_ERROR_ABI);

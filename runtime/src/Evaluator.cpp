@@ -19,7 +19,7 @@ using detail::progName;
 Evaluator::Evaluator(const Trainer &trainer, const aotc_program &program, const SafetensorsFile *constants)
     : program_(&program) {
   const std::string name = progName(program);
-  context_ = detail::openProgram(program);
+  context_ = detail::openProgram(program, "Evaluator");
   if (!program.eval)
     throw RuntimeError("aotc runtime: program '" + name +
                        "' has no eval entry point (a CUDA object's; docs/training.md \"Eval\")");

@@ -57,8 +57,8 @@ const char *roleWord(int32_t role);
 inline std::string progName(const aotc_program &p) { return p.name ? p.name : "?"; }
 
 /// RuntimeError unless the program was compiled for this runtime's ABI and has context
-/// functions; returns a new context of it.
-std::unique_ptr<aotc_context, aotc_context_destroy_fn> openProgram(const aotc_program &p);
+/// functions; returns a new context of it (profiled when setProfile / AOTC_PROFILE say so).
+ProgramContext openProgram(const aotc_program &p, const char *owner);
 
 /// Checks `inputs` against the program's user inputs `userInputs` (indices into p.inputs, in
 /// order; RuntimeError naming the first mismatch, `what` as in "a step takes 2 user inputs")

@@ -39,7 +39,7 @@ std::string num(double v) {
 } // namespace
 
 void Trainer::init(const aotc_program &program) {
-  context_ = detail::openProgram(program); // the ABI version first: older descriptors have no `train`
+  context_ = detail::openProgram(program, "Trainer"); // the ABI version first: older descriptors have no `train`
   if (!program.train || !program.train->train_step)
     throw RuntimeError("aotc runtime: program '" + progName(program) +
                            "' has no train step: compile it with --optimizer=sgd|adam|adamw[:...] (docs/training.md)",

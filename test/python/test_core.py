@@ -186,6 +186,36 @@ class MlpSharedLibrary(unittest.TestCase):
         self.assertLessEqual(loss_err, 1e-4)
         self.assertLessEqual(perr, 1e-4)
 
+    def test_profile_counts_the_calls_after_reset(self):
+        # AOTC_PROFILE=FILE (docs/profiling.md): read when a context is made, one JSON line when
+        # it is freed; aotc.reset_profiles() leaves the warm-up call out.
+        path = os.path.join(testutil.work_dir("profile"), "p.json")
+        if os.path.exists(path):
+            os.remove(path)
+        old = os.environ.get("AOTC_PROFILE")
+        os.environ["AOTC_PROFILE"] = path
+        try:
+            p = aotc.Program(self.lib, "mlp")
+            inputs = golden_inputs(p, self.golden)
+            ref = [t.tobytes() for t in run_step(p, inputs)[1]]
+            aotc.reset_profiles()
+            for _ in range(3):
+                self.assertEqual([t.tobytes() for t in run_step(p, inputs)[1]], ref)
+            del p
+            import gc
+            gc.collect()
+        finally:
+            if old is None:
+                os.environ.pop("AOTC_PROFILE", None)
+            else:
+                os.environ["AOTC_PROFILE"] = old
+        with open(path) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), 1)
+        self.assertEqual([(g["graph"], g["calls"]) for g in lines[0]["graphs"]], [("forward", 3), ("backward", 3)])
+        gemms = [k for k in lines[0]["kernels"] if k["kind"] == "gemm" and k["graph"] == "forward"]
+        self.assertEqual(sorted(k["shape"][:3] for k in gemms), [[64, 10, 256], [64, 256, 784]])
+
     def test_two_contexts_backwards_in_reverse_order(self):
         p, g = self.p, self.golden
         a = golden_inputs(p, g)

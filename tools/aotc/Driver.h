@@ -119,6 +119,7 @@ struct RunOptions {
   std::string inputs;  ///< --inputs: safetensors with inputs / parameters / tangent_<i>.
   std::string out;     ///< --out: safetensors receiving output_<i> and grad_<name>.
   std::string saveObject; ///< --save-object: also write the object that is loaded.
+  int profileSteps = 0;   ///< --profile[=N]: N more steps after the first, profiled (0: none).
 };
 /// `aotc run`; returns the exit code.
 int runCommand(const RunOptions &opts);

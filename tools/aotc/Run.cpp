@@ -10,11 +10,14 @@
 // 3. Links the object in-process (Jit.h) and calls <name>_forward and
 //    <name>_backward through the runtime's DifferentiableFunction.
 // 4. Writes output_<i> (forward outputs) and grad_<name> (one per gradient).
+// --profile[=N]: N more forward + backward calls after the first, then the profile report of
+//    those N (docs/profiling.md) on stderr when the function is destroyed.
 //===----------------------------------------------------------------------===//
 #include "Jit.h"
 
 #include "aotc/Diagnostics.h"
 
+#include <cstdlib>
 #include <optional>
 
 namespace aotc::driver {
@@ -50,6 +53,12 @@ int runCommand(const RunOptions &o) {
   std::vector<std::unique_ptr<rt::Tensor>> tangents =
       bindTangents(prog, file ? &*file : nullptr, o.inputs);
 
+  // --profile: the context is profiled (a text report on stderr unless AOTC_PROFILE names a
+  // file); the first step is left out of the report (rt::resetProfiles after it).
+  if (o.profileSteps > 0) {
+    const char *env = std::getenv("AOTC_PROFILE");
+    rt::setProfile(env && *env && std::string(env) != "0" ? env : "1");
+  }
   rt::DifferentiableFunction f(prog);
   std::vector<const rt::Tensor *> inPtrs, tanPtrs;
   for (const rt::Tensor &t : inputs)
@@ -62,6 +71,11 @@ int runCommand(const RunOptions &o) {
     outputs = std::move(fwd.outputs);
     if (prog.num_grads > 0)
       grads = f.backward(fwd.state, tanPtrs);
+    rt::resetProfiles();
+    for (int s = 0; s < o.profileSteps; ++s) {
+      auto again = f.forward(inPtrs);
+      if (prog.num_grads > 0) f.backward(again.state, tanPtrs);
+    }
   } catch (const rt::RuntimeError &e) {
     // Out-of-range indices and the like: the user's data, named by node and value.
     userError(e.what());

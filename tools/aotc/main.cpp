@@ -204,6 +204,10 @@ int main(int argc, char **argv) {
       ->required();
   runCmd->add_option("--save-object", run.saveObject,
                      "Also write the object it loads (for comparing with `aotc IN -o`)");
+  runCmd->add_flag("--profile{10}", run.profileSteps,
+                   "After the step, run N more (default 10) and print each kernel's time, GB/s, GFLOP/s "
+                   "and fraction of this machine's measured ceiling on stderr (docs/profiling.md)")
+      ->check(CLI::PositiveNumber);
 
   GradcheckOptions gc;
   CLI::App *gcCmd = app.add_subcommand(

@@ -104,9 +104,11 @@ extern "C" {
  *  runtime with a message asking for a recompile. Major 9 is the ninth incompatible layout;
  *  minor 0 is every object since it (ABI 9 before this scheme: the same value, 9); minor 1 adds
  *  AOTC_ERROR_NULL_ARGUMENT (objects check their pointer arguments); minor 2 sets requires_grad
- *  on the outputs that are new values of inputs requiring grad (they take a tangent). */
-#define AOTC_ABI_MAJOR 9
-#define AOTC_ABI_MINOR 2
+ *  on the outputs that are new values of inputs requiring grad (they take a tangent). Major 10
+ *  appends the kernel table and profile_attach to aotc_program, which moves the fields of
+ *  aotc_cuda_program after its base: a new major. */
+#define AOTC_ABI_MAJOR 10
+#define AOTC_ABI_MINOR 0
 #define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
 /** The major / minor parts of an aotc_program::abi_version. */
 static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
@@ -270,6 +272,32 @@ typedef struct aotc_train {
   aotc_train_step_fn train_step;
 } aotc_train;
 
+/** One kernel of an object, as `aotc --emit=kernels` lists it, with its static costs (ABI 10):
+ *  what a profile divides the measured time by (docs/profiling.md). */
+typedef struct aotc_kernel_desc {
+  const char *graph;   /**< "forward", "backward", "eval", "update" or "accumulate" */
+  const char *name;    /**< "k12": the kernel's name in that graph (--emit=kernels) */
+  const char *kind;    /**< "loop", "gemm", "conv", "fft" or "linalg" */
+  const char *ops;     /**< The fused ops, comma-separated ("add,relu"); a library call's op. */
+  int64_t bytes;       /**< Bytes of the buffers it reads plus the bytes of those it writes (a
+                        *   GEMM: of the operands it touches), each buffer once per direction:
+                        *   the traffic if every byte moved once. */
+  double flops;        /**< Floating-point operations: 2 per multiply-add of a GEMM or convolution;
+                        *   a loop kernel's arithmetic instructions times their iterations. */
+  int32_t dtype;       /**< aotc_dtype of a library call's operands, of a loop's first output. */
+  int32_t trans;       /**< gemm: bit 0 op(A) transposed, bit 1 op(B); else 0. */
+  /** gemm: C[m, n] += A[m, k] B[k, n], `batch` times. conv: the GEMM of the same work
+   *  (m = N*OH*OW, n = K/groups, k = C/groups*KH*KW, batch = groups). Else 0. */
+  int64_t m, n, k, batch;
+} aotc_kernel_desc;
+
+/** Attaches profile counters to a context (ABI 10): `counters` holds 2 * num_kernels int64,
+ *  [2i] nanoseconds spent in kernel i (CLOCK_MONOTONIC, around the call), [2i+1] its calls;
+ *  every later entry-point call with ctx adds to them, never clears them. NULL detaches (the
+ *  default: a context without counters reads no clock). Returns 0, or AOTC_ERROR_CONTEXT for
+ *  NULL or another program's context. The counters must outlive their attachment. */
+typedef int (*aotc_profile_attach_fn)(aotc_context *ctx, int64_t *counters);
+
 typedef struct aotc_program {
   uint32_t abi_version;          /**< AOTC_ABI_VERSION of the compiling aotc (minor << 16 | major) */
   const char *name;              /**< <name> */
@@ -297,6 +325,12 @@ typedef struct aotc_program {
   aotc_context_error_fn context_error;     /**< The library's error text (ABI 5; internal to the object). */
   const aotc_train *train;                 /**< The train step (ABI 8), NULL without --optimizer. */
   aotc_eval_fn eval;                       /**< <name>_eval (ABI 9); NULL in a CUDA object's base. */
+  /** The object's kernels, for profiling (ABI 10; docs/profiling.md): num_kernels entries, in
+   *  the order of the counters profile_attach takes. 0 / NULL / NULL in a CUDA object's base. */
+  int32_t num_kernels;
+  int32_t reserved2;                       /**< 0 */
+  const aotc_kernel_desc *kernels;
+  aotc_profile_attach_fn profile_attach;
 } aotc_program;
 
 /*===----------------------------------------------------------------------===*

@@ -89,12 +89,16 @@ int aotc_rt_last_error_info(aotc_rt_error_info *info);
 
 /** AOTC_ABI_VERSION of this runtime (abi.h: minor << 16 | major). */
 uint32_t aotc_rt_abi_version(void);
+/** Zeroes the profile counters of every live profiled context (AOTC_PROFILE, docs/profiling.md):
+ *  call it after warm-up steps so that the reports leave them out. */
+void aotc_rt_profile_reset(void);
 /** Checks `program` (see the top of this file). */
 int aotc_rt_program_check(const aotc_program *program);
 /** The whole descriptor as JSON (abi.h's fields by their names): name, abi_version,
  *  build_id, flags, saved_bytes, scratch_bytes, has_eval, inputs / outputs / grads ({name,
  *  dtype, role, shape, requires_grad, numel, bytes, updates_input}), grad_input_index, errors,
- *  and train (null, or {optimizer, config, clip_grad_norm, skip_nonfinite, grad_accumulation,
+ *  kernels ({graph, name, kind, ops, bytes, flops, dtype, trans, shape: [m, n, k, batch]}: the
+ *  kernel table, docs/profiling.md) and train (null, or {optimizer, config, clip_grad_norm, skip_nonfinite, grad_accumulation,
  *  param_inputs, state_bytes, scratch_bytes, state: [{name, dtype, kind, shape, param_input,
  *  offset, bytes, key}], hyper: [{name, value, min, max, max_open}]}). Writes at most `cap`
  *  bytes (NUL included) to buf and the needed size (NUL included) to *needed; buf may be NULL

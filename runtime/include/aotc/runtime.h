@@ -155,6 +155,43 @@ std::string descTypeString(const aotc_tensor_desc &desc);
 /// any other mismatch or role.
 std::string fixedSizeNote(const aotc_tensor_desc &desc, int32_t dtype, int32_t rank);
 
+namespace detail {
+struct Profile;
+}
+
+/// The profile switch (docs/profiling.md). Read when a context is created; "" (the default)
+/// means the environment's AOTC_PROFILE: unset, "" or "0" no profile; "1" a text report on
+/// stderr; any other value a file that gets one JSON line per profiled context. A profiled
+/// context's kernels are timed (abi.h aotc_profile_attach_fn) and the report is written when
+/// the context is destroyed (its owner, a DifferentiableFunction, Trainer or Evaluator, is).
+void setProfile(const std::string &spec);
+/// Zeroes the counters of every live profiled context: call it after warm-up steps so that the
+/// report leaves out the first calls (oneDNN's primitive creation, first-touch page faults).
+void resetProfiles();
+
+/// An ABI context of one program (abi.h) and, when profiling is on, its counters and report.
+class ProgramContext {
+public:
+  ProgramContext() noexcept;
+  /// Creates the context (RuntimeError: out of memory); `owner` names the runtime class for
+  /// the report ("Trainer", ...).
+  ProgramContext(const aotc_program &program, const char *owner);
+  ProgramContext(ProgramContext &&o) noexcept;
+  ProgramContext &operator=(ProgramContext &&o) noexcept;
+  ProgramContext(const ProgramContext &) = delete;
+  ProgramContext &operator=(const ProgramContext &) = delete;
+  ~ProgramContext(); ///< Writes the profile report (if any), then destroys the context.
+  aotc_context *get() const { return ctx_; }
+  explicit operator bool() const { return ctx_ != nullptr; }
+
+private:
+  void close() noexcept;
+  const aotc_program *program_ = nullptr;
+  aotc_context *ctx_ = nullptr;
+  std::unique_ptr<detail::Profile> profile_;
+};
+
+
 /// What forward() hands to backward() (autograd's "ctx"): the saved area written by the
 /// forward and the (non-owned) inputs it ran on. The inputs must stay alive and unchanged
 /// until backward() (the backward receives them again, per the ABI). A saved state can be
@@ -253,7 +290,7 @@ private:
   [[noreturn]] void entryPointFailed(const char *entry, int rc) const;
 
   const aotc_program *program_;
-  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
+  ProgramContext context_;
   AlignedBuffer scratch_;
   AlignedBuffer spareSaved_;          ///< The last consumed state's saved area (empty: none).
   std::vector<const void *> spareIn_; ///< Its input table (capacity num_inputs).

@@ -151,7 +151,7 @@ private:
   const aotc_state_desc *findState(const std::string &name) const;
 
   const aotc_program *program_;
-  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
+  ProgramContext context_;
   std::vector<Tensor> owned_;        ///< Per input: the owned tensor (empty for user inputs and borrowed weights).
   bool borrowed_ = false;
   std::vector<int> userInputs_;
@@ -200,7 +200,7 @@ public:
 
 private:
   const aotc_program *program_;
-  std::unique_ptr<aotc_context, aotc_context_destroy_fn> context_{nullptr, nullptr};
+  ProgramContext context_;
   std::vector<int> userInputs_;
   std::vector<void *> in_, out_;
   std::vector<Tensor> outputs_;
