@@ -122,6 +122,19 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s);
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name);
 /// A NUL-terminated private string constant.
 llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
+/// Calls fn(graph, tag) for each kernel graph of kp that the CPU object emits, in this order:
+/// forward "fwd", backward "bwd", eval "evl", update "upd", accumulate "acc" (the tags in kernel
+/// symbols and the kernel table's order).
+template <class F> void forEachGraph(const KernelProgram &kp, F &&fn) {
+  fn(kp.forward, "fwd");
+  if (kp.hasBackward) fn(kp.backward, "bwd");
+  if (kp.hasEval) fn(kp.eval, "evl");
+  if (kp.hasTrain) {
+    fn(kp.train.update, "upd");
+    if (kp.train.accumulate) fn(kp.train.accumulateGraph, "acc");
+  }
+}
+
 /// One row of the kernel table (abi.h aotc_kernel_desc; Profile.cpp).
 struct ProfileRow {
   std::string graph, name, kind, ops;

@@ -412,13 +412,7 @@ std::unique_ptr<llvm::Module> buildKernelModule(const KernelProgram &kp, llvm::L
       }
     }
   };
-  addGraph(kp.forward, "fwd");
-  if (kp.hasBackward) addGraph(kp.backward, "bwd");
-  if (kp.hasEval) addGraph(kp.eval, "evl");
-  if (kp.hasTrain) {
-    addGraph(kp.train.update, "upd");
-    if (kp.train.accumulate) addGraph(kp.train.accumulateGraph, "acc");
-  }
+  forEachGraph(kp, addGraph);
   verifyAndTidy(mod, "codegen", mlirText);
   if (failed(lowerToLLVMDialect(mod))) {
     mod.erase();

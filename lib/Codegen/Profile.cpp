@@ -117,17 +117,10 @@ llvm::Function *nowFunction(llvm::Module &M) {
 
 ProfileTable profileTable(const KernelProgram &kp) {
   ProfileTable t;
-  auto add = [&](const KernelGraph &kg, const std::string &tag) {
+  forEachGraph(kp, [&](const KernelGraph &kg, const std::string &tag) {
     t.base[tag] = (int)t.rows.size();
     for (const Kernel &k : kg.kernels) t.rows.push_back(rowOf(kg, k, tag));
-  };
-  add(kp.forward, "fwd");
-  if (kp.hasBackward) add(kp.backward, "bwd");
-  if (kp.hasEval) add(kp.eval, "evl");
-  if (kp.hasTrain) {
-    add(kp.train.update, "upd");
-    if (kp.train.accumulate) add(kp.train.accumulateGraph, "acc");
-  }
+  });
   return t;
 }
 
