@@ -68,7 +68,11 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 /// (f32, 3 x 128 MiB, well past the last-level cache) and statistic (the median of 8 passes
 /// after an untimed one), one contiguous slice per thread, first-touched by that thread.
 double triadBandwidth(int threads) {
-  const size_t n = size_t(4096) * 8192;
+  // AOTC_PROFILE_TRIAD_MIB: MiB per array (default 128); the tests use a small one, since
+  // under a sanitizer the triad's instrumented loops take seconds.
+  size_t mib = 128;
+  if (const char *e = std::getenv("AOTC_PROFILE_TRIAD_MIB")) mib = (size_t)std::clamp(std::atol(e), 1L, 4096L);
+  const size_t n = mib * 1024 * 1024 / sizeof(float);
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
   auto run = [&](bool init) {
     std::vector<std::thread> ts;
