@@ -542,7 +542,8 @@ def set_num_threads(n, blas_threads=1):
 
 def reset_profiles():
     """Zeroes the kernel profile counters of every live profiled context (AOTC_PROFILE,
-    docs/profiling.md): call it after warm-up steps so that the reports leave them out."""
+    docs/profiling.md): call it after warm-up steps so that the reports leave them out, while no
+    step runs on another thread (the counters are added to unlocked)."""
     runtime().profile_reset()
 
 

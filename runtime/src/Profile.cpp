@@ -7,7 +7,7 @@
 // and compares with this machine's ceilings, measured then, at the thread count the kernels
 // ran with (libomp's omp_get_max_threads):
 //  * memory: the STREAM triad a[i] = b[i] + s*c[i] over three 128 MiB float arrays, one slice
-//    per thread (std::thread), the median of 8 passes, counting 12 bytes per element as STREAM
+//    per thread (std::jthread), the median of 8 passes, counting 12 bytes per element as STREAM
 //    does (tools/bench/stream_triad.c's sizes, the ceiling of the benchmark docs);
 //  * a GEMM (and a convolution, through the GEMM of the same work): one cblas_sgemm /
 //    cblas_dgemm call of the process's OpenBLAS at that shape and transposes with OpenBLAS
@@ -75,7 +75,7 @@ double triadBandwidth(int threads) {
   const size_t n = mib * 1024 * 1024 / sizeof(float);
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
   auto run = [&](bool init) {
-    std::vector<std::thread> ts;
+    std::vector<std::jthread> ts; // joined on every exit, an exception's too
     for (int t = 0; t < threads; ++t)
       ts.emplace_back([&, t] {
         size_t lo = n * t / threads, hi = n * (t + 1) / threads;
@@ -106,9 +106,11 @@ public:
     sgemm_ = librarySymbol("libopenblas.so.0", "cblas_sgemm");
     dgemm_ = librarySymbol("libopenblas.so.0", "cblas_dgemm");
     setThreads_ = reinterpret_cast<void (*)(int)>(librarySymbol("libopenblas.so.0", "openblas_set_num_threads"));
+    auto get = reinterpret_cast<int (*)()>(librarySymbol("libopenblas.so.0", "openblas_get_num_threads"));
+    before_ = get ? get() : 1;
   }
   ~GemmCeilings() {
-    if (setThreads_) setThreads_(1); // the runtime's setting (DifferentiableFunction.cpp)
+    if (setThreads_) setThreads_(before_); // the caller's setting (the runtime's is 1)
   }
   bool available() const { return sgemm_ && dgemm_; }
   double rate(const aotc_kernel_desc &d) {
@@ -121,6 +123,8 @@ public:
 private:
   double measure(const aotc_kernel_desc &d) {
     if (!available() || d.m <= 0 || d.n <= 0 || d.k <= 0) return 0;
+    // Operands over 256 MiB (a large convolution's GEMM of the same work) get no ceiling.
+    if ((double)(d.m * d.k + d.k * d.n + d.m * d.n) * (d.dtype == AOTC_F64 ? 8 : 4) > 256.0 * 1024 * 1024) return 0;
     if (setThreads_) setThreads_(threads_);
     bool ta = d.trans & 1, tb = d.trans & 2, f64 = d.dtype == AOTC_F64;
     const int64_t m = d.m, n = d.n, k = d.k;
@@ -156,6 +160,7 @@ private:
   int threads_;
   void *sgemm_ = nullptr, *dgemm_ = nullptr;
   void (*setThreads_)(int) = nullptr;
+  int before_ = 1;
   std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, double> cache_;
 };
 
@@ -205,6 +210,7 @@ void Profile::report() const {
     g.first += r.ns;
     g.second = std::max(g.second, r.calls);
   }
+  if (rows.empty()) return; // no kernel ran since the last reset: nothing to say
   std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ns > b.ns; });
   const int threads = kernelThreads();
   const double triad = triadBandwidth(threads);
@@ -239,8 +245,15 @@ void Profile::report() const {
                   {"gb_per_s", gbs},
                   {"gflop_per_s", gflops},
                   {"ceiling", ceiling < 0 ? nlohmann::json(nullptr) : nlohmann::json(ceiling)},
-                  {"shape", {d.m, d.n, d.k, d.batch, d.trans}}});
+                  {"shape", {d.m, d.n, d.k, d.batch}},
+                  {"trans", d.trans}});
   }
+  // Table rows never timed (a graph not called, e.g. eval under a Trainer; or a kernel that
+  // does nothing): what a check compares with the kernels that should have run.
+  j["untimed"] = nlohmann::json::array();
+  for (int i = 0; i < p.num_kernels; ++i)
+    if (counters[2 * i + 1] == 0)
+      j["untimed"].push_back({p.kernels[i].graph ? p.kernels[i].graph : "", p.kernels[i].name ? p.kernels[i].name : ""});
   j["kernels"] = ks;
   j["graphs"] = nlohmann::json::array();
   for (auto &[name, g] : graphs) j["graphs"].push_back({{"graph", name}, {"ns", g.first}, {"calls", g.second}});
@@ -315,26 +328,34 @@ ProgramContext::ProgramContext(const aotc_program &program, const char *owner) :
   if (!ctx_)
     throw RuntimeError("aotc runtime: " + detail::progName(program) + "_context_create failed (out of memory)",
                        AOTC_RT_ERROR_NOMEM);
-  std::string spec = currentSpec();
-  if (spec.empty() || spec == "0") return;
-  if (!program.profile_attach || program.num_kernels <= 0) {
-    std::fprintf(stderr, "aotc: warning: AOTC_PROFILE: %s has no kernel table (a CUDA object); not profiled\n",
-                 detail::progName(program).c_str());
-    return;
+  try {
+    std::string spec = currentSpec();
+    if (spec.empty() || spec == "0") return;
+    if (!program.profile_attach || program.num_kernels <= 0) {
+      std::fprintf(stderr, "aotc: warning: AOTC_PROFILE: %s has no kernel table (no kernels, or a CUDA object's "
+                           "base); not profiled\n",
+                   detail::progName(program).c_str());
+      return;
+    }
+    auto prof = std::make_unique<detail::Profile>();
+    prof->program = &program;
+    prof->spec = spec;
+    prof->owner = owner;
+    prof->counters.assign(2 * (size_t)program.num_kernels, 0);
+    {
+      std::lock_guard<std::mutex> lock(registryMutex);
+      live.insert(prof.get());
+    }
+    profile_ = std::move(prof);
+  } catch (...) {
+    close(); // out of memory: no context left behind
+    throw;
   }
-  auto prof = std::make_unique<detail::Profile>();
-  prof->program = &program;
-  prof->spec = spec;
-  prof->owner = owner;
-  prof->counters.assign(2 * (size_t)program.num_kernels, 0);
-  if (program.profile_attach(ctx_, prof->counters.data()) != 0) {
+  if (program.profile_attach(ctx_, profile_->counters.data()) != 0) {
     close();
     throw RuntimeError("aotc runtime: " + detail::progName(program) + ": profile_attach refused its own context",
                        AOTC_RT_ERROR_ABI);
   }
-  std::lock_guard<std::mutex> lock(registryMutex);
-  live.insert(prof.get());
-  profile_ = std::move(prof);
 }
 
 ProgramContext::ProgramContext(ProgramContext &&o) noexcept

@@ -71,7 +71,7 @@ int runCommand(const RunOptions &o) {
     outputs = std::move(fwd.outputs);
     if (prog.num_grads > 0)
       grads = f.backward(fwd.state, tanPtrs);
-    rt::resetProfiles();
+    if (o.profileSteps > 0) rt::resetProfiles();
     for (int s = 0; s < o.profileSteps; ++s) {
       auto again = f.forward(inPtrs);
       if (prog.num_grads > 0) f.backward(again.state, tanPtrs);

@@ -41,14 +41,40 @@ def run(args):
                 if r.returncode != 0:
                     sys.exit(f"profiles.py: {m} at {t} threads failed:\n{r.stderr}")
                 for line in open(path):
-                    j = json.loads(line)
-                    j["model"] = m
-                    out["profiles"].append(j)
+                    out["profiles"].append(compact(json.loads(line), m))
                 print(f"{m} T={t}: {sum(g['ns'] for g in j['graphs']) / 1e6 / args.steps:.3f} ms of kernels per step",
                       file=sys.stderr)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-        f.write("\n")
+    write_json(out, args.out)
+
+
+KEEP = 30  # kernels kept per profile (the page shows the top 8); the totals cover all of them
+
+
+def compact(j, model):
+    """One report, reduced to what the page needs: per-kind totals over every kernel and the
+    KEEP slowest kernels."""
+    kind_ns = {}
+    for k in j["kernels"]:
+        c = k["kind"] if k["kind"] in ("gemm", "conv", "loop") else "other"
+        kind_ns[c] = kind_ns.get(c, 0) + k["ns"]
+    top = sorted(j["kernels"], key=lambda k: -k["ns"])[:KEEP]
+    return {"model": model, "threads": j["threads"], "triad_gb_per_s": j["triad_gb_per_s"],
+            "graphs": j["graphs"], "n_kernels": len(j["kernels"]), "kind_ns": kind_ns,
+            "kernels": [{key: k[key] for key in ("graph", "kernel", "kind", "ops", "calls", "ns", "gb_per_s",
+                                                 "gflop_per_s", "ceiling", "shape")} for k in top]}
+
+
+def write_json(out, path):
+    """The JSON with one kernel per line (a reviewable diff, not one line per value)."""
+    lines = ["{", f' "steps": {json.dumps(out["steps"])},', f' "cpu": {json.dumps(out["cpu"])},', ' "profiles": [']
+    for i, p in enumerate(out["profiles"]):
+        head = {k: v for k, v in p.items() if k != "kernels"}
+        lines.append("  " + json.dumps(head)[:-1] + ', "kernels": [')
+        lines += ["   " + json.dumps(k) + ("," if n + 1 < len(p["kernels"]) else "") for n, k in enumerate(p["kernels"])]
+        lines.append("  ]}" + ("," if i + 1 < len(out["profiles"]) else ""))
+    lines += [" ]", "}"]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def cpu_name():
@@ -85,11 +111,8 @@ def render_page(data, top):
               "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for m, ps in by_model.items():
         for p in ps:
-            total = sum(k["ns"] for k in p["kernels"]) or 1
-            share = {}
-            for k in p["kernels"]:
-                c = k["kind"] if k["kind"] in ("gemm", "conv", "loop") else "other"
-                share[c] = share.get(c, 0) + k["ns"]
+            share = p["kind_ns"]
+            total = sum(share.values()) or 1
             pct = lambda c: f"{100 * share.get(c, 0) / total:.0f}"  # noqa: E731
             lines.append(f"| {m} | {p['threads']} | {total / 1e6 / steps:.3f} | {pct('gemm')} | {pct('conv')} | "
                          f"{pct('loop')} | {pct('other')} | {p['triad_gb_per_s']:.1f} |")
@@ -97,13 +120,13 @@ def render_page(data, top):
     for m, ps in by_model.items():
         lines += [f"## {m}", ""]
         for p in ps:
-            total = sum(k["ns"] for k in p["kernels"]) or 1
-            lines += [f"{p['threads']} thread{'s' if p['threads'] > 1 else ''}: top {top} of {len(p['kernels'])} "
+            total = sum(p["kind_ns"].values()) or 1
+            lines += [f"{p['threads']} thread{'s' if p['threads'] > 1 else ''}: top {top} of {p['n_kernels']} "
                       "kernels", "",
                       "| time % | us/call | GB/s | GFLOP/s | ceil % | graph | kernel | kind | ops [m n k batch] |",
                       "|--:|--:|--:|--:|--:|---|---|---|---|"]
             for k in sorted(p["kernels"], key=lambda k: -k["ns"])[:top]:
-                m_, n_, k_, b_, _ = k["shape"]
+                m_, n_, k_, b_ = k["shape"][:4]
                 what = k["ops"].replace(",", ", ") + (f" [{m_} {n_} {k_} {b_}]" if m_ else "")
                 ceil = "-" if k["ceiling"] is None else f"{100 * k['ceiling']:.0f}"
                 lines.append(f"| {100 * k['ns'] / total:.1f} | {k['ns'] / 1e3 / k['calls']:.1f} | "

@@ -90,7 +90,8 @@ int aotc_rt_last_error_info(aotc_rt_error_info *info);
 /** AOTC_ABI_VERSION of this runtime (abi.h: minor << 16 | major). */
 uint32_t aotc_rt_abi_version(void);
 /** Zeroes the profile counters of every live profiled context (AOTC_PROFILE, docs/profiling.md):
- *  call it after warm-up steps so that the reports leave them out. */
+ *  call it after warm-up steps so that the reports leave them out, while no entry point runs on
+ *  any thread (the objects add to the counters unlocked). */
 void aotc_rt_profile_reset(void);
 /** Checks `program` (see the top of this file). */
 int aotc_rt_program_check(const aotc_program *program);

@@ -167,6 +167,7 @@ struct Profile;
 void setProfile(const std::string &spec);
 /// Zeroes the counters of every live profiled context: call it after warm-up steps so that the
 /// report leaves out the first calls (oneDNN's primitive creation, first-touch page faults).
+/// Call it while no entry point runs on any thread: the objects add to the counters unlocked.
 void resetProfiles();
 
 /// An ABI context of one program (abi.h) and, when profiling is on, its counters and report.

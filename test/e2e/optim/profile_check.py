@@ -63,13 +63,16 @@ def main():
     graphs = {g["graph"]: g["calls"] for g in j["graphs"]}
     if graphs != {"forward": steps, "backward": steps, "update": steps}:
         fail(f"graphs {graphs}, want forward, backward and update with {steps} calls each")
+    missed = [f"{g} {k}" for g, k in j["untimed"] if g in graphs]
+    if missed:
+        fail(f"kernels of graphs that ran were never timed: {missed}")
     gemms = 0
     for k in j["kernels"]:
         name = f"{k['graph']} {k['kernel']} ({k['kind']} {k['ops']})"
         if k["calls"] != steps or k["ns"] <= 0:
             fail(f"{name}: {k['calls']} calls, {k['ns']} ns; want {steps} calls and a time")
         if k["kind"] == "gemm":
-            m, n, kk, batch, _ = k["shape"]
+            m, n, kk, batch = k["shape"]
             gemms += 1
             if k["flops"] != 2.0 * m * n * kk * batch:
                 fail(f"{name}: {k['flops']} FLOPs for [{m} {n} {kk} {batch}]")
