@@ -6,6 +6,8 @@
 // kernel table's static costs (aotc_kernel_desc: bytes, FLOPs, a GEMM's shape) by the time
 // and compares with this machine's ceilings, measured then, at the thread count the kernels
 // ran with (libomp's omp_get_max_threads):
+// Both are measured once per process for each thread count (and shape), at the first report
+// that needs them:
 //  * memory: the STREAM triad a[i] = b[i] + s*c[i] over three 128 MiB float arrays, one slice
 //    per thread (std::jthread), the median of 8 passes, counting 12 bytes per element as STREAM
 //    does (tools/bench/stream_triad.c's sizes, the ceiling of the benchmark docs);
@@ -64,6 +66,11 @@ int kernelThreads() {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
+/// The ceilings are measured once per process (per thread count, size and shape), whatever
+/// the number of reports: every measurement and lookup holds this lock, so two reports never
+/// measure at once either.
+std::mutex ceilingMutex;
+
 /// STREAM triad, bytes per second, at `threads` threads: tools/bench/stream_triad.c's sizes
 /// (f32, 3 x 128 MiB, well past the last-level cache) and statistic (the median of 8 passes
 /// after an untimed one), one contiguous slice per thread, first-touched by that thread.
@@ -72,6 +79,10 @@ double triadBandwidth(int threads) {
   // under a sanitizer the triad's instrumented loops take seconds.
   size_t mib = 128;
   if (const char *e = std::getenv("AOTC_PROFILE_TRIAD_MIB")) mib = (size_t)std::clamp(std::atol(e), 1L, 4096L);
+  std::lock_guard<std::mutex> lock(ceilingMutex);
+  static std::map<std::pair<int, size_t>, double> measured;
+  auto it = measured.find({threads, mib});
+  if (it != measured.end()) return it->second;
   const size_t n = mib * 1024 * 1024 / sizeof(float);
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
   auto run = [&](bool init) {
@@ -96,7 +107,7 @@ double triadBandwidth(int threads) {
     times.push_back(seconds(t0, Clock::now()));
   }
   std::sort(times.begin(), times.end());
-  return 12.0 * (double)n / ((times[3] + times[4]) / 2);
+  return measured[{threads, mib}] = 12.0 * (double)n / ((times[3] + times[4]) / 2);
 }
 
 /// FLOP/s of one library GEMM call at this shape (0 when there is no library).
@@ -114,10 +125,12 @@ public:
   }
   bool available() const { return sgemm_ && dgemm_; }
   double rate(const aotc_kernel_desc &d) {
-    auto key = std::make_tuple(d.dtype, d.trans, d.m, d.n, d.k);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    return cache_[key] = measure(d);
+    std::lock_guard<std::mutex> lock(ceilingMutex);
+    static std::map<std::tuple<int, int, int, int64_t, int64_t, int64_t>, double> measured;
+    auto key = std::make_tuple(threads_, d.dtype, d.trans, d.m, d.n, d.k);
+    auto it = measured.find(key);
+    if (it != measured.end()) return it->second;
+    return measured[key] = measure(d);
   }
 
 private:
@@ -161,7 +174,6 @@ private:
   void *sgemm_ = nullptr, *dgemm_ = nullptr;
   void (*setThreads_)(int) = nullptr;
   int before_ = 1;
-  std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, double> cache_;
 };
 
 /// The entry of `name` in `graphs`, made (in table order) when missing.
