@@ -46,16 +46,20 @@ Value ScalarEmitter::constOf(DType t, double f, int64_t i) {
 
 /// a (+, *, max, min) b: the associative folds that reductions and accumulating stores share
 /// (max / min propagate NaN, as torch's).
-static Value foldValues(OpBuilder &b, Location l, ReduceKind k, bool fl, Value a, Value x) {
+/// `reassoc`: the floating ops carry fastmath<reassoc> (ScalarEmitter::reassocFolds_).
+static Value foldValues(OpBuilder &b, Location l, ReduceKind k, bool fl, Value a, Value x,
+                        bool reassoc = false) {
+  auto fm = arith::FastMathFlagsAttr::get(b.getContext(),
+                                          reassoc ? arith::FastMathFlags::reassoc : arith::FastMathFlags::none);
   switch (k) {
   case ReduceKind::Prod:
-    return fl ? b.create<arith::MulFOp>(l, a, x).getResult() : b.create<arith::MulIOp>(l, a, x).getResult();
+    return fl ? b.create<arith::MulFOp>(l, a, x, fm).getResult() : b.create<arith::MulIOp>(l, a, x).getResult();
   case ReduceKind::Max:
-    return fl ? b.create<arith::MaximumFOp>(l, a, x).getResult() : b.create<arith::MaxSIOp>(l, a, x).getResult();
+    return fl ? b.create<arith::MaximumFOp>(l, a, x, fm).getResult() : b.create<arith::MaxSIOp>(l, a, x).getResult();
   case ReduceKind::Min:
-    return fl ? b.create<arith::MinimumFOp>(l, a, x).getResult() : b.create<arith::MinSIOp>(l, a, x).getResult();
+    return fl ? b.create<arith::MinimumFOp>(l, a, x, fm).getResult() : b.create<arith::MinSIOp>(l, a, x).getResult();
   default:
-    return fl ? b.create<arith::AddFOp>(l, a, x).getResult() : b.create<arith::AddIOp>(l, a, x).getResult();
+    return fl ? b.create<arith::AddFOp>(l, a, x, fm).getResult() : b.create<arith::AddIOp>(l, a, x).getResult();
   }
 }
 
@@ -446,7 +450,7 @@ void ScalarEmitter::combine(const Reduction &r, Value &a, Value &aIdx, Value b, 
   case ReduceKind::Prod:
   case ReduceKind::Max:
   case ReduceKind::Min:
-    a = foldValues(b_, loc_, r.kind, fl, a, b);
+    a = foldValues(b_, loc_, r.kind, fl, a, b, reassocFolds_ && !tree);
     return;
   case ReduceKind::ArgMax: {
     // b wins when greater, or NaN over a number (NaN is maximal, as torch.argmax).

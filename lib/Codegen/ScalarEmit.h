@@ -45,6 +45,11 @@ protected:
                                       ///< (CUDA: memref<4xi64> {code, value, program id, 0}).
   int64_t statusProgramId_ = 0;       ///< CUDA: written as status_[2] with every error.
   std::vector<mlir::Value> regs_;     ///< Reduction results, by Reduction::reg.
+  /// The in-order folds of floating reductions carry fastmath<reassoc> (the CPU target): the
+  /// loop vectorizer may then keep one partial accumulator per vector lane and interleaved
+  /// copy, combined in a fixed tree after the loop. The order is a property of the compiled
+  /// code (its vector width and interleave), never of the thread count.
+  bool reassocFolds_ = false;
 
   // Vector lanes (the CUDA target's 16-byte accesses): while non-empty, a load of access
   // index i in laneVectors_ is element lane_ of that vector, and a store to an access in
