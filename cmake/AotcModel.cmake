@@ -9,10 +9,20 @@
 # In a sanitizer build (AOTC_SANITIZER) CPU models are compiled with --sanitize=<mode>, so
 # the generated code runs instrumented in every test that links it; NOSANITIZE opts out
 # (an object compared byte for byte with a plain one, or linked without the runtime).
+# AOTC_MODEL_CPU (a variable of the caller's scope; test/CMakeLists.txt sets `host`) becomes
+# --cpu=<value> unless FLAGS has a --cpu: the tests compile one x86-64 level, a third of the
+# default multiversioned object's LLVM time (docs/testing.md "CPU levels in the tests").
 function(aotc_model var)
   cmake_parse_arguments(A "NOSANITIZE" "SOURCE;NAME;DIR" "FLAGS;DEPENDS" ${ARGN})
   if(AOTC_SANITIZER AND NOT A_NOSANITIZE AND NOT "--target=cuda" IN_LIST A_FLAGS)
     list(APPEND A_FLAGS --sanitize=${AOTC_SANITIZER})
+  endif()
+  if(AOTC_MODEL_CPU AND NOT "--target=cuda" IN_LIST A_FLAGS)
+    set(_cpu_given ${A_FLAGS})
+    list(FILTER _cpu_given INCLUDE REGEX "^--cpu")
+    if(NOT _cpu_given)
+      list(APPEND A_FLAGS --cpu=${AOTC_MODEL_CPU})
+    endif()
   endif()
   set(_obj ${A_DIR}/${A_NAME}.o)
   set(_hdr ${A_DIR}/${A_NAME}.h)

@@ -87,7 +87,11 @@ struct CodegenOptions {
   CudaOptions cuda;            ///< target "cuda" only.
   bool emitPtx = false;        ///< target "cuda": fill Artifact::ptxText.
   bool emitFatbin = false;     ///< target "cuda": fill Artifact::fatbin (runs ptxas + fatbinary).
-  std::string cpu = "x86-64-v2"; ///< LLVM CPU name.
+  /// CPU target: "multi" (x86-64-v2, -v3 and -v4 clones of every kernel, chosen per context by
+  /// CPUID; Multiversion.cpp), an LLVM CPU name (x86-64-v2, x86-64-v3, x86-64-v4) or "native"
+  /// (the compiling machine's CPU and features). The driver turns its "host" into
+  /// hostCpuLevel() first.
+  std::string cpu = "multi";
   bool emitKernels = false;    ///< Fill Artifact::kernelsText.
   bool emitMLIR = false;       ///< Fill Artifact::mlirText (before lowering to LLVM dialect).
   bool emitLLVM = false;       ///< Fill Artifact::llvmText (optimized LLVM IR).
@@ -109,6 +113,11 @@ struct Artifact {
   int64_t scratchBytes = 0;    ///< Size of the scratch arena, bytes.
   int numKernels = 0;          ///< Forward + backward kernels.
 };
+
+/// The x86-64 level a --cpu=multi object runs on this machine ("x86-64-v2", "-v3" or "-v4"):
+/// the same CPU features and OS state that its context_create checks (Multiversion.cpp), read
+/// through LLVM (llvm::sys::getHostCPUFeatures). AOTC_CPU does not change it.
+std::string hostCpuLevel();
 
 /// Compiles a partitioned Program. Errors: nodeError for unsupported ops or
 /// shapes (exit 1), internalError when MLIR/LLVM fail (exit 2).

@@ -103,6 +103,9 @@ constexpr int64_t kContextBytes = 64;
 constexpr int64_t kContextStateWord = 1;
 /// The word of the context holding the profile counters (abi.h aotc_profile_attach_fn), or NULL.
 constexpr int64_t kContextProfileWord = 2;
+/// The word of the context holding the x86-64 level a multiversioned object runs (0 = v2,
+/// 1 = v3, 2 = v4; Multiversion.cpp); 0 in other objects, which never read it.
+constexpr int64_t kContextCpuWord = 3;
 /// Loads the aotc_kernels_state pointer of a (checked) context.
 llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
@@ -174,6 +177,11 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                                   llvm::Constant *bwd, int64_t errorValueOffset, uint32_t flags,
                                   const ContextFns &ctx, llvm::Function *trainStep = nullptr,
                                   llvm::Function *eval = nullptr, const ProfileDesc &profile = {});
+/// --cpu=multi (Multiversion.cpp): clones everything the entry points of `prog` reach for
+/// x86-64-v2, -v3 and -v4 ("target-cpu" attributes), makes the exported entry points
+/// dispatch on the context's kContextCpuWord, and has <prog>_context_create set it (CPUID,
+/// capped by AOTC_CPU). Runs before finishObject.
+void multiversion(llvm::Module &M, const std::string &prog);
 /// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);

@@ -21,6 +21,7 @@
 #include "llvm/Transforms/Instrumentation/ThreadSanitizer.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -318,15 +319,46 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt32(0), profile.table ? profile.table : null, profile.attach ? profile.attach : null});
 }
 
+} // namespace aotc::cg
+
+namespace aotc {
+
+std::string hostCpuLevel() {
+  llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures(); // empty when unknown: v2
+  auto all = [&](std::initializer_list<const char *> names) {
+    for (const char *n : names)
+      if (!f.lookup(n)) return false;
+    return true;
+  };
+  if (!all({"avx", "avx2", "fma", "bmi", "bmi2", "lzcnt", "movbe", "f16c"})) return "x86-64-v2";
+  if (!all({"avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"})) return "x86-64-v3";
+  return "x86-64-v4";
+}
+
+} // namespace aotc
+
+namespace aotc::cg {
+
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  llvm::InitializeNativeTargetAsmParser(); // inline asm: Multiversion.cpp's cpuid / xgetbv
   std::string err;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) internalError("codegen: no x86-64 target in LLVM: " + err);
   llvm::TargetOptions to;
+  // multi: the module's functions name their levels (Multiversion.cpp); the rest is v2 code.
+  std::string cpu = opts.cpu == "multi" ? "x86-64-v2" : opts.cpu, features;
+  if (cpu == "native") { // this machine's CPU and the features it reports (a VM may mask some)
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> fs;
+    for (auto &f : host) fs.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(fs.begin(), fs.end());
+    for (auto &f : fs) features += (features.empty() ? "" : ",") + f;
+  }
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      kTriple, opts.cpu, "", to, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      kTriple, cpu, features, to, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) internalError("codegen: cannot create a target machine for cpu '" + opts.cpu + "'");
   M.setTargetTriple(kTriple);
   M.setDataLayout(tm->createDataLayout());

@@ -385,6 +385,21 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
       op.erase();
     });
   }
+  // Rounding ops become LLVM intrinsics (roundss/roundps on every x86-64 level, so loops
+  // vectorize), not the libm floorf / ceilf / truncf calls math-to-libm would make: the
+  // exp approximation's floor was one scalar call per element.
+  mod.walk([](Operation *op) {
+    OpBuilder b(op);
+    Value r;
+    if (auto o = dyn_cast<math::FloorOp>(op)) r = b.create<LLVM::FFloorOp>(o.getLoc(), o.getOperand());
+    else if (auto o = dyn_cast<math::CeilOp>(op)) r = b.create<LLVM::FCeilOp>(o.getLoc(), o.getOperand());
+    else if (auto o = dyn_cast<math::TruncOp>(op)) r = b.create<LLVM::FTruncOp>(o.getLoc(), o.getOperand());
+    else if (auto o = dyn_cast<math::RoundEvenOp>(op)) r = b.create<LLVM::RoundEvenOp>(o.getLoc(), o.getOperand());
+    else if (auto o = dyn_cast<math::RoundOp>(op)) r = b.create<LLVM::RoundOp>(o.getLoc(), o.getOperand());
+    else return;
+    op->getResult(0).replaceAllUsesWith(r);
+    op->erase();
+  });
   {
     distributeParallelLoops(mod);
     PassManager pm(ctx);

@@ -461,6 +461,7 @@ void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &o
   if (kp.checkedArena) flags |= AOTC_PROGRAM_CHECKED_ARENA;
   EntryBuilder eb(*M, kp, flags);
   eb.build();
+  if (opts.cpu == "multi") cg::multiversion(*M, kp.name);
   cg::finishObject(*M, kp.name, opts, out);
 }
 

@@ -65,6 +65,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   field("partitioner", o.partitioner == PartitionerKind::Default ? "default" : "min-cut");
   field("name", programName);
   field("target", o.target);
+  if (o.target == "cpu") field("cpu", o.cpu);
   if (o.target == "cuda") {
     field("cuda-arch", list(o.cudaArchs));
     field("cuda-toolkit", o.cudaToolkit);

@@ -36,6 +36,7 @@ struct CompileOptions {
   std::vector<std::string> cudaArchs = {"sm_80", "sm_90"}; ///< --cuda-arch (sorted, unique).
   std::string cudaToolkit = "/usr/local/cuda";             ///< --cuda-toolkit.
   bool allowTf32 = false;                                  ///< --allow-tf32 (cuda GEMMs).
+  std::string cpu = "multi";                               ///< --cpu (CPU target; Codegen.h).
   std::vector<std::string> requiresGrad;  ///< --requires-grad
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)

@@ -258,12 +258,17 @@ CompileResult runPipeline(const CompileOptions &o) {
   CodegenOptions cg;
   cg.name = p.name;
   cg.sanitize = o.sanitize;
+  cg.cpu = o.cpu == "host" ? hostCpuLevel() : o.cpu; // the build id hashes the level, below
   cg.fusion.checkedArena = o.sanitize == "address";
   cg.fusion.eval = o.target != "cuda";
   checkTargetSupport(p, o.target);
   KernelProgram kp = planProgram(p, cg.fusion);
   if (train) planTrainStep(kp, *train, cg.fusion);
-  r.buildId = buildId(o, p.name);
+  {
+    CompileOptions hashed = o;
+    hashed.cpu = cg.cpu;
+    r.buildId = buildId(hashed, p.name);
+  }
   kp.buildId = r.buildId;
   cg.target = o.target;
   cg.cuda.archs = o.cudaArchs;

@@ -25,7 +25,7 @@ using namespace aotc::driver;
 namespace {
 
 /// The flags every compiling command takes.
-void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
+void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std::string &defaultCpu = "multi") {
   app.add_option("input", o.input, "Model: .pt2 archive, ExportedProgram JSON, or FX/aotc text")
       ->required();
   if (withEmit) {
@@ -50,6 +50,14 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit) {
   app.add_option("--target", o.target, "Code generation target (cuda: docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_str("cpu");
+  o.cpu = defaultCpu;
+  app.add_option("--cpu", o.cpu,
+                 "CPU target: multi (x86-64-v2, -v3 and -v4 code in one object, chosen at context "
+                 "creation by CPUID; AOTC_CPU=v2|v3|v4 caps it), one x86-64 level (x86-64-v3: AVX2 + "
+                 "FMA, x86-64-v4: AVX-512), host (the level multi would choose on this machine) or "
+                 "native (this machine's CPU and features)")
+      ->check(CLI::IsMember({"multi", "host", "native", "x86-64-v2", "x86-64-v3", "x86-64-v4"}))
+      ->default_str(defaultCpu);
   app.add_option_function<std::vector<std::string>>(
          "--cuda-arch",
          [&o](const std::vector<std::string> &v) {
@@ -196,7 +204,7 @@ int main(int argc, char **argv) {
   RunOptions run;
   CLI::App *runCmd = app.add_subcommand(
       "run", "Compile IN, load the object in-process (LLVM ORC) and run forward + backward");
-  addCompileFlags(*runCmd, run.compile, /*withEmit=*/false);
+  addCompileFlags(*runCmd, run.compile, /*withEmit=*/false, "host"); // runs here: one level
   runCmd->add_option("--inputs", run.inputs,
                      "safetensors with inputs by name (or input.<name>), parameters by FQN "
                      "(or param.<FQN>), and tangent_<i>; read only after IN compiled");
@@ -212,7 +220,7 @@ int main(int argc, char **argv) {
   GradcheckOptions gc;
   CLI::App *gcCmd = app.add_subcommand(
       "gradcheck", "Compile IN in f64 and compare its gradients with central differences");
-  addCompileFlags(*gcCmd, gc.compile, /*withEmit=*/false);
+  addCompileFlags(*gcCmd, gc.compile, /*withEmit=*/false, "host");
   gcCmd->add_option("--inputs", gc.inputs, "safetensors with the point to check at");
   gcCmd->add_option("--samples", gc.samples, "Elements checked per input")
       ->check(CLI::PositiveNumber)
