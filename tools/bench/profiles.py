@@ -41,7 +41,8 @@ def run(args):
                 if r.returncode != 0:
                     sys.exit(f"profiles.py: {m} at {t} threads failed:\n{r.stderr}")
                 for line in open(path):
-                    out["profiles"].append(compact(json.loads(line), m))
+                    j = json.loads(line)
+                    out["profiles"].append(compact(j, m))
                 print(f"{m} T={t}: {sum(g['ns'] for g in j['graphs']) / 1e6 / args.steps:.3f} ms of kernels per step",
                       file=sys.stderr)
     write_json(out, args.out)
