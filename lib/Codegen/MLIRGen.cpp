@@ -338,35 +338,17 @@ void distributeParallelLoops(ModuleOp mod) {
 LogicalResult lowerToLLVMDialect(ModuleOp mod) {
   MLIRContext *ctx = mod.getContext();
   {
-    // f32 exp, log, erf and tanh as MLIR's polynomial / rational approximations (pure
-    // arithmetic, so the loop vectorizer can widen them; libm's scalar erff was 9 % of LN-GELU
-    // large's step, tanhf with the expm1f it calls 22 % of nanoGPT large's, expf 4-9 % of the
-    // LM steps). Only these ops (and what their expansions create) are rewritten: the other
-    // approximations MLIR has (sin, cos, atan, log1p, expm1, ...) are not measured here and stay
-    // libm's. f64 keeps libm. Errors: NumericTest "f32 exp, log, tanh and erf".
-    // MLIR's exp returns 0 where the result is denormal (x < -87.34) and its log misreads a
-    // denormal x (2e6 ulp off): there, exp(x) = exp(x/2)^2 (x/2 is exact; the square rounds
-    // once into the denormal range) and log(x) = log(x * 2^23) - 23 ln 2 (the product is
-    // exact), each a select around the one approximation, so the loop stays branch-free.
-    mod.walk([&](Operation *op) {
-      if (!isa<math::ExpOp, math::LogOp>(op) || !op->getResult(0).getType().isF32()) return;
-      OpBuilder b(op);
-      Location l = op->getLoc();
-      Value x = op->getOperand(0);
-      auto c = [&](double v) { return b.create<arith::ConstantOp>(l, b.getF32FloatAttr((float)v)).getResult(); };
-      bool isExp = isa<math::ExpOp>(op);
-      Value low = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, x, c(isExp ? -87.0 : 1.1754943508222875e-38));
-      Value scaled = b.create<arith::MulFOp>(l, x, c(isExp ? 0.5 : 8388608.0));
-      Value arg = b.create<arith::SelectOp>(l, low, scaled, x);
-      Value y = isExp ? b.create<math::ExpOp>(l, arg).getResult() : b.create<math::LogOp>(l, arg).getResult();
-      Value fixed = isExp ? b.create<arith::MulFOp>(l, y, y).getResult()
-                          : b.create<arith::SubFOp>(l, y, c(23.0 * 0.69314718055994530942)).getResult();
-      op->getResult(0).replaceAllUsesWith(b.create<arith::SelectOp>(l, low, fixed, y).getResult());
-      op->erase();
-    });
+    // Vector math: pure arithmetic, so the loop vectorizer can widen it (libm's scalar erff was
+    // 9 % of LN-GELU large's step, tanhf with the expm1f it calls 22 % of nanoGPT large's, expf
+    // 4-9 % of the LM steps). f32 exp and log: our own f64 evaluation rounded once
+    // (VectorMath.cpp); f32 erf and tanh: MLIR's rational approximations, applied to those ops
+    // only (the other approximations MLIR has, sin, cos, atan, log1p, expm1, ..., are not
+    // measured here and stay libm's). f64 keeps libm. Errors: NumericTest "f32 tanh and erf",
+    // "f32 exp and log".
+    expandExpLogF32(mod);
     SmallVector<Operation *> ops;
     mod.walk([&](Operation *op) {
-      if (isa<math::ExpOp, math::LogOp, math::TanhOp, math::ErfOp>(op) && op->getResult(0).getType().isF32())
+      if (isa<math::TanhOp, math::ErfOp>(op) && op->getResult(0).getType().isF32())
         ops.push_back(op);
     });
     RewritePatternSet approx(ctx);
@@ -374,7 +356,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
     GreedyRewriteConfig cfg;
     cfg.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
     if (!ops.empty() && failed(applyOpPatternsAndFold(ops, std::move(approx), cfg))) return failure();
-    // The approximations' math.fma: a multiply and an add that LLVM may contract into one FMA
+    // tanh's and erf's math.fma: a multiply and an add that LLVM may contract into one FMA
     // instruction where the CPU has one (x86-64-v3 and up), never a libm fmaf call (x86-64-v2
     // has no FMA). So the v2 and v3 code of these functions may differ in the last bit.
     mod.walk([](math::FmaOp op) {

@@ -17,8 +17,9 @@
 //  * around each kernel, the profile counters' begin/end (Profile.cpp: a clock read only
 //    when the context holds counters);
 //  * the `const aotc_program <name>_program` descriptor.
-// Then HostCommon.cpp's finishObject optimizes at -O3 (mlir::makeOptimizingTransformer)
-// for the requested CPU (default x86-64-v2) and emits a PIC ELF object. Kernel
+// With --cpu=multi (the default) Multiversion.cpp then clones the code for x86-64-v2/v3/v4
+// and makes the entry points dispatchers. HostCommon.cpp's finishObject optimizes at -O3
+// (mlir::makeOptimizingTransformer) and emits a PIC ELF object. Kernel
 // functions are internal, so the only exported symbols are the ABI ones.
 // --target=cuda goes to CudaHost.cpp instead, after GpuGen.cpp and CudaFatbin.cpp.
 //===----------------------------------------------------------------------===//
