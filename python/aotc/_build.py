@@ -181,14 +181,28 @@ def _run(what, cmd):
         raise CompileError(what, cmd, p.returncode, p.stderr + p.stdout)
 
 
+def _host_cpu_flags():
+    """The first `flags` line of /proc/cpuinfo (what --cpu=host and --cpu=native depend on), or
+    "" where there is none."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return ""
+
+
 def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aotc_bin=None,
                   force=False):
     """Compiles `path` (.pt2, ExportedProgram JSON or FX text) with aotc and links a shared
     library; returns a BuildResult. Cached by content hash (see the module docstring).
 
     name: the C name (default: aotc's default for `path`); flags: extra aotc flags
-    (strings, e.g. ['--partitioner=default']); derivatives: --derivatives files (their
-    contents enter the key); force: rebuild even when cached.
+    (strings, e.g. ['--partitioner=default']; without a --cpu flag, --cpu=host: the library
+    is for this machine); derivatives: --derivatives files (their contents enter the key);
+    force: rebuild even when cached.
     Raises OSError (missing input), Error (no aotc), CompileError (aotc/linker failed;
     aotc's located error message included).
     """
@@ -200,6 +214,11 @@ def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aot
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"name {name!r} is not a C identifier")
     flags = [str(f) for f in flags]
+    if not any(f.startswith("--cpu") for f in flags):
+        # The library runs in this process: this machine's x86-64 level only (a third of the
+        # multiversioned default's compile time); the CPU's feature flags enter the key, so a
+        # cache shared with another machine never hands it code its CPU may lack.
+        flags.append("--cpu=host")
     derivatives = [os.fspath(d) for d in derivatives]
     cache_dir = os.path.abspath(cache_dir or default_cache_dir())
     kernels = kernels_library(aotc_bin)
@@ -214,6 +233,8 @@ def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aot
         "derivatives": [_file_sha256(d) for d in derivatives],
         "link": _link_command("OBJ", "LIB", kernels),
     }
+    if "--cpu=host" in flags or "--cpu=native" in flags:
+        key_parts["host_cpu"] = _host_cpu_flags()
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()
     final = os.path.join(cache_dir, key[:40])
     if not force and os.path.isfile(os.path.join(final, "build.json")):

@@ -585,7 +585,17 @@ class BuildLibrary(unittest.TestCase):
             [os.path.basename(b1.directory), os.path.basename(bx.directory)]))
         with open(os.path.join(bx.directory, "build.json")) as f:
             rec = json.load(f)
-        self.assertEqual(rec["flags"], ["--requires-grad=x"])
+        # No --cpu flag: the library is for this machine (--cpu=host), and the CPU's feature
+        # flags are part of the key; an explicit --cpu is kept as given.
+        self.assertEqual(rec["flags"], ["--requires-grad=x", "--cpu=host"])
+        self.assertTrue(rec["host_cpu"])
+        bm = aotc.build_library(LG_PT2, cache_dir=cache, flags=["--cpu=x86-64-v2"])
+        with open(os.path.join(bm.directory, "build.json")) as f:
+            recm = json.load(f)
+        self.assertEqual(recm["flags"], ["--cpu=x86-64-v2"])
+        self.assertNotIn("host_cpu", recm)
+        self.assertNotEqual(bm.key, b1.key)
+        shutil.rmtree(bm.directory)
 
         g = aotc.read_safetensors(LG_GOLDEN)
         p = aotc.Program(bx.library, bx.name)
