@@ -341,21 +341,15 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
     // Vector math: pure arithmetic, so the loop vectorizer can widen it (libm's scalar erff was
     // 9 % of LN-GELU large's step, tanhf with the expm1f it calls 22 % of nanoGPT large's, expf
     // 4-9 % of the LM steps). f32 exp and log: our own f64 evaluation rounded once
-    // (VectorMath.cpp); f32 erf and tanh: MLIR's rational approximations, applied to those ops
-    // only (the other approximations MLIR has, sin, cos, atan, log1p, expm1, ..., are not
-    // measured here and stay libm's). f64 keeps libm. Errors: NumericTest "f32 tanh and erf",
+    // (VectorMath.cpp); f32 erf and tanh: MLIR's rational approximations (the other
+    // approximations MLIR has, sin, cos, atan, log1p, expm1, ..., are not measured here and
+    // stay libm's). f64 keeps libm. Errors: NumericTest "f32 tanh and erf",
     // "f32 exp and log".
     expandExpLogF32(mod);
-    SmallVector<Operation *> ops;
-    mod.walk([&](Operation *op) {
-      if (isa<math::TanhOp, math::ErfOp>(op) && op->getResult(0).getType().isF32())
-        ops.push_back(op);
-    });
     RewritePatternSet approx(ctx);
-    populateMathPolynomialApproximationPatterns(approx);
-    GreedyRewriteConfig cfg;
-    cfg.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
-    if (!ops.empty() && failed(applyOpPatternsAndFold(ops, std::move(approx), cfg))) return failure();
+    populatePolynomialApproximateErfPattern(approx);
+    populatePolynomialApproximateTanhPattern(approx);
+    if (failed(applyPatternsAndFoldGreedily(mod, std::move(approx)))) return failure();
     // tanh's and erf's math.fma: a multiply and an add that LLVM may contract into one FMA
     // instruction where the CPU has one (x86-64-v3 and up), never a libm fmaf call (x86-64-v2
     // has no FMA). So the v2 and v3 code of these functions may differ in the last bit.
@@ -367,9 +361,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp mod) {
       op.erase();
     });
   }
-  // Rounding ops become LLVM intrinsics (roundss/roundps on every x86-64 level, so loops
-  // vectorize), not the libm floorf / ceilf / truncf calls math-to-libm would make: the
-  // exp approximation's floor was one scalar call per element.
+  // Rounding ops (floor, ceil, trunc, round, round_even of f32 and f64) become LLVM
+  // intrinsics (roundss/roundps, roundsd/roundpd on every x86-64 level, so loops vectorize),
+  // not the libm floorf / ceilf / truncf calls math-to-libm would make.
   mod.walk([](Operation *op) {
     OpBuilder b(op);
     Value r;

@@ -196,9 +196,7 @@ double ulpError(float y, double r) {
                                                      : (double)std::nextafter(a, INFINITY) - a;
   return std::fabs((double)y - r) / ulp;
 }
-} // namespace
 
-namespace {
 /// exp(x), log(x) and tanh(x) of one f32 vector, compiled for `cpu` (a --cpu value).
 std::unique_ptr<Loaded> expLogProgram(const std::string &cpu, int64_t n) {
   Program p;
@@ -285,7 +283,7 @@ TEST_CASE("numeric: f32 exp and log (f64 evaluation rounded once) over their who
     }
     levelBits.push_back(r.outputs[2].data);
     // Results in the normal range, the denormal range, and x > 88 (within 2 % of overflow,
-    // where MLIR's 2^k scaling loses a few bits).
+    // where MLIR's f32 polynomial lost a few bits), each bounded on its own.
     double worstExp = 0, worstExpDenorm = 0, worstExpTop = 0;
     for (int i = 0; i < n + 8; ++i) {
       double ref = std::exp((double)(float)sweepExp.data[i]);
