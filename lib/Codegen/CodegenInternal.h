@@ -4,7 +4,7 @@
 // (MLIR scf/memref/arith/math), lowers it to the LLVM dialect (scf.parallel via
 // OpenMP) and translates it to an llvm::Module. ObjectEmit.cpp then writes the
 // ABI entry points, BLAS calls and the program descriptor with llvm::IRBuilder,
-// optimizes (-O3) and emits the object.
+// optimizes (-O2) and emits the object.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -182,7 +182,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
 /// dispatch on the context's kContextCpuWord, and has <prog>_context_create set it (CPUID,
 /// capped by AOTC_CPU). Runs before finishObject.
 void multiversion(llvm::Module &M, const std::string &prog);
-/// Verifies M, optimizes it at -O3 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
+/// Verifies M, optimizes it at -O2 for opts.cpu (x86-64 Linux, PIC), fills out.llvmText
 /// when opts.emitLLVM and out.object when opts.emitObject. Internal errors exit 2.
 void finishObject(llvm::Module &M, const std::string &prog, const CodegenOptions &opts, Artifact &out);
 

@@ -306,7 +306,7 @@ void emitCudaObject(const KernelProgram &kp, const CodegenOptions &opts, Artifac
   CudaHostBuilder hb(kp, opts, M);
   hb.art = &out;
   hb.build();
-  // The host code is a few hundred calls: the CPU's -O3 pipeline, for a stable x86-64 baseline.
+  // The host code is a few hundred calls: the CPU's -O2 pipeline, for a stable x86-64 baseline.
   CodegenOptions host = opts;
   host.emitLLVM = false;
   finishObject(M, kp.name, host, out);

@@ -1,11 +1,11 @@
 //===- Multiversion.cpp - One object for every x86-64 level ---------------===//
 //
 // This file implements multiversion (CodegenInternal.h), the CPU target's `--cpu=multi`
-// (the default). Before -O3, on the module ObjectEmit.cpp built:
+// (the default). Before -O2, on the module ObjectEmit.cpp built:
 //  * every function an entry point reaches (<name>_forward, _backward, _eval, _train_step,
 //    their kernels, GEMM block functions and OpenMP outlined bodies) gets a clone per x86-64
 //    level: the originals become the x86-64-v2 code (suffix .v2), clones .v3 and .v4 carry
-//    "target-cpu" = x86-64-v3 / x86-64-v4, so -O3 vectorizes each for its own ISA (AVX2 + FMA,
+//    "target-cpu" = x86-64-v3 / x86-64-v4, so -O2 vectorizes each for its own ISA (AVX2 + FMA,
 //    AVX-512) and calls inside a clone stay within its level;
 //  * <name>_context_create stores the level in context word kContextCpuWord: the highest
 //    level whose instructions the CPU has and the OS saves (CPUID leaves 1, 7 and 0x80000001,

@@ -1,4 +1,4 @@
-//===- ObjectEmit.cpp - Entry points, descriptor, -O3, object file --------===//
+//===- ObjectEmit.cpp - Entry points, descriptor, -O2, object file --------===//
 //
 // This file implements emitObject (Codegen.h). On the llvm::Module holding the
 // lowered kernels (MLIRGen.cpp) it writes, with llvm::IRBuilder:
@@ -18,7 +18,7 @@
 //    when the context holds counters);
 //  * the `const aotc_program <name>_program` descriptor.
 // With --cpu=multi (the default) Multiversion.cpp then clones the code for x86-64-v2/v3/v4
-// and makes the entry points dispatchers. HostCommon.cpp's finishObject optimizes at -O3
+// and makes the entry points dispatchers. HostCommon.cpp's finishObject optimizes at -O2
 // (mlir::makeOptimizingTransformer) and emits a PIC ELF object. Kernel
 // functions are internal, so the only exported symbols are the ABI ones.
 // --target=cuda goes to CudaHost.cpp instead, after GpuGen.cpp and CudaFatbin.cpp.
