@@ -35,7 +35,7 @@ HEADER_OWNER = {
     "Autodiff.h": "aotcAutodiff",
     "Optimizer.h": "aotcOptimizer",
     "Partition.h": "aotcPartition", "MaxFlow.h": "aotcPartition",
-    "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen", "AbiLayout.h": "aotcCodegen",
+    "Codegen.h": "aotcCodegen", "Kernels.h": "aotcCodegen", "Schedule.h": "aotcCodegen", "AbiLayout.h": "aotcCodegen",
     # runtime/include/aotc
     "abi.h": None, "kernels.h": None, "cuda.h": None,
     # The special functions (Boost.Math, header-only): the IR's float64 reference and libaotc_kernels.

@@ -42,40 +42,7 @@ struct CudaOptions {
   bool allowTf32 = false; ///< --allow-tf32: f32 GEMMs may use TF32 (aotc_cuda_gemm_desc::allow_tf32).
 };
 
-/// How the CUDA target runs one Loop kernel; a function of the kernel's shapes only
-/// (never of the device's SM count). block = threads per block, grid = blocks (x only).
-enum class GpuMapping {
-  Elementwise,  ///< One map phase without accumulation: one thread per (outer, inner) element.
-  WarpPerRow,   ///< Has reduce phases: one warp per outer iteration, shuffle-xor butterfly.
-  BlockPerRow,  ///< Reduce phases over >= 8192 elements: one 256-thread block per outer
-                ///< iteration; warp butterflies, then the 8 partials through workgroup memory.
-  ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
-  ColumnBlock,  ///< Column reductions (isColumnReduction): a 256-thread block takes 32
-                ///< neighbouring columns, 8 row groups fold coalesced, then an 8-lane
-                ///< shuffle butterfly per column over workgroup memory. Columns of >= 4096
-                ///< rows are cut into chunks (one block each) whose f64 partials a second
-                ///< kernel, one thread per column, folds in chunk order.
-  SplitRow,     ///< Few long rows (the rows would fit in one block but hold > 4096 elements):
-                ///< `parts` blocks per row fold contiguous chunks into f64 partials in
-                ///< scratch; a second kernel (<symbol>_final, one block per row) folds each
-                ///< row's partials in order and runs the remaining phases. Deterministic.
-};
-const char *gpuMappingName(GpuMapping m);
-struct GpuLaunch {
-  GpuMapping mapping = GpuMapping::Elementwise;
-  int64_t grid = 1, block = 256;
-  /// Elementwise only: elements per thread along the innermost dim (4: the accesses that are
-  /// contiguous there are 16-byte vector loads/stores of 4-byte elements), else 1.
-  int64_t vectorWidth = 1;
-  /// Two-kernel reductions (finalGrid > 0), the second kernel being <symbol>_final with
-  /// `block` threads: SplitRow: blocks per row (grid = rows * parts), finalGrid = rows;
-  /// ColumnBlock over long columns ("column split"): row chunks (grid = column blocks *
-  /// parts), finalGrid = columns / 256 (one thread per column). partialValues: f64 partials
-  /// in scratch at gpuPartialsOffset (parts * rows or columns * accumulators).
-  int64_t parts = 0, finalGrid = 0, partialValues = 0;
-};
-/// The mapping and launch geometry of Loop kernel k of kg (lib/Codegen/GpuLaunch.cpp).
-GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k);
+// How the CUDA target runs a Loop kernel: GpuLaunch (Schedule.h), in KernelSchedule::gpu.
 /// CUDA target: byte offset in the scratch arena of the SplitRow partials (after the
 /// arena the CPU target plans, 256-byte aligned), and the arena size with them.
 int64_t gpuPartialsOffset(const KernelProgram &kp);
@@ -127,7 +94,11 @@ Artifact compileProgram(const Program &p, const CodegenOptions &opts);
 /// "cuda") cannot compile yet, e.g. a convolution for CUDA; nothing when all can be.
 void checkTargetSupport(const Program &p, const std::string &target);
 
-/// Lower level: the object (and optional texts) of an already planned program.
+/// The TargetInfo (Schedule.h) of opts: cudaTargetInfo() or cpuTargetInfo(opts.cpu).
+TargetInfo targetInfoOf(const CodegenOptions &opts);
+
+/// Lower level: the object (and optional texts) of an already planned program, scheduled by
+/// scheduleProgram for targetInfoOf(opts) (an unscheduled one is scheduled here first).
 /// Implemented in lib/Codegen/ObjectEmit.cpp: MLIRGen.cpp for the CPU; GpuGen.cpp,
 /// CudaFatbin.cpp and CudaHost.cpp for --target=cuda (lib/Codegen is the only MLIR/LLVM code).
 void emitObject(const KernelProgram &kp, const CodegenOptions &opts, Artifact &out);

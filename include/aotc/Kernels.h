@@ -2,7 +2,8 @@
 //
 // The contract between fusion (lib/Codegen/Fusion.cpp, MLIR-free) and the
 // targets (lib/Codegen/MLIRGen.cpp for the CPU, lib/Codegen/GpuGen.cpp for CUDA). Nothing
-// here knows about MLIR, LLVM, threads or vector widths.
+// here knows about MLIR, LLVM, threads or vector widths: how a target runs a kernel is its
+// KernelSchedule, chosen by the schedule pass (include/aotc/Schedule.h).
 //
 // A graph (forward or backward, primitives only) becomes a KernelGraph:
 //  * Buffers: every tensor that exists in memory. ABI buffers (in/out/saved/
@@ -31,6 +32,7 @@
 #include "aotc/Graph.h"
 #include "aotc/Optimizer.h"
 #include "aotc/ScalarOp.h"
+#include "aotc/Schedule.h"
 #include "aotc/Types.h"
 
 #include <cstdint>
@@ -154,21 +156,7 @@ struct GemmDesc {
   double alpha = 1.0, beta = 0.0;
 };
 
-/// How a target splits a GEMM into independent blocks (a pure function of the
-/// shapes, never of the thread count, so results do not depend on threads):
-/// `count` blocks of `size` rows of C (rows = true) or columns of C, per batch
-/// entry; the last block may be smaller. Each block is one single-threaded BLAS
-/// call; the count × batch blocks may run in parallel when `parallel` is set.
-/// The larger of m and n is split (the operand re-read by every block is then
-/// the smaller one) into at most 64 blocks (a power of two is asked for; rounding
-/// the block size up to a multiple of 32 may leave fewer) of at least 128 rows or
-/// columns and 2^22 multiply-adds each.
-struct GemmBlocks {
-  bool rows = true;
-  int64_t size = 0, count = 1;
-  bool parallel = false; ///< count * batch > 1 and at least 2^18 multiply-adds in total.
-};
-GemmBlocks gemmBlocks(const GemmDesc &g);
+// How a target splits a GEMM into blocks: GemmBlocks (Schedule.h).
 
 /// The library functions an Extern kernel can call. Each has a descriptor of its own for its
 /// attributes; each target maps it to a library (CPU: cblas from OpenBLAS; CUDA: cuBLASLt).
@@ -250,12 +238,12 @@ struct Kernel {
   enum class Kind { Loop, Extern } kind = Kind::Loop;
   std::string name;       ///< "k0", "k1", ... (unique within the graph).
   Shape outer;            ///< Independent iterations.
-  int parallelDims = 0;   ///< Leading outer dims worth running in parallel (a hint).
   std::vector<Phase> phases;
   std::vector<DType> regTypes; ///< Register types, indexed by Reduction::reg.
   ExternCall call;        ///< Kind::Extern only (its phases, if any, run before the call).
   std::vector<std::string> ops; ///< Fused op names ("add", "relu", ...), for --emit=kernels.
   std::vector<int> reads, writes; ///< Buffers, sorted, deduplicated.
+  KernelSchedule schedule; ///< How the target runs it (scheduleProgram; invalid until then).
   bool mayFail() const;   ///< Has a bounds-checked access.
   /// An Extern kernel whose library call can fail (a convolution, FFT or linalg call: its desc's error).
   bool callMayFail() const;
@@ -321,17 +309,14 @@ struct KernelProgram {
   KernelGraph eval;
   bool hasEval = false;
   int evalErrorBase = 0; ///< eval's DynIndex::error + this = program error index.
+  /// The target the kernels' schedules were chosen for (scheduleProgram); `scheduled` is
+  /// false until then.
+  TargetInfo target;
+  bool scheduled = false;
 };
 
 struct FusionOptions {
   bool fuse = true;            ///< false: one kernel per op (for tests/debugging).
-  /// A loop kernel runs on the thread team only when its cost (per phase: inner elements x
-  /// instructions, summed, times the outer iterations) reaches this; below, one thread runs it
-  /// (a parallel region costs ~0.7 us at 2 threads on the 2-core machine, ~0.13 us at 1; a
-  /// kernel of 20,000 is ~5 us serial). Measured, zoo models at 1 / 2 threads: lenet
-  /// 0.696 / 0.543 ms with the old rule (domain >= 4,096 elements), 0.652 / 0.521 with this;
-  /// the other rows within noise (docs/stage-codegen.md "Parallel loops").
-  int64_t parallelMinCost = 20000;
   /// --sanitize=address: the checked arena (abi.h AOTC_PROGRAM_CHECKED_ARENA). Every saved and
   /// scratch buffer is followed by kArenaRedzone unused bytes, so neighbours never touch;
   /// the entry points poison what is not live.
@@ -378,25 +363,23 @@ std::vector<int64_t> planArena(const std::vector<std::pair<int, int>> &live,
 /// `redzone` bytes (kArenaRedzone for a checked arena, else 0) are added after every buffer.
 void planScratch(KernelGraph &kg, int64_t redzone = 0);
 
-/// A Loop kernel without accumulating stores with a reduce phase that walks its inner
-/// domain with a stride while neighbouring outer iterations read neighbouring elements
-/// (coefficient 1 on the innermost outer variable): a column sum such as a bias gradient.
-/// The CPU target then runs 8 neighbouring outer iterations per loop body (MLIRGen.cpp
-/// outerLanes); the CUDA target puts neighbouring columns on neighbouring lanes
-/// (GpuMapping::ColumnBlock, docs/cuda.md). Defined in Plan.cpp.
-bool isColumnReduction(const Kernel &k);
+// isColumnReduction: Schedule.h.
 
-/// `--emit=kernels` text: one line per kernel, e.g.
-///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256]
-/// With target "cuda", kernels with a loop part end in
-///   cuda=<mapping> grid=<blocks> block=<threads> [vec=4]   (gpuLaunch, include/aotc/Codegen.h)
+/// `--emit=kernels` text: a header naming the target the schedules are for, then one line per
+/// kernel, e.g.
+///   kernel k3: ops=[add, relu] reads=[addmm_1] writes=[relu] domain=[64, 256] schedule=[parallel=2 vector=d1x4]
+/// `schedule=[..]` is scheduleText (Schedule.h): on the CPU `parallel=N` (the leading outer
+/// dims on the thread team; absent: one thread), `lanes=N`, `vector=dIxW`, a GEMM's
+/// `blocks=COUNTxSIZE{rows|cols}` and `parallel`; on CUDA
+///   cuda=<mapping> grid=<blocks> block=<threads> [vec=4]   (KernelSchedule::gpu)
 /// and split-row kernels add `final=<blocks>x<threads> partials=scratch+<byte offset>` (the
 /// second kernel's launch and where the partials live, `partialsOffset`).
 /// After each graph: `# <graph> scratch buffers: ...` and `# <graph> buffers: name=location ...`
 /// (in[i], out[i], tangents[i], grads[i], saved+offset, scratch+offset or none), in buffer-id
-/// order, which is the order of a kernel's pointer arguments.
-std::string printKernels(const KernelProgram &kp, const std::string &target = "cpu");
-std::string printKernelGraph(const KernelGraph &kg, const std::string &title,
-                             const std::string &target = "cpu", int64_t partialsOffset = 0);
+/// order, which is the order of a kernel's pointer arguments. An unscheduled kp is printed with
+/// the schedule of the CPU's default target ("multi").
+std::string printKernels(const KernelProgram &kp);
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const TargetInfo &t,
+                             int64_t partialsOffset = 0);
 
 } // namespace aotc

@@ -270,6 +270,7 @@ Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
   a.savedBytes = kp.savedBytes;
   a.scratchBytes = kp.scratchBytes;
   a.numKernels = (int)(kp.forward.kernels.size() + kp.backward.kernels.size());
+  scheduleProgram(kp, targetInfoOf(opts));
   a.kernelsText = printKernels(kp);
   a.header = emitHeader(kp, opts.target);
   if (opts.emitObject || opts.emitMLIR || opts.emitLLVM) emitObject(kp, opts, a);

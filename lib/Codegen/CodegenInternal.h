@@ -30,7 +30,7 @@ std::string kernelSymbol(const std::string &prog, const std::string &tag, const 
 
 /// Symbol of a GEMM extern kernel's GEMM function "<name>_fwd_k3_gemm": takes the base
 /// pointers of buffers gemm.a, gemm.b, gemm.c (offsets are applied inside) and
-/// runs the blocks of gemmBlocks() (Kernels.h), one cblas call each. Absent
+/// runs the blocks of its schedule (KernelSchedule::gemm, Schedule.h), one cblas call each. Absent
 /// when m, n or batch is 0.
 std::string gemmSymbol(const std::string &prog, bool backward, const std::string &kernel);
 std::string gemmSymbol(const std::string &prog, const std::string &tag, const std::string &kernel);

@@ -12,7 +12,7 @@
 //    tensor pointer is checked for AOTC_CUDA_ALIGNMENT (a failure returns the code
 //    of a message naming the tensor, the pointer in error_value); then, in kernel
 //    order, one aotc_cuda_launch per Loop kernel (and per GEMM extern kernel's init
-//    phases) with the grid/block of gpuLaunch() and one aotc_cuda_matmul per GEMM
+//    phases) with the grid/block of its schedule (KernelSchedule::gpu) and one aotc_cuda_matmul per GEMM
 //    with a constant aotc_cuda_gemm_desc. A non-zero return of the runtime is
 //    returned at once. Nothing else is called: no sync, no allocation, no copy;
 //  * `const aotc_cuda_program <name>_program`.
@@ -77,7 +77,7 @@ struct CudaHostBuilder {
         std::string sym = kernelSymbol(kp.name, bwd, k.name);
         kernelIndex[sym] = (int)names.size();
         names.push_back(sym);
-        if (gpuLaunch(kg, k).finalGrid > 0) {
+        if (k.schedule.gpu.finalGrid > 0) {
           kernelIndex[sym + "_final"] = (int)names.size();
           names.push_back(sym + "_final");
         }
@@ -168,7 +168,7 @@ struct CudaHostBuilder {
         return ptrs[id];
       };
       std::string sym = kernelSymbol(kp.name, bwd, k.name);
-      if (!k.phases.empty() && gpuLaunch(kg, k).grid > 0) { // grid 0: an empty domain
+      if (!k.phases.empty() && k.schedule.gpu.grid > 0) { // grid 0: an empty domain
         std::vector<Value *> args;
         for (int id : kernelArgs(k)) args.push_back(need(id));
         if (k.mayFail()) {
@@ -179,7 +179,7 @@ struct CudaHostBuilder {
           }
           args.push_back(errorWord);
         }
-        GpuLaunch l = gpuLaunch(kg, k);
+        const GpuLaunch &l = k.schedule.gpu;
         if (l.partialValues > 0) // the f64 partials, after the planned arena
           args.push_back(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), ea.scratch, gpuPartialsOffset(kp), "partials"));
         for (size_t i = 0; i < args.size(); ++i) {

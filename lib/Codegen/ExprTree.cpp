@@ -374,8 +374,7 @@ struct Flattener {
 };
 } // namespace
 
-Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOptions &opts,
-                     const std::vector<Buffer> &buffers) {
+Kernel flattenKernel(const TKernel &tk, const std::string &name) {
   Kernel k;
   k.kind = tk.kind;
   k.name = name;
@@ -408,16 +407,6 @@ Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOpt
   }
   k.reads = kernelReads(tk);
   k.writes = kernelWrites(tk);
-  // Parallel hint: all outer dims when the kernel's work pays for a parallel region
-  // (FusionOptions::parallelMinCost). Serial or parallel, the bits are the same: outer
-  // iterations are independent.
-  int64_t cost = 0; // per phase: inner elements x instructions
-  for (auto &ph : k.phases)
-    cost += std::max<int64_t>(numelOf(ph.inner), 1) * std::max<int64_t>((int64_t)ph.insts.size(), 1);
-  cost *= std::max<int64_t>(numelOf(tk.outer), 1);
-  if (tk.kind == Kernel::Kind::Loop && !tk.outer.empty() && numelOf(tk.outer) > 1 && cost >= opts.parallelMinCost)
-    k.parallelDims = (int)tk.outer.size();
-  (void)buffers;
   return k;
 }
 

@@ -979,7 +979,7 @@ void GraphFuser::run() {
       k.phases[0].inner = {k.outer.back()};
       k.outer.pop_back();
     }
-    kg_.kernels.push_back(flattenKernel(k, "k" + std::to_string(id++), opts_, kg_.buffers));
+    kg_.kernels.push_back(flattenKernel(k, "k" + std::to_string(id++)));
   }
   planScratch(kg_, opts_.checkedArena ? kArenaRedzone : 0);
 }

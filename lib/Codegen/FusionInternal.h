@@ -140,8 +140,8 @@ std::vector<int> kernelWrites(const TKernel &k);
 /// iteration), then removes stores to scratch buffers nobody reads.
 void mergeKernels(std::vector<TKernel> &ks, const std::vector<Buffer> &buffers);
 
-/// Flattens tree kernels into Kernels.h form (CSE per phase).
-Kernel flattenKernel(const TKernel &tk, const std::string &name, const FusionOptions &opts,
-                     const std::vector<Buffer> &buffers);
+/// Flattens tree kernels into Kernels.h form (CSE per phase); the schedule pass decides how a
+/// target runs them (Schedule.h).
+Kernel flattenKernel(const TKernel &tk, const std::string &name);
 
 } // namespace aotc::fusion

@@ -885,7 +885,7 @@ std::string buildGpuPtx(const KernelProgram &kp, const CudaOptions &o, std::stri
   auto addGraph = [&](const KernelGraph &kg, bool bwd) {
     for (auto &k : kg.kernels) {
       if (k.phases.empty()) continue;
-      GpuLaunch launch = gpuLaunch(kg, k);
+      const GpuLaunch &launch = k.schedule.gpu;
       GpuKernelBuilder kb(b, kg, k, cudaProgramId(kp.name));
       kb.build(gmod, kernelSymbol(kp.name, bwd, k.name), launch);
       if (launch.finalGrid > 0) {

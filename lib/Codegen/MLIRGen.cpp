@@ -102,18 +102,6 @@ std::vector<int> kernelArgs(const Kernel &k) {
 
 namespace {
 
-/// Outer iterations the CPU kernel body runs at once (unroll-and-jam, ScalarEmitter::
-/// emitPhaseLanes): 8 for a reduction that walks its inner domain with a stride while
-/// neighbouring outer iterations read neighbouring elements (a column sum such as a bias
-/// gradient), so one inner step loads 8 contiguous values the SLP vectorizer can combine
-/// instead of 8 cache lines in 8 separate passes; else 1. Every outer iteration still folds
-/// in its own order, so results are bit-identical to 1 lane.
-int64_t outerLanes(const Kernel &k) {
-  constexpr int64_t kLanes = 8;
-  if (k.outer.empty() || k.outer.back() % kLanes != 0 || !isColumnReduction(k)) return 1;
-  return kLanes;
-}
-
 class KernelBuilder : public ScalarEmitter {
 public:
   KernelBuilder(OpBuilder &b, const KernelGraph &kg, const Kernel &k) : ScalarEmitter(b, kg, k) {
@@ -140,10 +128,14 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
   b_.setInsertionPointToStart(entry);
   for (size_t i = 0; i < args.size(); ++i) bufArg_[args[i]] = entry->getArgument(i);
   if (fail) status_ = entry->getArgument(args.size());
-  // Outer loops: parallel dims first, then sequential ones. With `lanes` > 1 the
-  // innermost outer dim steps by `lanes` and the body runs that many outer iterations.
-  const int64_t lanes = outerLanes(k_);
-  int np = std::min<int>(k_.parallelDims, (int)k_.outer.size());
+  // Outer loops as the schedule says (Schedule.h): parallel dims first, then sequential ones.
+  // With `lanes` > 1 the innermost outer dim steps by `lanes` and the body runs that many
+  // outer iterations (unroll-and-jam, ScalarEmitter::emitLanesBody): a column reduction's
+  // inner step loads `lanes` contiguous values the SLP vectorizer combines. Every outer
+  // iteration still folds in its own order, so results are bit-identical to 1 lane.
+  if (!k_.schedule.valid) internalError("codegen: kernel " + k_.name + " has no schedule");
+  const int64_t lanes = k_.schedule.lanes;
+  int np = std::min<int>(k_.schedule.parallelDims, (int)k_.outer.size());
   SmallVector<Value> plb, pub, pst, slb, sub, sst;
   for (int d = 0; d < (int)k_.outer.size(); ++d) {
     int64_t extent = k_.outer[d] / (d + 1 == (int)k_.outer.size() ? lanes : 1);
@@ -184,7 +176,7 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
 }
 
 /// The GEMM of a GEMM extern kernel as `func.func @<kernel>_gemm(%a, %b, %c: !llvm.ptr)`:
-/// the gemmBlocks() blocks of C (rows or columns, per batch entry) as an
+/// the schedule's GemmBlocks of C (rows or columns, per batch entry) as an
 /// scf.parallel (scf.for when too small) whose body is one single-threaded
 /// `llvm.call @cblas_[sd]gemm` per block (row-major, transposes as flags).
 /// The blocking depends on the shapes only, so results are bit-identical for
@@ -210,7 +202,8 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
   auto fn = b.create<func::FuncOp>(loc, sym, b.getFunctionType({ptr, ptr, ptr}, {}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  GemmBlocks gb = gemmBlocks(g);
+  if (!k.schedule.valid) internalError("codegen: kernel " + k.name + " has no schedule");
+  const GemmBlocks &gb = k.schedule.gemm;
   int64_t extent = gb.rows ? g.m : g.n;
   Value pa = entry->getArgument(0), pb = entry->getArgument(1), pc = entry->getArgument(2);
   auto body = [&](OpBuilder &ob, Value block) {

@@ -133,29 +133,6 @@ bool ExternCall::empty() const {
   return false;
 }
 
-GemmBlocks gemmBlocks(const GemmDesc &g) {
-  constexpr int64_t kUnit = 32, kMinExtent = 128, kMaxBlocks = 64;
-  constexpr int64_t kBlockMacs = int64_t(1) << 22, kParallelMacs = int64_t(1) << 18;
-  GemmBlocks b;
-  b.rows = g.m >= g.n;
-  int64_t d = b.rows ? g.m : g.n;
-  int64_t macs = g.m * g.n * std::max<int64_t>(g.k, 1);
-  // A power of two (balanced on 2, 4, 8... threads) with >= 2^22 multiply-adds
-  // per block: every block re-packs the operand it shares with the others, so
-  // blocks cost single-thread time (MLP fc1: 2 blocks +1%, 8 blocks +11%).
-  int64_t want = 1;
-  while (want * 2 <= std::min<int64_t>(macs / kBlockMacs, kMaxBlocks)) want *= 2;
-  // And >= 128 rows/columns per block: a block re-packs the whole shared operand, i.e. one
-  // packed element per `extent` multiply-adds (LN-GELU large, 2048x2048x2048: 32-row blocks
-  // spent 19 % of the step in OpenBLAS's packing copies).
-  want = std::min(want, std::max<int64_t>(d / kMinExtent, 1));
-  b.size = std::max<int64_t>(alignUp((d + want - 1) / want, kUnit), 1);
-  if (b.size >= d) b.size = std::max<int64_t>(d, 1);
-  b.count = d == 0 ? 1 : (d + b.size - 1) / b.size;
-  b.parallel = b.count * g.batch > 1 && macs * g.batch >= kParallelMacs;
-  return b;
-}
-
 static int addBuf(KernelGraph &kg, const std::string &name, const TensorType &t, BufferKind kind,
                   int index, int64_t offset = 0) {
   Buffer b;
@@ -354,7 +331,7 @@ static std::string joinNames(const KernelGraph &kg, const std::set<std::string> 
   return s + "]";
 }
 
-std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const std::string &target,
+std::string printKernelGraph(const KernelGraph &kg, const std::string &title, const TargetInfo &t,
                              int64_t partialsOffset) {
   std::ostringstream os;
   os << "# " << title << ": " << kg.kernels.size() << " kernels, scratch " << kg.scratchBytes
@@ -421,18 +398,14 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       if (g.transA) os << " transA";
       if (g.transB) os << " transB";
       if (g.beta != 0.0) os << " beta=" << g.beta;
-      GemmBlocks gb = gemmBlocks(g);
-      if (gb.count > 1) os << " blocks=" << gb.count << "x" << gb.size << (gb.rows ? "rows" : "cols");
-      if (gb.parallel) os << " parallel";
     }
-    if (k.parallelDims > 0) os << " parallel=" << k.parallelDims;
     if (k.mayFail()) os << " checked";
-    if (target == "cuda" && !k.phases.empty()) {
-      GpuLaunch l = gpuLaunch(kg, k);
-      os << " cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
-      if (l.vectorWidth > 1) os << " vec=" << l.vectorWidth;
-      if (l.finalGrid > 0)
-        os << " final=" << l.finalGrid << "x" << l.block << " partials=scratch+" << partialsOffset;
+    if (std::string sched = scheduleText(k, t); !sched.empty()) {
+      os << " schedule=[" << sched;
+      if (t.gpu && k.schedule.gpu.finalGrid > 0)
+        os << " final=" << k.schedule.gpu.finalGrid << "x" << k.schedule.gpu.block
+           << " partials=scratch+" << partialsOffset;
+      os << "]";
     }
     os << "\n";
   }
@@ -453,24 +426,14 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   return os.str();
 }
 
-bool isColumnReduction(const Kernel &k) {
-  if (k.kind != Kernel::Kind::Loop || k.outer.empty()) return false;
-  const size_t last = k.outer.size() - 1;
-  bool strided = false;
-  for (auto &p : k.phases) {
-    for (auto &s : p.stores)
-      if (s.accumulate) return false;
-    if (p.reductions.empty() || p.inner.empty()) continue;
-    const size_t innerLast = k.outer.size() + p.inner.size() - 1;
-    for (auto &a : p.accesses)
-      if (a.buffer >= 0 && a.coef.size() > innerLast && a.coef[last] == 1 && a.coef[innerLast] != 1 &&
-          a.coef[innerLast] != 0)
-        strided = true;
+std::string printKernels(const KernelProgram &in) {
+  KernelProgram copy;
+  if (!in.scheduled) { // unit tests print what planProgram gave them
+    copy = in;
+    scheduleProgram(copy, cpuTargetInfo("multi"));
   }
-  return strided;
-}
-
-std::string printKernels(const KernelProgram &kp, const std::string &target) {
+  const KernelProgram &kp = in.scheduled ? in : copy;
+  const TargetInfo &target = kp.target;
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
   // The legend (docs/cli.md "Reading --emit output" says more).
@@ -478,10 +441,19 @@ std::string printKernels(const KernelProgram &kp, const std::string &target) {
        "#   reads= / writes= its buffers (NAME_contig: a strided view copied to a dense buffer first);\n"
        "#   domain= the iteration space; phases=[..] the loops run one after another inside each outer\n"
        "#   iteration: map[dims] element-wise, reduce(kinds)[dims] a reduction over those dims;\n"
-       "#   parallel=N the outer N dims are split across threads; checked: can fail at run time (an index\n"
-       "#   out of range, a library error) with a code whose message names the op; gemm/conv/fft/linalg:\n"
-       "#   a library call (m n k transA/transB batch beta blocks=COUNTxSIZE rows|cols: the GEMM's shape,\n"
-       "#   operands and its split into independent calls)\n";
+       "#   checked: can fail at run time (an index out of range, a library error) with a code whose\n"
+       "#   message names the op; gemm/conv/fft/linalg: a library call (m n k transA/transB batch beta:\n"
+       "#   the GEMM's shape and operands); schedule=[..]: how the target runs it (docs/stage-codegen.md\n"
+       "#   \"Schedules\"): parallel=N the outer N dims on the thread team, else serial; lanes=N outer\n"
+       "#   iterations per loop body; vector=dIxW the vector loop (iteration variable I, outer then inner)\n"
+       "#   and elements per register (multi: v2|v3|v4); a GEMM's blocks=COUNTxSIZE{rows|cols} single-\n"
+       "#   threaded library calls, parallel when they run on the team; cuda=<mapping> grid= block=\n";
+  if (target.gpu)
+    s += "# target cuda: mappings and launches of docs/cuda.md\n";
+  else
+    s += "# target " + target.name + ": " + std::to_string(target.vectorBits) + "-bit vectors" +
+         (target.maxVectorBits > target.vectorBits ? " (clones up to " + std::to_string(target.maxVectorBits) + ")" : "") +
+         ", parallel loops from cost " + std::to_string(target.parallelMinCost) + "\n";
   s += printKernelGraph(kp.forward, "forward", target, gpuPartialsOffset(kp));
   if (kp.hasBackward) s += printKernelGraph(kp.backward, "backward", target, gpuPartialsOffset(kp));
   if (kp.hasEval) s += printKernelGraph(kp.eval, "eval", target); // CPU targets only (FusionOptions::eval)

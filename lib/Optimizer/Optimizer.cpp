@@ -216,7 +216,7 @@ struct GraphBuilder {
   Node *sumAll(Node *x) { return call("sum", "aten.sum.default", {x}); }
   /// The sum of every element of a tensor of rank >= 2 as column sums first (every dimension
   /// but the last), then their sum: the column reduction runs the columns in parallel and 8
-  /// at a time (independent accumulators, MLIRGen.cpp outerLanes), where one sum over all
+  /// at a time (independent accumulators, the schedule's lanes: Schedule.h), where one sum over all
   /// elements, or row sums, is one serial chain of additions per row.
   Node *sumColumnsFirst(Node *x) {
     const int64_t rank = (int64_t)x->type().shape.size();

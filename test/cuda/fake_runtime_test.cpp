@@ -7,8 +7,9 @@
 // still computes). No GPU, no CUDA library: the CUDA entry points run on host
 // memory (256-byte aligned), and nothing they pass is dereferenced.
 //
-// Checked against the --emit=kernels text of the CUDA object (argv[1]):
-//  * launches happen in kernel order, one per kernel with a `cuda=` mapping, with
+// Checked against the --emit=kernels text of the CUDA object (argv[1]) and of the CPU object
+// (argv[2], for the GEMM blocks of its schedule):
+//  * launches happen in kernel order, one per kernel with a `schedule=[cuda=` mapping, with
 //    that line's grid= and block=, and a GEMM call after each gemm kernel;
 //  * every kernel argument is the address of the right buffer: in[i]/out[i]/
 //    tangents[i]/grads[i] or saved/scratch + the offset of the `buffers:` line, in
@@ -197,8 +198,8 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
   std::map<std::string, GraphText> out;
   std::string line, graph;
   while (std::getline(f, line)) {
-    if (line.rfind("# forward:", 0) == 0) graph = "forward";
-    else if (line.rfind("# backward:", 0) == 0) graph = "backward";
+    std::smatch gm;
+    if (std::regex_search(line, gm, std::regex("^# (\\w+): [0-9]+ kernels"))) graph = gm[1]; // forward, backward, eval
     else if (line.rfind("# " + graph + " buffers:", 0) == 0) {
       std::stringstream ss(line.substr(line.find(':') + 1));
       std::string item;
@@ -211,14 +212,14 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.name = line.substr(7, line.find(':') - 7);
       k.gemm = line.find(": gemm ") != std::string::npos;
       k.checked = line.find(" checked") != std::string::npos;
-      k.launched = line.find(" cuda=") != std::string::npos && line.find(" grid=0 ") == std::string::npos;
+      k.launched = line.find(" schedule=[cuda=") != std::string::npos && line.find(" grid=0 ") == std::string::npos;
       k.grid = (uint32_t)num(line, "grid", 0);
       k.block = (uint32_t)num(line, "block", 0);
       k.m = num(line, "m", 0);
       k.n = num(line, "n", 0);
       k.batch = num(line, "batch", 1);
       std::smatch bm;
-      if (std::regex_search(line, bm, std::regex(" blocks=([0-9]+)x"))) k.gemmBlocks = std::stoll(bm[1]);
+      if (std::regex_search(line, bm, std::regex("[ []blocks=([0-9]+)x"))) k.gemmBlocks = std::stoll(bm[1]);
       std::smatch fm;
       if (std::regex_search(line, fm, std::regex(" final=([0-9]+)x([0-9]+) partials=(scratch\\+[0-9]+)"))) {
         k.finalGrid = (uint32_t)std::stoul(fm[1]);
@@ -415,14 +416,20 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <cuda --emit=kernels text>\n", argv[0]);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s <cuda --emit=kernels text> <cpu --emit=kernels text>\n", argv[0]);
     return 2;
   }
   setenv("OMP_NUM_THREADS", "1", 1);
   const aotc_cuda_program &cp = AOTC_CUDA_PROGRAM;
   const aotc_program &p = cp.base;
   auto text = parseKernels(argv[1]);
+  // The CPU target's GEMM blocks (its schedule; the kernels are the same groups, by name).
+  auto cpuText = parseKernels(argv[2]);
+  for (const char *graph : {"forward", "backward"})
+    for (auto &k : text[graph].kernels)
+      for (auto &c : cpuText[graph].kernels)
+        if (c.name == k.name) k.gemmBlocks = c.gemmBlocks;
   for (const char *graph : {"forward", "backward"})
     for (auto &k : text[graph].kernels) {
       std::string sym = symbolPrefix(graph) + k.name;

@@ -274,10 +274,12 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.cuda.archs = o.cudaArchs;
   cg.cuda.toolkit = o.cudaToolkit;
   cg.cuda.allowTf32 = o.allowTf32;
-  if (stopsAfter("kernels", printKernels(kp, o.target)))
+  // 7. schedule: the target's policy for every kernel (include/aotc/Schedule.h).
+  scheduleProgram(kp, targetInfoOf(cg));
+  if (stopsAfter("kernels", printKernels(kp)))
     return r;
 
-  // 7-8. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
+  // 8-9. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
   //      lowered to the LLVM dialect, translated to LLVM IR, optimized, emitted.
   cg.emitMLIR = stop == stageIndex("mlir");
   cg.emitLLVM = stop == stageIndex("llvm");

@@ -78,7 +78,8 @@ TEST_CASE("fusion: an addmm that is a graph output keeps its bias in the GEMM (b
 TEST_CASE("fusion: GEMM blocks depend on the shapes only", "[fusion]") {
   GemmDesc g;
   g.m = 64, g.n = 256, g.k = 784; // MLP fc1: 12.8M multiply-adds, n > m: column blocks
-  GemmBlocks b = gemmBlocks(g);
+  const TargetInfo t = cpuTargetInfo("multi");
+  GemmBlocks b = gemmBlocks(g, t);
   CHECK(!b.rows);
   CHECK(b.size % 32 == 0);
   CHECK(b.count * b.size >= 256);
@@ -86,18 +87,18 @@ TEST_CASE("fusion: GEMM blocks depend on the shapes only", "[fusion]") {
   CHECK(b.count > 1);
   CHECK(b.parallel);
   g.m = 256, g.n = 784, g.k = 64;
-  b = gemmBlocks(g);
+  b = gemmBlocks(g, t);
   CHECK(b.count * b.size >= 784);
   CHECK((b.count - 1) * b.size < 784);
   g.m = 784, g.n = 256;
-  b = gemmBlocks(g);
+  b = gemmBlocks(g, t);
   CHECK(b.rows);
   g.m = 64, g.n = 10, g.k = 256; // small: one block, sequential
-  b = gemmBlocks(g);
+  b = gemmBlocks(g, t);
   CHECK(b.count == 1);
   CHECK(!b.parallel);
   g.batch = 16; // a bmm of 16 such products runs its batch entries in parallel
-  b = gemmBlocks(g);
+  b = gemmBlocks(g, t);
   CHECK(b.count == 1);
   CHECK(b.parallel);
 }

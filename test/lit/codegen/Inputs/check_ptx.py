@@ -2,7 +2,7 @@
 
 usage: check_ptx.py KERNELS.txt PROGRAM.ptx --name NAME [--ptxas PATH --arch sm_80 --arch sm_90]
 
-Every kernel line with `cuda=<mapping> grid=G block=B` must have a PTX `.entry`
+Every kernel line with `schedule=[cuda=<mapping> grid=G block=B ...]` must have a PTX `.entry`
 (<name>_fwd_kN / <name>_bwd_kN; a split-row kernel also <symbol>_final) and vice versa; every reducing kernel (warp-per-row,
 block-per-row, column-block) must contain `shfl.sync.bfly`, the block ones also a barrier; every `vec=4` kernel a 16-byte `ld/st.global.v4`; no `atom.` / `red.` instruction anywhere; a kernel whose
 domain has more than 4096 elements must launch more than one block; with --ptxas, the
@@ -27,8 +27,8 @@ def kernels(path, name):
         if m:
             section = "fwd" if m.group(1) == "forward" else "bwd"
             continue
-        m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* cuda=(\S+) grid=(\d+) block=(\d+)"
-                     r"(?: vec=(\d+))?(?: final=(\d+)x(\d+) partials=scratch\+\d+)?$", line.rstrip("\n"))
+        m = re.match(r"kernel (k\d+): .* domain=\[([0-9, ]*)\].* schedule=\[cuda=(\S+) grid=(\d+) block=(\d+)"
+                     r"(?: vec=(\d+))?(?: final=(\d+)x(\d+) partials=scratch\+\d+)?\]$", line.rstrip("\n"))
         if m:
             dims = [int(d) for d in m.group(2).split(",") if d.strip()]
             names = set()

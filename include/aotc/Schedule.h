@@ -1,0 +1,150 @@
+//===- Schedule.h - Target policy: the schedule of every kernel -*- C++ -*-===//
+//
+// Fusion (Kernels.h) says *what* a kernel computes: its outer domain of independent
+// iterations, its phases, its library call. A schedule says *how* one target runs it: which
+// outer loops go to the thread team, how many outer iterations one loop body runs (so a
+// column reduction loads a vector of neighbouring columns per step), which loop the vector
+// code runs along and how wide, how a GEMM is cut into independent library calls, and for
+// CUDA the mapping and launch geometry. The schedule pass (lib/Codegen/Schedule.cpp) chooses
+// it from a TargetInfo; the targets (MLIRGen.cpp, GpuGen.cpp, CudaHost.cpp) only read it;
+// `aotc --emit=kernels` prints it (docs/stage-codegen.md "Schedules").
+//
+// Every choice is a function of the kernel's shapes and the target, never of the number of
+// threads the program will run with, so the results are bit-identical at any thread count:
+// that is why the machine's core count is not a TargetInfo field (the object runs on machines
+// the compiler never sees; the thread team only distributes the fixed chunks).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace aotc {
+
+struct GemmDesc;
+struct Kernel;
+struct KernelGraph;
+struct KernelProgram;
+
+/// What the schedule pass knows of a target. Units: bits and elements as named.
+struct TargetInfo {
+  /// "x86-64-v2", "x86-64-v3", "x86-64-v4", "native" (the compiling machine's CPU),
+  /// "multi" (one object with v2, v3 and v4 clones: one schedule for all three), or "cuda".
+  std::string name = "multi";
+  bool gpu = false;
+  /// The vector register width every clone the schedule serves has: 128 (SSE4.2: x86-64-v2 and
+  /// multi), 256 (AVX2: v3), 512 (AVX-512: v4, native with AVX-512F).
+  int vectorBits = 128;
+  /// The widest vector register among the clones ("multi": 512), for the printed widths.
+  int maxVectorBits = 128;
+  /// A loop kernel runs on the thread team only when its cost (per phase: inner elements x
+  /// instructions, summed, times the outer iterations) reaches this; below, one thread runs
+  /// it. A parallel region costs ~0.7 us at 2 threads on the 2-core machine, ~0.13 us at 1;
+  /// a kernel of 20,000 is ~5 us serial (docs/stage-codegen.md "Parallel loops").
+  int64_t parallelMinCost = 20000;
+  /// Outer iterations one loop body of a column reduction runs: 8 on every CPU target (two
+  /// SSE / one AVX2 register of f32 columns, f64 partials in 2-4 registers).
+  int64_t columnLanes = 8;
+  /// GEMM blocking (gemmBlocks): blocks are a multiple of gemmUnit rows or columns, at least
+  /// gemmMinExtent of them and gemmBlockMacs multiply-adds, at most gemmMaxBlocks; a GEMM of
+  /// fewer than gemmParallelMacs multiply-adds in all runs its blocks on one thread.
+  int64_t gemmUnit = 32, gemmMinExtent = 128, gemmMaxBlocks = 64;
+  int64_t gemmBlockMacs = int64_t(1) << 22, gemmParallelMacs = int64_t(1) << 18;
+};
+
+/// The TargetInfo of a CPU level (CodegenOptions::cpu after the driver resolved "host":
+/// multi, native, x86-64-v2, -v3, -v4). Unknown names are an internal error.
+TargetInfo cpuTargetInfo(const std::string &cpu);
+/// The TargetInfo of --target=cuda.
+TargetInfo cudaTargetInfo();
+
+/// How a GEMM is split into independent blocks (a pure function of the shapes and the
+/// target, never of the thread count, so results do not depend on threads): `count` blocks of
+/// `size` rows of C (rows = true) or columns of C, per batch entry; the last block may be
+/// smaller. Each block is one single-threaded BLAS call; the count x batch blocks may run in
+/// parallel when `parallel` is set. The larger of m and n is split (the operand re-read by
+/// every block is then the smaller one) into at most gemmMaxBlocks blocks (a power of two is
+/// asked for; rounding the block size up to a multiple of gemmUnit may leave fewer) of at
+/// least gemmMinExtent rows or columns and gemmBlockMacs multiply-adds each.
+struct GemmBlocks {
+  bool rows = true;
+  int64_t size = 0, count = 1;
+  bool parallel = false; ///< count * batch > 1 and at least gemmParallelMacs multiply-adds in total.
+};
+GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t);
+
+/// How the CUDA target runs one Loop kernel; a function of the kernel's shapes only
+/// (never of the device's SM count). block = threads per block, grid = blocks (x only).
+enum class GpuMapping {
+  Elementwise,  ///< One map phase without accumulation: one thread per (outer, inner) element.
+  WarpPerRow,   ///< Has reduce phases: one warp per outer iteration, shuffle-xor butterfly.
+  BlockPerRow,  ///< Reduce phases over >= 8192 elements: one 256-thread block per outer
+                ///< iteration; warp butterflies, then the 8 partials through workgroup memory.
+  ThreadPerRow, ///< Otherwise (scatter_add, multi-phase maps): one thread per outer iteration.
+  ColumnBlock,  ///< Column reductions (isColumnReduction): a 256-thread block takes 32
+                ///< neighbouring columns, 8 row groups fold coalesced, then an 8-lane
+                ///< shuffle butterfly per column over workgroup memory. Columns of >= 4096
+                ///< rows are cut into chunks (one block each) whose f64 partials a second
+                ///< kernel, one thread per column, folds in chunk order.
+  SplitRow,     ///< Few long rows (the rows would fit in one block but hold > 4096 elements):
+                ///< `parts` blocks per row fold contiguous chunks into f64 partials in
+                ///< scratch; a second kernel (<symbol>_final, one block per row) folds each
+                ///< row's partials in order and runs the remaining phases. Deterministic.
+};
+const char *gpuMappingName(GpuMapping m);
+struct GpuLaunch {
+  GpuMapping mapping = GpuMapping::Elementwise;
+  int64_t grid = 1, block = 256;
+  /// Elementwise only: elements per thread along the innermost dim (4: the accesses that are
+  /// contiguous there are 16-byte vector loads/stores of 4-byte elements), else 1.
+  int64_t vectorWidth = 1;
+  /// Two-kernel reductions (finalGrid > 0), the second kernel being <symbol>_final with
+  /// `block` threads: SplitRow: blocks per row (grid = rows * parts), finalGrid = rows;
+  /// ColumnBlock over long columns ("column split"): row chunks (grid = column blocks *
+  /// parts), finalGrid = columns / 256 (one thread per column). partialValues: f64 partials
+  /// in scratch at gpuPartialsOffset (parts * rows or columns * accumulators).
+  int64_t parts = 0, finalGrid = 0, partialValues = 0;
+};
+/// The mapping and launch geometry of Loop kernel k of kg on CUDA (lib/Codegen/GpuLaunch.cpp).
+GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k);
+
+/// A kernel's schedule on one target (Kernel::schedule, filled by scheduleProgram).
+struct KernelSchedule {
+  bool valid = false;    ///< Set by scheduleProgram; the targets refuse a kernel without it.
+  /// CPU loop kernels: the leading outer dims that form the thread team's parallel loop (0:
+  /// one thread runs the kernel). Chunks are whole outer iterations, so bits never depend on
+  /// the thread count.
+  int parallelDims = 0;
+  /// CPU loop kernels: outer iterations one loop body runs (unroll-and-jam of the innermost
+  /// outer dim): TargetInfo::columnLanes for a column reduction whose innermost outer extent
+  /// it divides, else 1. Each iteration still folds in its own order.
+  int64_t lanes = 1;
+  /// CPU loop kernels: the vector code's loop and width. vectorDim indexes the iteration
+  /// variables (outer..., inner...) of the kernel's last phase: the innermost inner dim (LLVM's
+  /// loop vectorizer, reductions reassociated per lane), or with lanes > 1 the innermost outer
+  /// dim (the SLP vectorizer over the lanes); -1 (printed `scalar`) when the kernel has no
+  /// loop or accumulating stores (a scatter may hit one element twice in a vector). vectorElems:
+  /// elements of the phase's widest type per register of TargetInfo::vectorBits (multi:
+  /// the v2 width; the v3 / v4 clones are vectorized for their own registers).
+  int vectorDim = -1;
+  int64_t vectorElems = 1;
+  GemmBlocks gemm;       ///< Extern GEMM kernels.
+  GpuLaunch gpu;         ///< --target=cuda Loop kernels with phases.
+};
+
+/// `aotc --emit=kernels`' text of a kernel's schedule, e.g. `parallel=2 lanes=8 vector=d3x4`.
+std::string scheduleText(const Kernel &k, const TargetInfo &t);
+
+/// A Loop kernel without accumulating stores with a reduce phase that walks its inner
+/// domain with a stride while neighbouring outer iterations read neighbouring elements
+/// (coefficient 1 on the innermost outer variable): a column sum such as a bias gradient.
+/// The CPU schedule runs TargetInfo::columnLanes neighbouring outer iterations per loop body
+/// (KernelSchedule::lanes); the CUDA schedule puts neighbouring columns on neighbouring lanes
+/// (GpuMapping::ColumnBlock, docs/cuda.md). An analysis of the kernel's accesses, not a policy.
+bool isColumnReduction(const Kernel &k);
+
+/// The schedule pass: fills Kernel::schedule of every kernel of kp (forward, backward, eval,
+/// the train step's graphs) for `t`, and records t in kp.target. Idempotent for one target.
+void scheduleProgram(KernelProgram &kp, const TargetInfo &t);
+
+} // namespace aotc

@@ -1,0 +1,187 @@
+//===- Schedule.cpp - The schedule pass: target policy for every kernel ---===//
+//
+// scheduleProgram (include/aotc/Schedule.h) runs after fusion and planning and before a
+// target lowers anything: for each kernel it decides, from the TargetInfo and the kernel's
+// shapes alone, how the target runs it, and stores that in Kernel::schedule. This file is the
+// CPU's policy (parallel loops, column lanes, vector loop, GEMM blocks) and the dispatch to
+// the CUDA policy (GpuLaunch.cpp). MLIR-free.
+//===----------------------------------------------------------------------===//
+#include "aotc/Schedule.h"
+
+#include "aotc/Codegen.h"
+#include "aotc/Diagnostics.h"
+#include "aotc/Kernels.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace aotc {
+
+TargetInfo cpuTargetInfo(const std::string &cpu) {
+  if (cpu == "host") return cpuTargetInfo(hostCpuLevel());
+  TargetInfo t;
+  t.name = cpu;
+  if (cpu == "multi") {
+    t.vectorBits = 128; // one schedule serves the v2 clone too
+    t.maxVectorBits = 512;
+  } else if (cpu == "x86-64-v2") {
+    t.vectorBits = t.maxVectorBits = 128;
+  } else if (cpu == "x86-64-v3") {
+    t.vectorBits = t.maxVectorBits = 256;
+  } else if (cpu == "x86-64-v4") {
+    t.vectorBits = t.maxVectorBits = 512;
+  } else if (cpu == "native") {
+    const std::string level = hostCpuLevel(); // the compiling machine's x86-64 level
+    t.vectorBits = t.maxVectorBits = level == "x86-64-v4" ? 512 : level == "x86-64-v3" ? 256 : 128;
+  } else {
+    internalError("schedule: unknown CPU target '" + cpu + "'");
+  }
+  return t;
+}
+
+TargetInfo cudaTargetInfo() {
+  TargetInfo t;
+  t.name = "cuda";
+  t.gpu = true;
+  t.vectorBits = t.maxVectorBits = 128; // 16-byte vector loads and stores (GpuLaunch::vectorWidth)
+  return t;
+}
+
+GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t) {
+  GemmBlocks b;
+  b.rows = g.m >= g.n;
+  int64_t d = b.rows ? g.m : g.n;
+  int64_t macs = g.m * g.n * std::max<int64_t>(g.k, 1);
+  // A power of two (balanced on 2, 4, 8... threads) with >= 2^22 multiply-adds
+  // per block: every block re-packs the operand it shares with the others, so
+  // blocks cost single-thread time (MLP fc1: 2 blocks +1%, 8 blocks +11%).
+  int64_t want = 1;
+  while (want * 2 <= std::min<int64_t>(macs / t.gemmBlockMacs, t.gemmMaxBlocks)) want *= 2;
+  // And >= 128 rows/columns per block: a block re-packs the whole shared operand, i.e. one
+  // packed element per `extent` multiply-adds (LN-GELU large, 2048x2048x2048: 32-row blocks
+  // spent 19 % of the step in OpenBLAS's packing copies).
+  want = std::min(want, std::max<int64_t>(d / t.gemmMinExtent, 1));
+  b.size = std::max<int64_t>(alignUp((d + want - 1) / want, t.gemmUnit), 1);
+  if (b.size >= d) b.size = std::max<int64_t>(d, 1);
+  b.count = d == 0 ? 1 : (d + b.size - 1) / b.size;
+  b.parallel = b.count * g.batch > 1 && macs * g.batch >= t.gemmParallelMacs;
+  return b;
+}
+
+bool isColumnReduction(const Kernel &k) {
+  if (k.kind != Kernel::Kind::Loop || k.outer.empty()) return false;
+  const size_t last = k.outer.size() - 1;
+  bool strided = false;
+  for (auto &p : k.phases) {
+    for (auto &s : p.stores)
+      if (s.accumulate) return false;
+    if (p.reductions.empty() || p.inner.empty()) continue;
+    const size_t innerLast = k.outer.size() + p.inner.size() - 1;
+    for (auto &a : p.accesses)
+      if (a.buffer >= 0 && a.coef.size() > innerLast && a.coef[last] == 1 && a.coef[innerLast] != 1 &&
+          a.coef[innerLast] != 0)
+        strided = true;
+  }
+  return strided;
+}
+
+namespace {
+
+/// The work of a loop kernel: per phase inner elements x instructions, summed, times the
+/// outer iterations (TargetInfo::parallelMinCost's unit).
+int64_t loopCost(const Kernel &k) {
+  int64_t cost = 0;
+  for (auto &ph : k.phases)
+    cost += std::max<int64_t>(numelOf(ph.inner), 1) * std::max<int64_t>((int64_t)ph.insts.size(), 1);
+  return cost * std::max<int64_t>(numelOf(k.outer), 1);
+}
+
+/// Bits of the widest value the kernel computes (f32 sums accumulate in f64: 64).
+int widestBits(const Kernel &k) {
+  int bits = 8;
+  for (auto &ph : k.phases) {
+    for (auto &in : ph.insts) bits = std::max(bits, (int)itemSize(in.type) * 8);
+    for (auto &r : ph.reductions) bits = std::max(bits, (int)itemSize(r.accType) * 8);
+  }
+  return bits;
+}
+
+void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
+  // All outer dims on the thread team when the work pays for a parallel region. Serial or
+  // parallel, the bits are the same: outer iterations are independent.
+  if (!k.outer.empty() && numelOf(k.outer) > 1 && loopCost(k) >= t.parallelMinCost)
+    s.parallelDims = (int)k.outer.size();
+  // Column reductions: one loop body runs `columnLanes` neighbouring outer iterations
+  // (ScalarEmitter::emitLanesBody), so an inner step loads a vector of neighbouring columns
+  // instead of that many cache lines in separate passes.
+  if (!k.outer.empty() && k.outer.back() % t.columnLanes == 0 && isColumnReduction(k))
+    s.lanes = t.columnLanes;
+  // Accumulating stores (scatter_add and kin) may hit one element twice in a vector: scalar.
+  bool accumulates = false;
+  for (auto &ph : k.phases)
+    for (auto &st : ph.stores) accumulates |= st.accumulate;
+  const Phase *last = k.phases.empty() ? nullptr : &k.phases.back();
+  if (accumulates) s.vectorDim = -1;
+  else if (s.lanes > 1) s.vectorDim = (int)k.outer.size() - 1;
+  else if (last && !last->inner.empty()) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
+  else if (!k.outer.empty()) s.vectorDim = (int)k.outer.size() - 1;
+  s.vectorElems = std::max<int64_t>(t.vectorBits / widestBits(k), 1);
+}
+
+void scheduleGraph(const KernelGraph &kg, std::vector<Kernel> &kernels, const TargetInfo &t) {
+  for (Kernel &k : kernels) {
+    KernelSchedule s;
+    s.valid = true;
+    if (t.gpu) {
+      if (!k.phases.empty()) s.gpu = gpuLaunch(kg, k);
+    } else if (k.kind == Kernel::Kind::Loop) {
+      scheduleCpuLoop(k, t, s);
+    } else if (k.call.fn == ExternFn::Gemm) {
+      s.gemm = gemmBlocks(k.call.gemm, t);
+    }
+    k.schedule = s;
+  }
+}
+
+} // namespace
+
+void scheduleProgram(KernelProgram &kp, const TargetInfo &t) {
+  for (KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval, &kp.train.update, &kp.train.accumulateGraph})
+    scheduleGraph(*kg, kg->kernels, t);
+  kp.target = t;
+  kp.scheduled = true;
+}
+
+std::string scheduleText(const Kernel &k, const TargetInfo &t) {
+  const KernelSchedule &s = k.schedule;
+  std::ostringstream os;
+  auto sep = [&] { return os.tellp() > 0 ? " " : ""; };
+  if (t.gpu) {
+    if (k.phases.empty()) return "";
+    const GpuLaunch &l = s.gpu;
+    os << "cuda=" << gpuMappingName(l.mapping) << " grid=" << l.grid << " block=" << l.block;
+    if (l.vectorWidth > 1) os << " vec=" << l.vectorWidth;
+    return os.str(); // printKernelGraph adds final= and partials=
+  }
+  if (k.kind == Kernel::Kind::Extern) {
+    if (k.call.fn != ExternFn::Gemm) return "";
+    if (s.gemm.count > 1)
+      os << "blocks=" << s.gemm.count << "x" << s.gemm.size << (s.gemm.rows ? "rows" : "cols");
+    if (s.gemm.parallel) os << sep() << "parallel";
+    return os.str();
+  }
+  if (s.parallelDims > 0) os << "parallel=" << s.parallelDims;
+  else os << "serial";
+  if (s.lanes > 1) os << " lanes=" << s.lanes;
+  if (s.vectorDim < 0) {
+    os << " scalar";
+  } else {
+    os << " vector=d" << s.vectorDim << "x" << s.vectorElems;
+    if (t.maxVectorBits > t.vectorBits) // multi: the wider clones' widths
+      for (int bits = t.vectorBits * 2; bits <= t.maxVectorBits; bits *= 2)
+        os << "|" << s.vectorElems * bits / t.vectorBits;
+  }
+  return os.str();
+}
+
+} // namespace aotc
