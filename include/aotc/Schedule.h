@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace aotc {
 
@@ -49,6 +50,10 @@ struct TargetInfo {
   /// gemmMinExtent of them and gemmBlockMacs multiply-adds, at most gemmMaxBlocks; a GEMM of
   /// fewer than gemmParallelMacs multiply-adds in all runs its blocks on one thread.
   int64_t gemmUnit = 32, gemmMinExtent = 128, gemmMaxBlocks = 64;
+  /// Split folds (KernelSchedule::splitRows): in a kernel with one outer iteration, a reduce
+  /// phase of at least splitMinElems elements is cut into chunks of about splitChunkElems
+  /// elements (whole rows of its leading inner dim), at most splitMaxParts.
+  int64_t splitMinElems = 65536, splitChunkElems = 16384, splitMaxParts = 64;
   int64_t gemmBlockMacs = int64_t(1) << 22, gemmParallelMacs = int64_t(1) << 18;
 };
 
@@ -128,11 +133,19 @@ struct KernelSchedule {
   /// the v2 width; the v3 / v4 clones are vectorized for their own registers).
   int vectorDim = -1;
   int64_t vectorElems = 1;
+  /// CPU loop kernels with one outer iteration (a loss, a norm, any full reduction): per phase,
+  /// 0 or the rows of its leading inner dim per chunk. A split reduce phase folds its chunks
+  /// (the last may be shorter) on the thread team into partials, which one thread then
+  /// combines in chunk order before the next phase runs. A function of the shapes only, so
+  /// the bits do not depend on the thread count. Empty: no phase is split.
+  std::vector<int64_t> splitRows;
+  bool split() const;
   GemmBlocks gemm;       ///< Extern GEMM kernels.
   GpuLaunch gpu;         ///< --target=cuda Loop kernels with phases.
 };
 
-/// `aotc --emit=kernels`' text of a kernel's schedule, e.g. `parallel=2 lanes=8 vector=d3x4`.
+/// `aotc --emit=kernels`' text of a kernel's schedule, e.g. `parallel=2 lanes=8 vector=d3x4` or
+/// `split=p0:16x32,p2:5x60 vector=d1x2` (phase 0 in 16 chunks of 32 leading inner rows, ...).
 std::string scheduleText(const Kernel &k, const TargetInfo &t);
 
 /// A Loop kernel without accumulating stores with a reduce phase that walks its inner

@@ -134,6 +134,12 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
   // inner step loads `lanes` contiguous values the SLP vectorizer combines. Every outer
   // iteration still folds in its own order, so results are bit-identical to 1 lane.
   if (!k_.schedule.valid) internalError("codegen: kernel " + k_.name + " has no schedule");
+  if (k_.schedule.split()) { // long folds in parallel chunks (Schedule.h)
+    emitSplitBody(k_.schedule.splitRows);
+    b_.setInsertionPointToEnd(entry);
+    b_.create<func::ReturnOp>(loc_);
+    return;
+  }
   const int64_t lanes = k_.schedule.lanes;
   int np = std::min<int>(k_.schedule.parallelDims, (int)k_.outer.size());
   SmallVector<Value> plb, pub, pst, slb, sub, sst;

@@ -493,37 +493,26 @@ void ScalarEmitter::setRegs(const Phase &p, ValueRange accs, size_t &ai, std::ve
   }
 }
 
-void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
-                                   std::vector<std::vector<Value>> &laneRegs) {
+void ScalarEmitter::enterLane(const std::vector<std::vector<Value>> &laneOuter,
+                              const std::vector<std::vector<Value>> &laneRegs, size_t t, ValueRange ivs) {
+  vars_ = laneOuter[t];
+  vars_.insert(vars_.end(), ivs.begin(), ivs.end());
+  regs_ = laneRegs[t];
+  memo_.clear();
+}
+
+SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
+                                           const std::vector<std::vector<Value>> &laneRegs, Value lb0, Value ub0) {
   ph_ = &p;
   const size_t lanes = laneOuter.size();
   SmallVector<Value> lbs, ubs, steps;
-  for (int64_t d : p.inner) {
-    lbs.push_back(cIdx(0));
-    ubs.push_back(cIdx(d));
+  for (size_t d = 0; d < p.inner.size(); ++d) {
+    lbs.push_back(d == 0 && lb0 ? lb0 : cIdx(0));
+    ubs.push_back(d == 0 && ub0 ? ub0 : cIdx(p.inner[d]));
     steps.push_back(cIdx(1));
   }
-  // Sets the scope of lane t at inner position ivs.
-  auto enter = [&](size_t t, ValueRange ivs) {
-    vars_ = laneOuter[t];
-    vars_.insert(vars_.end(), ivs.begin(), ivs.end());
-    regs_ = laneRegs[t];
-    memo_.clear();
-  };
-  if (p.reductions.empty()) {
-    scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-      for (size_t t = 0; t < lanes; ++t) {
-        enter(t, ivs);
-        for (auto &s : p.stores) store(s);
-      }
-    });
-    memo_.clear();
-    return;
-  }
-  // Reduce phase: each lane's accumulators as iter_args (ArgMax: value, index), folded in
-  // inner row-major order per lane, so every lane's result is the one-lane result.
+  // Each lane's accumulators as iter_args (ArgMax: value, index), folded in inner row-major
+  // order per lane, so every lane's result is the one-lane result.
   SmallVector<Value> init;
   for (size_t t = 0; t < lanes; ++t)
     for (auto &r : p.reductions) {
@@ -540,7 +529,7 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
         size_t ai = 0;
         Value lin64;
         for (size_t t = 0; t < lanes; ++t) {
-          enter(t, ivs);
+          enterLane(laneOuter, laneRegs, t, ivs);
           for (auto &r : p.reductions) {
             Value v = inst(r.value);
             Value a = acc[ai++], idx;
@@ -561,17 +550,99 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
         }
         return next;
       });
-  SmallVector<Value> results = nest.results;
+  memo_.clear();
+  return SmallVector<Value>(nest.results.begin(), nest.results.end());
+}
+
+void ScalarEmitter::finishFold(const Phase &p, ValueRange results, const std::vector<std::vector<Value>> &laneOuter,
+                               std::vector<std::vector<Value>> &laneRegs) {
+  ph_ = &p;
   size_t ai = 0;
-  for (size_t t = 0; t < lanes; ++t) setRegs(p, results, ai, laneRegs[t]);
+  for (size_t t = 0; t < laneOuter.size(); ++t) setRegs(p, results, ai, laneRegs[t]);
   // After-fold stores: inner vars are zero.
   SmallVector<Value> zeros;
   for (size_t k = 0; k < p.inner.size(); ++k) zeros.push_back(cIdx(0));
-  for (size_t t = 0; t < lanes; ++t) {
-    enter(t, zeros);
+  for (size_t t = 0; t < laneOuter.size(); ++t) {
+    enterLane(laneOuter, laneRegs, t, zeros);
     for (auto &s : p.stores) store(s);
   }
   memo_.clear();
+}
+
+void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
+                                   std::vector<std::vector<Value>> &laneRegs) {
+  ph_ = &p;
+  if (!p.reductions.empty()) {
+    SmallVector<Value> results = emitFold(p, laneOuter, laneRegs);
+    finishFold(p, results, laneOuter, laneRegs);
+    return;
+  }
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : p.inner) {
+    lbs.push_back(cIdx(0));
+    ubs.push_back(cIdx(d));
+    steps.push_back(cIdx(1));
+  }
+  scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+    for (size_t t = 0; t < laneOuter.size(); ++t) {
+      enterLane(laneOuter, laneRegs, t, ivs);
+      for (auto &s : p.stores) store(s);
+    }
+  });
+  memo_.clear();
+}
+
+void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
+  std::vector<std::vector<Value>> laneOuter{std::vector<Value>(k_.outer.size(), cIdx(0))};
+  std::vector<std::vector<Value>> laneRegs(1, std::vector<Value>(k_.regTypes.size()));
+  for (size_t pi = 0; pi < k_.phases.size(); ++pi) {
+    const Phase &p = k_.phases[pi];
+    const int64_t rows = pi < splitRows.size() ? splitRows[pi] : 0;
+    if (rows <= 0) {
+      emitPhaseLanes(p, laneOuter, laneRegs);
+      continue;
+    }
+    const int64_t parts = (p.inner[0] + rows - 1) / rows;
+    // One partial per chunk and accumulator, on the calling thread's stack.
+    std::vector<Value> partials;
+    for (auto &r : p.reductions) {
+      AOTC_ASSERT(r.kind != ReduceKind::ArgMax, "split fold of an argmax");
+      partials.push_back(b_.create<memref::AllocaOp>(loc_, MemRefType::get({parts}, reduceInit(r).getType())));
+    }
+    // The chunks in parallel: chunk c folds rows [c * rows, min((c + 1) * rows, extent)) of
+    // the leading inner dim, in row-major order, into its partials.
+    b_.create<scf::ParallelOp>(
+        loc_, ValueRange{cIdx(0)}, ValueRange{cIdx(parts)}, ValueRange{cIdx(1)},
+        [&](OpBuilder &b, Location, ValueRange ivs) {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+          Value lb = b_.create<arith::MulIOp>(loc_, ivs[0], cIdx(rows));
+          Value ub = b_.create<arith::MinUIOp>(loc_, b_.create<arith::AddIOp>(loc_, lb, cIdx(rows)),
+                                               cIdx(p.inner[0]));
+          SmallVector<Value> res = emitFold(p, laneOuter, laneRegs, lb, ub);
+          for (size_t i = 0; i < partials.size(); ++i)
+            b_.create<memref::StoreOp>(loc_, res[i], partials[i], ValueRange{ivs[0]});
+        });
+    // Then the partials in chunk order (no reassociation), on this thread.
+    SmallVector<Value> init;
+    for (auto &r : p.reductions) init.push_back(reduceInit(r));
+    auto loop = b_.create<scf::ForOp>(
+        loc_, cIdx(0), cIdx(parts), cIdx(1), init, [&](OpBuilder &b, Location, Value c, ValueRange acc) {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+          SmallVector<Value> next;
+          for (size_t i = 0; i < p.reductions.size(); ++i) {
+            Value a = acc[i], none;
+            Value part = b_.create<memref::LoadOp>(loc_, partials[i], ValueRange{c});
+            combine(p.reductions[i], a, none, part, none, /*tree=*/true);
+            next.push_back(a);
+          }
+          b_.create<scf::YieldOp>(loc_, next);
+        });
+    finishFold(p, loop.getResults(), laneOuter, laneRegs);
+  }
 }
 
 void ScalarEmitter::emitLanesBody(const std::vector<std::vector<Value>> &laneOuter) {

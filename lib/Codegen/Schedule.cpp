@@ -85,6 +85,10 @@ bool isColumnReduction(const Kernel &k) {
   return strided;
 }
 
+bool KernelSchedule::split() const {
+  return std::any_of(splitRows.begin(), splitRows.end(), [](int64_t r) { return r > 0; });
+}
+
 namespace {
 
 /// The work of a loop kernel: per phase inner elements x instructions, summed, times the
@@ -121,6 +125,26 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
   for (auto &ph : k.phases)
     for (auto &st : ph.stores) accumulates |= st.accumulate;
   const Phase *last = k.phases.empty() ? nullptr : &k.phases.back();
+  // Long folds with nothing else to split across (one outer iteration): each reduce phase of
+  // enough elements in chunks of whole leading inner rows on the team, its partials combined
+  // in chunk order. Not for checked kernels (the status pair has one writer), accumulating
+  // stores, nor argmax (its ties need the positions).
+  if (numelOf(k.outer) == 1 && !accumulates && !k.mayFail()) {
+    std::vector<int64_t> rows(k.phases.size(), 0);
+    bool any = false;
+    for (size_t i = 0; i < k.phases.size(); ++i) {
+      const Phase &p = k.phases[i];
+      bool ok = !p.reductions.empty() && !p.inner.empty() && p.inner[0] >= 2;
+      for (auto &r : p.reductions) ok = ok && r.kind != ReduceKind::ArgMax;
+      const int64_t n = numelOf(p.inner);
+      if (!ok || n < t.splitMinElems) continue;
+      const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[0]});
+      if (parts < 2) continue;
+      rows[i] = (p.inner[0] + parts - 1) / parts;
+      any = true;
+    }
+    if (any) s.splitRows = rows;
+  }
   if (accumulates) s.vectorDim = -1;
   else if (s.lanes > 1) s.vectorDim = (int)k.outer.size() - 1;
   else if (last && !last->inner.empty()) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
@@ -171,6 +195,16 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
     return os.str();
   }
   if (s.parallelDims > 0) os << "parallel=" << s.parallelDims;
+  else if (s.split()) {
+    os << "split=";
+    bool first = true;
+    for (size_t i = 0; i < s.splitRows.size(); ++i)
+      if (s.splitRows[i] > 0) {
+        const int64_t e = k.phases[i].inner[0];
+        os << (first ? "" : ",") << "p" << i << ":" << (e + s.splitRows[i] - 1) / s.splitRows[i] << "x" << s.splitRows[i];
+        first = false;
+      }
+  }
   else os << "serial";
   if (s.lanes > 1) os << " lanes=" << s.lanes;
   if (s.vectorDim < 0) {

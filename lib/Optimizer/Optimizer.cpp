@@ -213,18 +213,9 @@ struct GraphBuilder {
   Node *isFinite(Node *x) {
     return call("isfinite", "aten.lt.Scalar", {call("abs", "aten.abs.default", {x}), INFINITY});
   }
+  /// The sum of every element: a full reduction, which the CPU schedule folds in chunks on the
+  /// thread team (KernelSchedule::splitRows; it replaced stop 37's column-sums-first form).
   Node *sumAll(Node *x) { return call("sum", "aten.sum.default", {x}); }
-  /// The sum of every element of a tensor of rank >= 2 as column sums first (every dimension
-  /// but the last), then their sum: the column reduction runs the columns in parallel and 8
-  /// at a time (independent accumulators, the schedule's lanes: Schedule.h), where one sum over all
-  /// elements, or row sums, is one serial chain of additions per row.
-  Node *sumColumnsFirst(Node *x) {
-    const int64_t rank = (int64_t)x->type().shape.size();
-    if (rank < 2) return sumAll(x);
-    std::vector<int64_t> dims;
-    for (int64_t d = 0; d + 1 < rank; ++d) dims.push_back(d);
-    return sumAll(call("sum", "aten.sum.dim_IntList", {x, dims, false}));
-  }
 };
 
 std::string ident(const std::string &fqn) {
@@ -375,7 +366,7 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   const DType ldt = fouts[0]->type().dtype;
   Node *total = nullptr;
   for (Node *gr : grads) {
-    Node *n = b.sqrt(b.cast(b.sumColumnsFirst(b.mul(gr, gr)), ldt));
+    Node *n = b.sqrt(b.cast(b.sumAll(b.mul(gr, gr)), ldt));
     Node *sq = b.mul(n, n);
     total = total ? b.add(total, sq) : sq;
   }
