@@ -11,6 +11,10 @@
 //     WEIGHTS (aotc's NAME.weights.safetensors), user inputs from INPUTS
 //     (safetensors with `input.<name>` keys, e.g. a golden file). WARMUP untimed
 //     steps, then ITERS timed ones (ms each, steady_clock).
+//   bench_step train LIB NAME WEIGHTS INPUTS WARMUP ITERS OUT.json
+//     A step = the compiled train step (<NAME>_train_step through aotc::rt::Trainer: forward,
+//     backward and the optimizer graph of --optimizer, at the hyperparameters it was compiled
+//     with). For objects compiled with --optimizer; WEIGHTS and INPUTS as for `step`.
 //   bench_step probe LIB NAME WARMUP ITERS OUT.json
 //     Forward only (the pointwise probe): inputs filled with 1.0, ms per call; the
 //     JSON also carries the bytes the forward reads and writes (inputs + outputs).
@@ -25,6 +29,7 @@
 #include "aotc/abi.h"
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
+#include "aotc/trainer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -160,6 +165,19 @@ int step(const aotc_program &p, const std::string &weightsPath, const std::strin
   return 0;
 }
 
+int train(const aotc_program &p, const std::string &weightsPath, const std::string &inputsPath, int warmup,
+          int iters, const std::string &out) {
+  aotc::rt::SafetensorsFile weights = aotc::rt::readSafetensors(weightsPath);
+  aotc::rt::SafetensorsFile data = aotc::rt::readSafetensors(inputsPath);
+  aotc::rt::Trainer t(p, weights);
+  std::vector<Tensor> in;
+  for (int i : t.userInputs()) in.push_back(data.get(std::string("input.") + p.inputs[i].name, inputsPath).clone());
+  std::vector<const Tensor *> ptrs;
+  for (const Tensor &x : in) ptrs.push_back(&x);
+  write(out, timed(p, warmup, iters, [&] { t.step(ptrs); }));
+  return 0;
+}
+
 int probe(const aotc_program &p, int warmup, int iters, const std::string &out) {
   // The raw entry point on preallocated buffers: the fused kernel's own bandwidth
   // (DifferentiableFunction::forward would allocate and first-touch the outputs).
@@ -203,6 +221,8 @@ int main(int argc, char **argv) {
     if (a.size() == 9 && a[0] == "step")
       return step(loadProgram(a[1], a[2]), a[3], a[4], std::atoi(a[5].c_str()),
                   std::atoi(a[6].c_str()), std::atof(a[7].c_str()), a[8]);
+    if (a.size() == 8 && a[0] == "train")
+      return train(loadProgram(a[1], a[2]), a[3], a[4], std::atoi(a[5].c_str()), std::atoi(a[6].c_str()), a[7]);
     if (a.size() == 6 && a[0] == "probe")
       return probe(loadProgram(a[1], a[2]), std::atoi(a[3].c_str()), std::atoi(a[4].c_str()), a[5]);
   } catch (const std::exception &e) {
@@ -210,6 +230,7 @@ int main(int argc, char **argv) {
   }
   std::fprintf(stderr,
                "usage: bench_step step LIB NAME WEIGHTS INPUTS WARMUP ITERS LR OUT.json\n"
+               "       bench_step train LIB NAME WEIGHTS INPUTS WARMUP ITERS OUT.json\n"
                "       bench_step probe LIB NAME WARMUP ITERS OUT.json\n");
   return 2;
 }
