@@ -109,7 +109,7 @@ TEST_CASE("the built-in file loads and documents its path", "[rules]") {
   CHECK(where->formulas.count("self") == 1);
 }
 
-TEST_CASE("a user rule overrides the built-in one; a wrong rule fails the gradcheck", "[rules][gradcheck]") {
+TEST_CASE("a user rule overrides the built-in one, a wrong rule fails the gradcheck", "[rules][gradcheck]") {
   ProgramBuilder b;
   Node *x = b.input("x", f64({3, 4}));
   Node *y = b.call("aten.relu.default", {x});

@@ -117,7 +117,7 @@ TEST_CASE("FX text: literals and keyword arguments", "[textir]") {
   CHECK(printProgram(parse(s)) == s);
 }
 
-TEST_CASE("FX text: lines before class are ignored; log prefixes tolerated", "[textir]") {
+TEST_CASE("FX text: lines before class are ignored, log prefixes tolerated", "[textir]") {
   std::string text = std::string("V1130 10:00:00.000 123 torch/_functorch/_aot_autograd/x.py:1] [0/0] "
                                  "[__aot_graphs] TRACED GRAPH don't mind 'this\n ===== Forward graph 0 =====\n"
                                  " /x/_lazy_graph_module.py class GraphModule(torch.nn.Module):\n") +

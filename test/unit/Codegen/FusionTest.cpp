@@ -17,7 +17,7 @@ const Kernel *findKernelWithOp(const KernelGraph &kg, const std::string &op) {
 }
 } // namespace
 
-TEST_CASE("fusion: addmm is a beta=0 GEMM; bias+relu+sum is one kernel", "[fusion]") {
+TEST_CASE("fusion: addmm is a beta=0 GEMM, bias+relu+sum is one kernel", "[fusion]") {
   Program p = linearReluSum();
   KernelProgram kp = planProgram(p);
   INFO(printKernels(kp));

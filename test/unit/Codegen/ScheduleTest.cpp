@@ -22,7 +22,7 @@ TEST_CASE("schedule: every kernel of every graph gets one, the same for the same
   CHECK(printKernels(a) == printKernels(b));
 }
 
-TEST_CASE("schedule: the CPU levels differ only in vector widths; multi lists all three", "[schedule]") {
+TEST_CASE("schedule: the CPU levels differ only in vector widths, multi lists all three", "[schedule]") {
   KernelProgram kp = planProgram(linearReluSum(64, 256, 128));
   KernelProgram v2 = kp, v4 = kp, multi = kp;
   scheduleProgram(v2, cpuTargetInfo("x86-64-v2"));

@@ -218,7 +218,7 @@ TEST_CASE("decompose keeps the loc and stack trace of the replaced node", "[deco
   }
 }
 
-TEST_CASE("decompose widens i32 index arguments to i64 casts; views and outputs keep i32", "[decompose][dtype]") {
+TEST_CASE("decompose widens i32 index arguments to i64 casts, views and outputs keep i32", "[decompose][dtype]") {
   Program p;
   Graph &g = p.forward;
   Node *x = input(g, "x", f32({5, 3}));

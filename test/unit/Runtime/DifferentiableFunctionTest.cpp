@@ -345,7 +345,7 @@ const aotc_program kMut = {AOTC_ABI_VERSION, "mut", 2, kMutInputs, 2, kMutOutput
                            "0123456789abcdef0123456789abcdef", 0, 0, fakeCreate, fakeDestroy, nullptr};
 } // namespace
 
-TEST_CASE("writeBack copies a mutated buffer's new value after the backward; it takes no tangent") {
+TEST_CASE("writeBack copies a mutated buffer's new value after the backward and takes no tangent") {
   DifferentiableFunction f(kMut);
   Tensor w = vec4(1, 2, 3, 4), buf = vec4(0.5f, 0, -1, 2);
   auto r = f.forward({&w, &buf});
