@@ -25,6 +25,7 @@ namespace aotc {
 struct GemmDesc;
 struct Kernel;
 struct KernelGraph;
+struct Phase;
 struct KernelProgram;
 
 /// What the schedule pass knows of a target. Units: bits and elements as named.
@@ -124,8 +125,9 @@ struct KernelSchedule {
   /// outer dim): TargetInfo::columnLanes for a column reduction whose innermost outer extent
   /// it divides, else 1. Each iteration still folds in its own order.
   int64_t lanes = 1;
-  /// CPU loop kernels: the vector code's loop and width. vectorDim indexes the iteration
-  /// variables (outer..., inner...) of the kernel's last phase: the innermost inner dim (LLVM's
+  /// CPU loop kernels: the vector code's loop and width, a report (codegen does not read it:
+  /// LLVM's vectorizers pick the width per clone). vectorDim indexes the iteration variables
+  /// (outer..., inner...) of the kernel's last phase with an inner loop: the innermost inner dim (LLVM's
   /// loop vectorizer, reductions reassociated per lane), or with lanes > 1 the innermost outer
   /// dim (the SLP vectorizer over the lanes); -1 (printed `scalar`) when the kernel has no
   /// loop or accumulating stores (a scatter may hit one element twice in a vector). vectorElems:
@@ -134,7 +136,7 @@ struct KernelSchedule {
   int vectorDim = -1;
   int64_t vectorElems = 1;
   /// CPU loop kernels with one outer iteration (a loss, a norm, any full reduction): per phase,
-  /// 0 or the rows of its leading inner dim per chunk. A split reduce phase folds its chunks
+  /// 0 or the rows per chunk of its split dim (splitDimOf: the first inner dim longer than 1). A split reduce phase folds its chunks
   /// (the last may be shorter) on the thread team into partials, which one thread then
   /// combines in chunk order before the next phase runs. A function of the shapes only, so
   /// the bits do not depend on the thread count. Empty: no phase is split.
@@ -143,6 +145,10 @@ struct KernelSchedule {
   GemmBlocks gemm;       ///< Extern GEMM kernels.
   GpuLaunch gpu;         ///< --target=cuda Loop kernels with phases.
 };
+
+/// The inner dim a split fold cuts into chunks: the first of `p`'s inner dims longer than 1
+/// (so a batch of one, [1, N], still splits), or -1 when there is none.
+int splitDimOf(const Phase &p);
 
 /// `aotc --emit=kernels`' text of a kernel's schedule, e.g. `parallel=2 lanes=8 vector=d3x4` or
 /// `split=p0:16x32,p2:5x60 vector=d1x2` (phase 0 in 16 chunks of 32 leading inner rows, ...).

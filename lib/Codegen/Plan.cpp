@@ -444,7 +444,8 @@ std::string printKernels(const KernelProgram &in) {
        "#   checked: can fail at run time (an index out of range, a library error) with a code whose\n"
        "#   message names the op; gemm/conv/fft/linalg: a library call (m n k transA/transB batch beta:\n"
        "#   the GEMM's shape and operands); schedule=[..]: how the target runs it (docs/stage-codegen.md\n"
-       "#   \"Schedules\"): parallel=N the outer N dims on the thread team, else serial; lanes=N outer\n"
+       "#   \"Schedules\"): parallel=N the outer N dims on the thread team, split=pI:PxR phase I's fold\n"
+       "#   in P chunks of R rows on the team, else serial; lanes=N outer\n"
        "#   iterations per loop body; vector=dIxW the vector loop (iteration variable I, outer then inner)\n"
        "#   and elements per register (multi: v2|v3|v4); a GEMM's blocks=COUNTxSIZE{rows|cols} single-\n"
        "#   threaded library calls, parallel when they run on the team; cuda=<mapping> grid= block=\n";

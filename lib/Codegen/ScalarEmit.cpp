@@ -502,13 +502,13 @@ void ScalarEmitter::enterLane(const std::vector<std::vector<Value>> &laneOuter,
 }
 
 SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
-                                           const std::vector<std::vector<Value>> &laneRegs, Value lb0, Value ub0) {
+                                           const std::vector<std::vector<Value>> &laneRegs, int dim, Value lb, Value ub) {
   ph_ = &p;
   const size_t lanes = laneOuter.size();
   SmallVector<Value> lbs, ubs, steps;
   for (size_t d = 0; d < p.inner.size(); ++d) {
-    lbs.push_back(d == 0 && lb0 ? lb0 : cIdx(0));
-    ubs.push_back(d == 0 && ub0 ? ub0 : cIdx(p.inner[d]));
+    lbs.push_back((int)d == dim && lb ? lb : cIdx(0));
+    ubs.push_back((int)d == dim && ub ? ub : cIdx(p.inner[d]));
     steps.push_back(cIdx(1));
   }
   // Each lane's accumulators as iter_args (ArgMax: value, index), folded in inner row-major
@@ -604,7 +604,8 @@ void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
       emitPhaseLanes(p, laneOuter, laneRegs);
       continue;
     }
-    const int64_t parts = (p.inner[0] + rows - 1) / rows;
+    const int dim = splitDimOf(p); // the dims before it have extent 1
+    const int64_t parts = (p.inner[dim] + rows - 1) / rows;
     // One partial per chunk and accumulator, on the calling thread's stack.
     std::vector<Value> partials;
     for (auto &r : p.reductions) {
@@ -612,7 +613,7 @@ void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
       partials.push_back(b_.create<memref::AllocaOp>(loc_, MemRefType::get({parts}, reduceInit(r).getType())));
     }
     // The chunks in parallel: chunk c folds rows [c * rows, min((c + 1) * rows, extent)) of
-    // the leading inner dim, in row-major order, into its partials.
+    // the split dim, in row-major order, into its partials.
     b_.create<scf::ParallelOp>(
         loc_, ValueRange{cIdx(0)}, ValueRange{cIdx(parts)}, ValueRange{cIdx(1)},
         [&](OpBuilder &b, Location, ValueRange ivs) {
@@ -620,8 +621,8 @@ void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
           b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
           Value lb = b_.create<arith::MulIOp>(loc_, ivs[0], cIdx(rows));
           Value ub = b_.create<arith::MinUIOp>(loc_, b_.create<arith::AddIOp>(loc_, lb, cIdx(rows)),
-                                               cIdx(p.inner[0]));
-          SmallVector<Value> res = emitFold(p, laneOuter, laneRegs, lb, ub);
+                                               cIdx(p.inner[dim]));
+          SmallVector<Value> res = emitFold(p, laneOuter, laneRegs, dim, lb, ub);
           for (size_t i = 0; i < partials.size(); ++i)
             b_.create<memref::StoreOp>(loc_, res[i], partials[i], ValueRange{ivs[0]});
         });

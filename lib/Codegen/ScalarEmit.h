@@ -107,17 +107,17 @@ protected:
   /// Enters lane t's scope at inner position ivs (its outer vars, registers; no memo).
   void enterLane(const std::vector<std::vector<mlir::Value>> &laneOuter,
                  const std::vector<std::vector<mlir::Value>> &laneRegs, size_t t, mlir::ValueRange ivs);
-  /// The fold of reduce phase p for every lane over its inner domain, the leading inner dim
-  /// limited to [lb0, ub0) when given; returns the accumulators (per lane, per reduction;
+  /// The fold of reduce phase p for every lane over its inner domain, inner dim `dim`
+  /// limited to [lb, ub) when given; returns the accumulators (per lane, per reduction;
   /// ArgMax: value then index).
   llvm::SmallVector<mlir::Value> emitFold(const Phase &p, const std::vector<std::vector<mlir::Value>> &laneOuter,
-                                          const std::vector<std::vector<mlir::Value>> &laneRegs,
-                                          mlir::Value lb0 = {}, mlir::Value ub0 = {});
+                                          const std::vector<std::vector<mlir::Value>> &laneRegs, int dim = -1,
+                                          mlir::Value lb = {}, mlir::Value ub = {});
   /// Sets the registers of reduce phase p from its accumulators and runs its stores.
   void finishFold(const Phase &p, mlir::ValueRange results, const std::vector<std::vector<mlir::Value>> &laneOuter,
                   std::vector<std::vector<mlir::Value>> &laneRegs);
   /// The kernel's one outer iteration with split folds (KernelSchedule::splitRows): a phase
-  /// with rows[i] > 0 folds its chunks of rows[i] leading inner rows in an scf.parallel into
+  /// with rows[i] > 0 folds its chunks of rows[i] rows of its split dim (splitDimOf) in an scf.parallel into
   /// partials on the stack, which this thread then combines in chunk order; the other phases
   /// run as emitPhaseLanes does.
   void emitSplitBody(const std::vector<int64_t> &rows);

@@ -85,6 +85,12 @@ bool isColumnReduction(const Kernel &k) {
   return strided;
 }
 
+int splitDimOf(const Phase &p) {
+  for (size_t d = 0; d < p.inner.size(); ++d)
+    if (p.inner[d] > 1) return (int)d;
+  return -1;
+}
+
 bool KernelSchedule::split() const {
   return std::any_of(splitRows.begin(), splitRows.end(), [](int64_t r) { return r > 0; });
 }
@@ -124,7 +130,9 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
   bool accumulates = false;
   for (auto &ph : k.phases)
     for (auto &st : ph.stores) accumulates |= st.accumulate;
-  const Phase *last = k.phases.empty() ? nullptr : &k.phases.back();
+  const Phase *last = nullptr; // the last phase with an inner loop
+  for (auto &ph : k.phases)
+    if (!ph.inner.empty()) last = &ph;
   // Long folds with nothing else to split across (one outer iteration): each reduce phase of
   // enough elements in chunks of whole leading inner rows on the team, its partials combined
   // in chunk order. Not for checked kernels (the status pair has one writer), accumulating
@@ -134,13 +142,14 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
     bool any = false;
     for (size_t i = 0; i < k.phases.size(); ++i) {
       const Phase &p = k.phases[i];
-      bool ok = !p.reductions.empty() && !p.inner.empty() && p.inner[0] >= 2;
+      const int d = splitDimOf(p);
+      bool ok = !p.reductions.empty() && d >= 0;
       for (auto &r : p.reductions) ok = ok && r.kind != ReduceKind::ArgMax;
       const int64_t n = numelOf(p.inner);
       if (!ok || n < t.splitMinElems) continue;
-      const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[0]});
+      const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[d]});
       if (parts < 2) continue;
-      rows[i] = (p.inner[0] + parts - 1) / parts;
+      rows[i] = (p.inner[d] + parts - 1) / parts; // chunks: ceil(extent / rows) <= parts
       any = true;
     }
     if (any) s.splitRows = rows;
@@ -200,7 +209,7 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
     bool first = true;
     for (size_t i = 0; i < s.splitRows.size(); ++i)
       if (s.splitRows[i] > 0) {
-        const int64_t e = k.phases[i].inner[0];
+        const int64_t e = k.phases[i].inner[splitDimOf(k.phases[i])];
         os << (first ? "" : ",") << "p" << i << ":" << (e + s.splitRows[i] - 1) / s.splitRows[i] << "x" << s.splitRows[i];
         first = false;
       }
