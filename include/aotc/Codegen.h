@@ -46,7 +46,7 @@ struct CudaOptions {
 /// CUDA target: byte offset in the scratch arena of the SplitRow partials (after the
 /// arena the CPU target plans, 256-byte aligned), and the arena size with them.
 int64_t gpuPartialsOffset(const KernelProgram &kp);
-int64_t gpuScratchBytes(const KernelProgram &kp);
+int64_t gpuScratchBytes(const KernelProgram &kp); ///< kp scheduled for CUDA (its partials)
 
 struct CodegenOptions {
   std::string name;            ///< C identifier for the entry points; empty: Program::name.

@@ -51,11 +51,11 @@ struct TargetInfo {
   /// gemmMinExtent of them and gemmBlockMacs multiply-adds, at most gemmMaxBlocks; a GEMM of
   /// fewer than gemmParallelMacs multiply-adds in all runs its blocks on one thread.
   int64_t gemmUnit = 32, gemmMinExtent = 128, gemmMaxBlocks = 64;
+  int64_t gemmBlockMacs = int64_t(1) << 22, gemmParallelMacs = int64_t(1) << 18;
   /// Split folds (KernelSchedule::splitRows): in a kernel with one outer iteration, a reduce
   /// phase of at least splitMinElems elements is cut into chunks of about splitChunkElems
-  /// elements (whole rows of its leading inner dim), at most splitMaxParts.
+  /// elements (whole rows of its split dim, splitDimOf), at most splitMaxParts.
   int64_t splitMinElems = 65536, splitChunkElems = 16384, splitMaxParts = 64;
-  int64_t gemmBlockMacs = int64_t(1) << 22, gemmParallelMacs = int64_t(1) << 18;
 };
 
 /// The TargetInfo of a CPU level (CodegenOptions::cpu after the driver resolved "host":
@@ -149,9 +149,11 @@ struct KernelSchedule {
 /// The inner dim a split fold cuts into chunks: the first of `p`'s inner dims longer than 1
 /// (so a batch of one, [1, N], still splits), or -1 when there is none.
 int splitDimOf(const Phase &p);
+/// The chunks of a split phase: ceil(extent of its split dim / rows).
+int64_t splitChunks(const Phase &p, int64_t rows);
 
 /// `aotc --emit=kernels`' text of a kernel's schedule, e.g. `parallel=2 lanes=8 vector=d3x4` or
-/// `split=p0:16x32,p2:5x60 vector=d1x2` (phase 0 in 16 chunks of 32 leading inner rows, ...).
+/// `split=p0:16x32,p2:5x60 vector=d1x2` (phase 0 in 16 chunks of 32 rows of its split dim, ...).
 std::string scheduleText(const Kernel &k, const TargetInfo &t);
 
 /// A Loop kernel without accumulating stores with a reduce phase that walks its inner
@@ -161,6 +163,10 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t);
 /// (KernelSchedule::lanes); the CUDA schedule puts neighbouring columns on neighbouring lanes
 /// (GpuMapping::ColumnBlock, docs/cuda.md). An analysis of the kernel's accesses, not a policy.
 bool isColumnReduction(const Kernel &k);
+
+/// `in` itself when it is scheduled, else a copy in `storage` scheduled for `t` (for callers
+/// handed a program straight from planProgram, such as unit tests).
+const KernelProgram &scheduledProgram(const KernelProgram &in, const TargetInfo &t, KernelProgram &storage);
 
 /// The schedule pass: fills Kernel::schedule of every kernel of kp (forward, backward, eval,
 /// the train step's graphs) for `t`, and records t in kp.target. Idempotent for one target.

@@ -4,6 +4,7 @@
 // (GpuLaunch) and GpuGen.cpp (the kernels built for each mapping).
 //===----------------------------------------------------------------------===//
 #include "aotc/Codegen.h"
+#include "aotc/Diagnostics.h"
 
 #include <algorithm>
 
@@ -113,10 +114,10 @@ int64_t columnSharedBytes(const Kernel &k) {
 int64_t gpuPartialsOffset(const KernelProgram &kp) { return (kp.scratchBytes + 255) / 256 * 256; }
 
 int64_t gpuScratchBytes(const KernelProgram &kp) {
+  AOTC_ASSERT(kp.scheduled && kp.target.gpu, "gpuScratchBytes of a program not scheduled for CUDA");
   int64_t values = 0;
   for (const KernelGraph *kg : {&kp.forward, &kp.backward})
-    for (const Kernel &k : kg->kernels)
-      if (!k.phases.empty()) values = std::max(values, gpuLaunch(*kg, k).partialValues);
+    for (const Kernel &k : kg->kernels) values = std::max(values, k.schedule.gpu.partialValues);
   return values > 0 ? gpuPartialsOffset(kp) + values * 8 : kp.scratchBytes;
 }
 

@@ -444,14 +444,10 @@ void emitObject(const KernelProgram &in, const CodegenOptions &opts, Artifact &o
   // The schedule pass runs before codegen (the driver calls it so --emit=kernels shows it);
   // a program planned without it (unit tests) is scheduled here for opts' target.
   const TargetInfo want = targetInfoOf(opts);
-  KernelProgram copy;
-  if (!in.scheduled) {
-    copy = in;
-    scheduleProgram(copy, want);
-  } else if (in.target.name != want.name) {
-    internalError("codegen: the program was scheduled for " + in.target.name + ", not " + want.name);
-  }
-  const KernelProgram &kp = in.scheduled ? in : copy;
+  KernelProgram storage;
+  const KernelProgram &kp = scheduledProgram(in, want, storage);
+  if (kp.target.name != want.name)
+    internalError("codegen: the program was scheduled for " + kp.target.name + ", not " + want.name);
   if (opts.target == "cuda") {
     std::string ptx = cg::buildGpuPtx(kp, opts.cuda, opts.emitMLIR ? &out.mlirText : nullptr);
     size_t v = ptx.find(".version");

@@ -427,12 +427,8 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
 }
 
 std::string printKernels(const KernelProgram &in) {
-  KernelProgram copy;
-  if (!in.scheduled) { // unit tests print what planProgram gave them
-    copy = in;
-    scheduleProgram(copy, cpuTargetInfo("multi"));
-  }
-  const KernelProgram &kp = in.scheduled ? in : copy;
+  KernelProgram storage;
+  const KernelProgram &kp = scheduledProgram(in, cpuTargetInfo("multi"), storage);
   const TargetInfo &target = kp.target;
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
                   " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";

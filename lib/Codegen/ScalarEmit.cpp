@@ -493,6 +493,15 @@ void ScalarEmitter::setRegs(const Phase &p, ValueRange accs, size_t &ai, std::ve
   }
 }
 
+void ScalarEmitter::innerBounds(const Phase &p, int dim, Value lb, Value ub, SmallVector<Value> &lbs,
+                                SmallVector<Value> &ubs, SmallVector<Value> &steps) {
+  for (size_t d = 0; d < p.inner.size(); ++d) {
+    lbs.push_back((int)d == dim && lb ? lb : cIdx(0));
+    ubs.push_back((int)d == dim && ub ? ub : cIdx(p.inner[d]));
+    steps.push_back(cIdx(1));
+  }
+}
+
 void ScalarEmitter::enterLane(const std::vector<std::vector<Value>> &laneOuter,
                               const std::vector<std::vector<Value>> &laneRegs, size_t t, ValueRange ivs) {
   vars_ = laneOuter[t];
@@ -506,11 +515,7 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
   ph_ = &p;
   const size_t lanes = laneOuter.size();
   SmallVector<Value> lbs, ubs, steps;
-  for (size_t d = 0; d < p.inner.size(); ++d) {
-    lbs.push_back((int)d == dim && lb ? lb : cIdx(0));
-    ubs.push_back((int)d == dim && ub ? ub : cIdx(p.inner[d]));
-    steps.push_back(cIdx(1));
-  }
+  innerBounds(p, dim, lb, ub, lbs, ubs, steps);
   // Each lane's accumulators as iter_args (ArgMax: value, index), folded in inner row-major
   // order per lane, so every lane's result is the one-lane result.
   SmallVector<Value> init;
@@ -578,11 +583,7 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
     return;
   }
   SmallVector<Value> lbs, ubs, steps;
-  for (int64_t d : p.inner) {
-    lbs.push_back(cIdx(0));
-    ubs.push_back(cIdx(d));
-    steps.push_back(cIdx(1));
-  }
+  innerBounds(p, -1, {}, {}, lbs, ubs, steps);
   scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -605,7 +606,7 @@ void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
       continue;
     }
     const int dim = splitDimOf(p); // the dims before it have extent 1
-    const int64_t parts = (p.inner[dim] + rows - 1) / rows;
+    const int64_t parts = splitChunks(p, rows);
     // One partial per chunk and accumulator, on the calling thread's stack.
     std::vector<Value> partials;
     for (auto &r : p.reductions) {

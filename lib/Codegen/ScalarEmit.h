@@ -104,6 +104,9 @@ protected:
   /// independent outer iterations, so each gets exactly the one-lane result.
   void emitPhaseLanes(const Phase &p, const std::vector<std::vector<mlir::Value>> &laneOuter,
                       std::vector<std::vector<mlir::Value>> &laneRegs);
+  /// The scf loop bounds of p's inner domain: [0, extent) per dim, [lb, ub) for dim `dim`.
+  void innerBounds(const Phase &p, int dim, mlir::Value lb, mlir::Value ub, llvm::SmallVector<mlir::Value> &lbs,
+                   llvm::SmallVector<mlir::Value> &ubs, llvm::SmallVector<mlir::Value> &steps);
   /// Enters lane t's scope at inner position ivs (its outer vars, registers; no memo).
   void enterLane(const std::vector<std::vector<mlir::Value>> &laneOuter,
                  const std::vector<std::vector<mlir::Value>> &laneRegs, size_t t, mlir::ValueRange ivs);

@@ -91,6 +91,11 @@ int splitDimOf(const Phase &p) {
   return -1;
 }
 
+int64_t splitChunks(const Phase &p, int64_t rows) {
+  const int64_t extent = p.inner[splitDimOf(p)];
+  return (extent + rows - 1) / rows;
+}
+
 bool KernelSchedule::split() const {
   return std::any_of(splitRows.begin(), splitRows.end(), [](int64_t r) { return r > 0; });
 }
@@ -134,7 +139,7 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
   for (auto &ph : k.phases)
     if (!ph.inner.empty()) last = &ph;
   // Long folds with nothing else to split across (one outer iteration): each reduce phase of
-  // enough elements in chunks of whole leading inner rows on the team, its partials combined
+  // enough elements in chunks of whole rows of its split dim on the team, its partials combined
   // in chunk order. Not for checked kernels (the status pair has one writer), accumulating
   // stores, nor argmax (its ties need the positions).
   if (numelOf(k.outer) == 1 && !accumulates && !k.mayFail()) {
@@ -149,14 +154,14 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
       if (!ok || n < t.splitMinElems) continue;
       const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[d]});
       if (parts < 2) continue;
-      rows[i] = (p.inner[d] + parts - 1) / parts; // chunks: ceil(extent / rows) <= parts
+      rows[i] = (p.inner[d] + parts - 1) / parts; // splitChunks(p, rows) <= parts
       any = true;
     }
     if (any) s.splitRows = rows;
   }
   if (accumulates) s.vectorDim = -1;
   else if (s.lanes > 1) s.vectorDim = (int)k.outer.size() - 1;
-  else if (last && !last->inner.empty()) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
+  else if (last) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
   else if (!k.outer.empty()) s.vectorDim = (int)k.outer.size() - 1;
   s.vectorElems = std::max<int64_t>(t.vectorBits / widestBits(k), 1);
 }
@@ -177,6 +182,13 @@ void scheduleGraph(const KernelGraph &kg, std::vector<Kernel> &kernels, const Ta
 }
 
 } // namespace
+
+const KernelProgram &scheduledProgram(const KernelProgram &in, const TargetInfo &t, KernelProgram &storage) {
+  if (in.scheduled) return in;
+  storage = in;
+  scheduleProgram(storage, t);
+  return storage;
+}
 
 void scheduleProgram(KernelProgram &kp, const TargetInfo &t) {
   for (KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval, &kp.train.update, &kp.train.accumulateGraph})
@@ -209,8 +221,8 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
     bool first = true;
     for (size_t i = 0; i < s.splitRows.size(); ++i)
       if (s.splitRows[i] > 0) {
-        const int64_t e = k.phases[i].inner[splitDimOf(k.phases[i])];
-        os << (first ? "" : ",") << "p" << i << ":" << (e + s.splitRows[i] - 1) / s.splitRows[i] << "x" << s.splitRows[i];
+        os << (first ? "" : ",") << "p" << i << ":" << splitChunks(k.phases[i], s.splitRows[i]) << "x"
+           << s.splitRows[i];
         first = false;
       }
   }
