@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
+#include <set>
 
 using namespace mlir;
 
@@ -113,7 +114,7 @@ Value ScalarEmitter::cast(Value v, DType from, DType to) {
                       : b_.create<arith::ExtSIOp>(loc_, ty, v).getResult();
 }
 
-Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &errVal) {
+Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &errVal, Value *checked) {
   Value addr;
   auto add = [&](Value t) { addr = addr ? b_.create<arith::AddIOp>(loc_, addr, t).getResult() : t; };
   if (a.offset != 0) add(cIdx(a.offset));
@@ -123,9 +124,21 @@ Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &
   }
   ok = nullptr;
   // Dyn terms, checked; the first failing one is reported.
+  const int accessId = ph_ && !ph_->accesses.empty() && &a >= ph_->accesses.data() &&
+                               &a < ph_->accesses.data() + ph_->accesses.size()
+                           ? (int)(&a - ph_->accesses.data())
+                           : -1;
   for (auto it = a.dyn.rbegin(); it != a.dyn.rend(); ++it) {
     const DynIndex &d = *it;
     Value v = inst(d.value);
+    auto pre = checked ? checked_.find({accessId, (int)(&d - a.dyn.data())}) : checked_.end();
+    if (d.error >= 0 && pre != checked_.end()) { // checked before the loop
+      *checked = *checked ? b_.create<arith::AndIOp>(loc_, *checked, pre->second).getResult() : pre->second;
+      v = b_.create<arith::SelectOp>(loc_, pre->second, v, cI64(0));
+      Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
+      if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
+      continue;
+    }
     if (d.error < 0) { // unchecked: in range by construction
       Value vi = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v);
       if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
@@ -168,8 +181,8 @@ Value ScalarEmitter::load(const Access &a, DType t) {
       return cast(x, bt, t);
     }
   }
-  Value ok, code, val;
-  Value addr = address(a, ok, code, val);
+  Value ok, code, val, checked;
+  Value addr = address(a, ok, code, val, &checked);
   Value buf = bufArg_.at(a.buffer);
   auto doLoad = [&](OpBuilder &b, Location l) -> Value {
     Value x = b.create<memref::LoadOp>(l, buf, ValueRange{addr});
@@ -192,6 +205,12 @@ Value ScalarEmitter::load(const Access &a, DType t) {
           b.create<scf::YieldOp>(l, z);
         });
     r = ifOp.getResult(0);
+  }
+  if (checked) {
+    Type ty = r.getType();
+    Value z = isa<FloatType>(ty) ? b_.create<arith::ConstantOp>(loc_, ty, b_.getFloatAttr(ty, 0.0)).getResult()
+                                 : b_.create<arith::ConstantOp>(loc_, ty, b_.getIntegerAttr(ty, 0)).getResult();
+    r = b_.create<arith::SelectOp>(loc_, checked, r, z);
   }
   return cast(r, bt, t);
 }
@@ -508,6 +527,78 @@ void ScalarEmitter::enterLane(const std::vector<std::vector<Value>> &laneOuter,
   vars_.insert(vars_.end(), ivs.begin(), ivs.end());
   regs_ = laneRegs[t];
   memo_.clear();
+  if (t < hoisted_.size()) memo_ = hoisted_[t];
+  checked_.clear();
+  if (t < hoistedChecks_.size()) checked_ = hoistedChecks_[t];
+}
+
+void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
+                                    const std::vector<std::vector<Value>> &laneRegs, bool nonEmpty) {
+  hoisted_.clear();
+  if (!nonEmpty) return;
+  for (int64_t e : p.inner)
+    if (e <= 0) return;
+  const size_t nOuter = k_.outer.size();
+  std::set<int> stored;
+  for (auto &st : p.stores) stored.insert(p.accesses[st.access].buffer);
+  // varies[i]: instruction i depends on an inner loop variable (or loads a stored buffer).
+  std::vector<char> varies(p.insts.size(), 0);
+  auto accessVaries = [&](const Access &a) {
+    for (size_t k = nOuter; k < a.coef.size(); ++k)
+      if (a.coef[k] != 0) return true;
+    for (auto &d : a.dyn)
+      if (varies[d.value]) return true;
+    return false;
+  };
+  std::vector<int> loads;
+  for (size_t i = 0; i < p.insts.size(); ++i) { // operands come first (Kernels.h)
+    const Inst &in = p.insts[i];
+    bool v = false;
+    for (int o : {in.a, in.b, in.c})
+      if (o >= 0) v = v || varies[o];
+    if (in.op == ScalarOp::Load || in.op == ScalarOp::Index) {
+      const Access &a = p.accesses[in.access];
+      v = v || accessVaries(a) || (in.op == ScalarOp::Load && stored.count(a.buffer));
+      if (!v && in.op == ScalarOp::Load) loads.push_back((int)i);
+    }
+    varies[i] = v;
+  }
+  // The checked dyn terms with an invariant index of the loads that stay in the loop: their
+  // check runs once, before it (status written on failure), and the loop selects.
+  std::vector<std::pair<int, int>> checks;
+  for (size_t i = 0; i < p.insts.size(); ++i)
+    if (p.insts[i].op == ScalarOp::Load && varies[i]) {
+      const Access &a = p.accesses[p.insts[i].access];
+      for (size_t d = a.dyn.size(); d-- > 0;) // the first term's failure written last, as address() reports
+        if (a.dyn[d].error >= 0 && !varies[a.dyn[d].value]) checks.push_back({p.insts[i].access, (int)d});
+    }
+  if (loads.empty() && checks.empty()) return;
+  SmallVector<Value> zeros; // the inner variables: never read by what is hoisted
+  for (size_t k = 0; k < p.inner.size(); ++k) zeros.push_back(cIdx(0));
+  std::vector<std::map<int, Value>> values(laneOuter.size());
+  std::vector<std::map<std::pair<int, int>, Value>> goods(laneOuter.size());
+  for (size_t t = 0; t < laneOuter.size(); ++t) {
+    enterLane(laneOuter, laneRegs, t, zeros);
+    for (int i : loads) inst(i);
+    for (auto [ai, di] : checks) {
+      if (goods[t].count({ai, di})) continue;
+      const DynIndex &d = p.accesses[ai].dyn[di];
+      Value v = inst(d.value);
+      Value good = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0)),
+                                            b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(d.bound)));
+      b_.create<scf::IfOp>(loc_, b_.create<arith::XOrIOp>(loc_, good, b_.create<arith::ConstantIntOp>(loc_, 1, 1)),
+                           [&](OpBuilder &b, Location l) {
+                             writeStatus(b, l, b.create<arith::ConstantIntOp>(l, d.error + 1, 64), v);
+                             b.create<scf::YieldOp>(l);
+                           });
+      goods[t][{ai, di}] = good;
+    }
+    values[t] = memo_;
+  }
+  memo_.clear();
+  checked_.clear();
+  hoisted_ = std::move(values);
+  hoistedChecks_ = std::move(goods);
 }
 
 SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
@@ -525,6 +616,7 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
       if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
     }
   std::vector<int64_t> innerStrides = contiguousStrides(p.inner);
+  hoistInvariants(p, laneOuter, laneRegs, /*nonEmpty=*/true); // a split's chunks are never empty
   auto nest = scf::buildLoopNest(
       b_, loc_, lbs, ubs, steps, init,
       [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange acc) -> scf::ValueVector {
@@ -556,6 +648,9 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
         return next;
       });
   memo_.clear();
+  hoisted_.clear();
+  hoistedChecks_.clear();
+  checked_.clear();
   return SmallVector<Value>(nest.results.begin(), nest.results.end());
 }
 
@@ -584,6 +679,7 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
   }
   SmallVector<Value> lbs, ubs, steps;
   innerBounds(p, -1, {}, {}, lbs, ubs, steps);
+  if (!p.inner.empty()) hoistInvariants(p, laneOuter, laneRegs, /*nonEmpty=*/true);
   scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -593,6 +689,9 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
     }
   });
   memo_.clear();
+  hoisted_.clear();
+  hoistedChecks_.clear();
+  checked_.clear();
 }
 
 void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {

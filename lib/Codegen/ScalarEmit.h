@@ -82,7 +82,13 @@ protected:
   /// Word `word` of Philox 4x32-10 (key: seed; counter: index lo/hi, offset lo/hi), as i64.
   mlir::Value philox(mlir::Value seed, mlir::Value offset, mlir::Value index, int64_t word);
   mlir::Value inst(int id);
-  mlir::Value address(const Access &a, mlir::Value &ok, mlir::Value &errCode, mlir::Value &errVal);
+  /// The element index of access a; ok (null: none) is the conjunction of its bounds checks,
+  /// errCode/errVal what a failure reports. With `checked` non-null, the dyn terms whose check
+  /// hoistInvariants already emitted use their index only when in bounds (else 0, so the
+  /// access stays in the buffer) and *checked is the conjunction of those checks: the caller
+  /// accesses unconditionally and selects.
+  mlir::Value address(const Access &a, mlir::Value &ok, mlir::Value &errCode, mlir::Value &errVal,
+                      mlir::Value *checked = nullptr);
   mlir::Value load(const Access &a, DType t);
   /// Folds (b, bIdx) into (a, aIdx) for reduction r (aIdx/bIdx: ArgMax's i64 positions):
   /// the in-order fold when `tree` is false (b comes later), a tree combine when true
@@ -107,7 +113,24 @@ protected:
   /// The scf loop bounds of p's inner domain: [0, extent) per dim, [lb, ub) for dim `dim`.
   void innerBounds(const Phase &p, int dim, mlir::Value lb, mlir::Value ub, llvm::SmallVector<mlir::Value> &lbs,
                    llvm::SmallVector<mlir::Value> &ubs, llvm::SmallVector<mlir::Value> &steps);
-  /// Enters lane t's scope at inner position ivs (its outer vars, registers; no memo).
+  /// Per lane, the values computed before the current phase's inner loop (hoistInvariants),
+  /// by instruction id: enterLane starts each lane's memo from them. Empty outside a phase.
+  std::vector<std::map<int, mlir::Value>> hoisted_;
+  /// Per lane, the bounds checks hoistInvariants emitted for loads, by (access, dyn term):
+  /// the in-bounds condition. checked_ is the current lane's.
+  std::vector<std::map<std::pair<int, int>, mlir::Value>> hoistedChecks_;
+  std::map<std::pair<int, int>, mlir::Value> checked_;
+  /// Emits, before p's inner loop and for each lane, the loads of p whose address does not
+  /// depend on the inner loop variables (a gather's checked index, a row's target, a
+  /// per-row scale) together with what they need, into hoisted_. In the loop they were a
+  /// load per element that LLVM may not move (a store of the phase might alias it) and, when
+  /// checked, a branch that keeps the loop scalar. Not for loads of a buffer the phase
+  /// stores to, nor when the inner domain may be empty (a hoisted bounds check would then
+  /// fail where the loop never ran).
+  void hoistInvariants(const Phase &p, const std::vector<std::vector<mlir::Value>> &laneOuter,
+                       const std::vector<std::vector<mlir::Value>> &laneRegs, bool nonEmpty);
+  /// Enters lane t's scope at inner position ivs (its outer vars, registers; the memo holds
+  /// just the lane's hoisted values).
   void enterLane(const std::vector<std::vector<mlir::Value>> &laneOuter,
                  const std::vector<std::vector<mlir::Value>> &laneRegs, size_t t, mlir::ValueRange ivs);
   /// The fold of reduce phase p for every lane over its inner domain, inner dim `dim`
