@@ -115,6 +115,21 @@ struct GpuLaunch {
 GpuLaunch gpuLaunch(const KernelGraph &kg, const Kernel &k);
 
 /// A kernel's schedule on one target (Kernel::schedule, filled by scheduleProgram).
+/// A value a reduce phase computes per element anyway and a later map phase of the same kernel
+/// computes again (softmax's exp(x - max): summed, then divided by the sum): the reduce
+/// phase `from` also stores its instruction `fromInst` where store `store` of map phase `to`
+/// writes that element, and phase `to` loads it there instead of computing its instruction
+/// `toInst` (lib/Codegen/PhaseReuse.cpp says when that is exact and safe).
+struct PhaseReuse {
+  int from = -1, to = -1;
+  int store = -1;
+  int fromInst = -1, toInst = -1;
+};
+
+/// The reuses of loop kernel k (CPU schedules: a store and a load cost less there than an
+/// exp or a log; a GPU recomputes). None when a phase is split (splitRows).
+std::vector<PhaseReuse> phaseReuses(const KernelGraph &kg, const Kernel &k, const std::vector<int64_t> &splitRows);
+
 struct KernelSchedule {
   bool valid = false;    ///< Set by scheduleProgram; the targets refuse a kernel without it.
   /// CPU loop kernels: the leading outer dims that form the thread team's parallel loop (0:
@@ -142,6 +157,8 @@ struct KernelSchedule {
   /// the bits do not depend on the thread count. Empty: no phase is split.
   std::vector<int64_t> splitRows;
   bool split() const;
+  /// CPU loop kernels: values handed from a reduce phase to a later map phase (PhaseReuse).
+  std::vector<PhaseReuse> reuse;
   GemmBlocks gemm;       ///< Extern GEMM kernels.
   GpuLaunch gpu;         ///< --target=cuda Loop kernels with phases.
 };

@@ -106,6 +106,7 @@ class KernelBuilder : public ScalarEmitter {
 public:
   KernelBuilder(OpBuilder &b, const KernelGraph &kg, const Kernel &k) : ScalarEmitter(b, kg, k) {
     reassocFolds_ = true;
+    reuse_ = k.schedule.reuse;
   }
 
   void build(ModuleOp mod, const std::string &sym);

@@ -644,6 +644,14 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
             next.push_back(a);
             if (r.kind == ReduceKind::ArgMax) next.push_back(idx);
           }
+          for (auto &u : reuse_) // the value a later map phase reads back (PhaseReuse)
+            if (u.from == phase_) {
+              const Phase &m = k_.phases[u.to];
+              const Access &at = m.accesses[m.stores[u.store].access];
+              Value ok, code, val;
+              Value addr = address(at, ok, code, val);
+              b_.create<memref::StoreOp>(loc_, inst(u.fromInst), bufArg_.at(at.buffer), ValueRange{addr});
+            }
         }
         return next;
       });
@@ -685,6 +693,13 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
     b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
     for (size_t t = 0; t < laneOuter.size(); ++t) {
       enterLane(laneOuter, laneRegs, t, ivs);
+      for (auto &u : reuse_) // stored there by reduce phase u.from (PhaseReuse)
+        if (u.to == phase_) {
+          const Access &at = p.accesses[p.stores[u.store].access];
+          Value ok, code, val;
+          Value addr = address(at, ok, code, val);
+          memo_[u.toInst] = b_.create<memref::LoadOp>(loc_, bufArg_.at(at.buffer), ValueRange{addr});
+        }
       for (auto &s : p.stores) store(s);
     }
   });
@@ -748,7 +763,11 @@ void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {
 
 void ScalarEmitter::emitLanesBody(const std::vector<std::vector<Value>> &laneOuter) {
   std::vector<std::vector<Value>> laneRegs(laneOuter.size(), std::vector<Value>(k_.regTypes.size()));
-  for (auto &p : k_.phases) emitPhaseLanes(p, laneOuter, laneRegs);
+  for (size_t i = 0; i < k_.phases.size(); ++i) {
+    phase_ = (int)i;
+    emitPhaseLanes(k_.phases[i], laneOuter, laneRegs);
+  }
+  phase_ = -1;
 }
 
 void ScalarEmitter::emitSequentialBody(ValueRange outerIvs) {

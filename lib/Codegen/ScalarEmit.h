@@ -113,6 +113,10 @@ protected:
   /// The scf loop bounds of p's inner domain: [0, extent) per dim, [lb, ub) for dim `dim`.
   void innerBounds(const Phase &p, int dim, mlir::Value lb, mlir::Value ub, llvm::SmallVector<mlir::Value> &lbs,
                    llvm::SmallVector<mlir::Value> &ubs, llvm::SmallVector<mlir::Value> &steps);
+  /// The schedule's reuses (PhaseReuse, CPU) and the index of the phase being emitted: a
+  /// reduce phase `from` stores its value in its fold loop, map phase `to` loads it.
+  std::vector<PhaseReuse> reuse_;
+  int phase_ = -1;
   /// Per lane, the values computed before the current phase's inner loop (hoistInvariants),
   /// by instruction id: enterLane starts each lane's memo from them. Empty outside a phase.
   std::vector<std::map<int, mlir::Value>> hoisted_;

@@ -121,7 +121,7 @@ int widestBits(const Kernel &k) {
   return bits;
 }
 
-void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
+void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
   // All outer dims on the thread team when the work pays for a parallel region. Serial or
   // parallel, the bits are the same: outer iterations are independent.
   if (!k.outer.empty() && numelOf(k.outer) > 1 && loopCost(k) >= t.parallelMinCost)
@@ -159,6 +159,7 @@ void scheduleCpuLoop(const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
     }
     if (any) s.splitRows = rows;
   }
+  s.reuse = phaseReuses(kg, k, s.splitRows);
   if (accumulates) s.vectorDim = -1;
   else if (s.lanes > 1) s.vectorDim = (int)k.outer.size() - 1;
   else if (last) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
@@ -173,7 +174,7 @@ void scheduleGraph(const KernelGraph &kg, std::vector<Kernel> &kernels, const Ta
     if (t.gpu) {
       if (!k.phases.empty()) s.gpu = gpuLaunch(kg, k);
     } else if (k.kind == Kernel::Kind::Loop) {
-      scheduleCpuLoop(k, t, s);
+      scheduleCpuLoop(kg, k, t, s);
     } else if (k.call.fn == ExternFn::Gemm) {
       s.gemm = gemmBlocks(k.call.gemm, t);
     }
@@ -228,6 +229,8 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
   }
   else os << "serial";
   if (s.lanes > 1) os << " lanes=" << s.lanes;
+  for (size_t i = 0; i < s.reuse.size(); ++i)
+    os << (i ? "," : " reuse=") << "p" << s.reuse[i].from << ">p" << s.reuse[i].to;
   if (s.vectorDim < 0) {
     os << " scalar";
   } else {
