@@ -47,6 +47,10 @@ struct TargetInfo {
   /// Outer iterations one loop body of a column reduction runs: 8 on every CPU target (two
   /// SSE / one AVX2 register of f32 columns, f64 partials in 2-4 registers).
   int64_t columnLanes = 8;
+  /// Column reductions whose phases are all folds (and their after-fold stores) run their
+  /// innermost outer dim in blocks of columnBlock iterations (KernelSchedule::block) when it
+  /// divides that extent: a row segment of columnBlock f32 values per inner step.
+  int64_t columnBlock = 64;
   /// GEMM blocking (gemmBlocks): blocks are a multiple of gemmUnit rows or columns, at least
   /// gemmMinExtent of them and gemmBlockMacs multiply-adds, at most gemmMaxBlocks; a GEMM of
   /// fewer than gemmParallelMacs multiply-adds in all runs its blocks on one thread.
@@ -140,6 +144,12 @@ struct KernelSchedule {
   /// outer dim): TargetInfo::columnLanes for a column reduction whose innermost outer extent
   /// it divides, else 1. Each iteration still folds in its own order.
   int64_t lanes = 1;
+  /// CPU column reductions (instead of lanes): the innermost outer dim in blocks of this many
+  /// iterations, 0 when off. The block's loop runs innermost, inside each phase's inner loops,
+  /// with the block's accumulators and registers in arrays on the stack: every inner step
+  /// reads a contiguous row segment of the block (a vector loop) instead of one column down a
+  /// strided path. Each outer iteration still folds in its own order (the bits of one lane).
+  int64_t block = 0;
   /// CPU loop kernels: the vector code's loop and width, a report (codegen does not read it:
   /// LLVM's vectorizers pick the width per clone). vectorDim indexes the iteration variables
   /// (outer..., inner...) of the kernel's last phase with an inner loop: the innermost inner dim (LLVM's

@@ -141,11 +141,11 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
     b_.create<func::ReturnOp>(loc_);
     return;
   }
-  const int64_t lanes = k_.schedule.lanes;
+  const int64_t lanes = k_.schedule.lanes, block = k_.schedule.block;
   int np = std::min<int>(k_.schedule.parallelDims, (int)k_.outer.size());
   SmallVector<Value> plb, pub, pst, slb, sub, sst;
   for (int d = 0; d < (int)k_.outer.size(); ++d) {
-    int64_t extent = k_.outer[d] / (d + 1 == (int)k_.outer.size() ? lanes : 1);
+    int64_t extent = k_.outer[d] / (d + 1 == (int)k_.outer.size() ? (block > 0 ? block : lanes) : 1);
     (d < np ? plb : slb).push_back(cIdx(0));
     (d < np ? pub : sub).push_back(cIdx(extent));
     (d < np ? pst : sst).push_back(cIdx(1));
@@ -159,6 +159,10 @@ void KernelBuilder::build(ModuleOp mod, const std::string &sym) {
       b_.setInsertionPoint(b2.getInsertionBlock(), b2.getInsertionPoint());
       SmallVector<Value> all = pv;
       all.append(sivs.begin(), sivs.end());
+      if (block > 0) {
+        emitBlockBody(all, block);
+        return;
+      }
       if (lanes == 1) {
         emitSequentialBody(all);
         return;

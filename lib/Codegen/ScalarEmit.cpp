@@ -20,6 +20,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -767,6 +768,84 @@ void ScalarEmitter::emitLanesBody(const std::vector<std::vector<Value>> &laneOut
     phase_ = (int)i;
     emitPhaseLanes(k_.phases[i], laneOuter, laneRegs);
   }
+  phase_ = -1;
+}
+
+void ScalarEmitter::emitBlockBody(ValueRange outerIvs, int64_t block) {
+  Value base = b_.create<arith::MulIOp>(loc_, outerIvs.back(), cIdx(block));
+  std::vector<Value> regRows(k_.regTypes.size()); // register r of iteration l: regRows[r][l]
+  auto row = [&](DType t) {
+    return b_.create<memref::AllocaOp>(loc_, MemRefType::get({block}, elemType(ctx_, t, false))).getResult();
+  };
+  auto forLanes = [&](const std::function<void(Value)> &body) {
+    b_.create<scf::ForOp>(loc_, cIdx(0), cIdx(block), cIdx(1), ValueRange{},
+                          [&](OpBuilder &b, Location, Value l, ValueRange) {
+                            OpBuilder::InsertionGuard g(b_);
+                            b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+                            body(l);
+                            b_.create<scf::YieldOp>(loc_);
+                          });
+  };
+  auto enter = [&](Value l, ValueRange inner) { // iteration base + l at inner position `inner`
+    vars_.assign(outerIvs.begin(), outerIvs.end());
+    vars_.back() = b_.create<arith::AddIOp>(loc_, base, l);
+    vars_.insert(vars_.end(), inner.begin(), inner.end());
+    regs_.assign(k_.regTypes.size(), Value());
+    for (size_t r = 0; r < regRows.size(); ++r)
+      if (regRows[r]) regs_[r] = b_.create<memref::LoadOp>(loc_, regRows[r], ValueRange{l});
+    memo_.clear();
+    checked_.clear();
+  };
+  for (size_t pi = 0; pi < k_.phases.size(); ++pi) {
+    const Phase &p = k_.phases[pi];
+    ph_ = &p;
+    phase_ = (int)pi;
+    if (p.reductions.empty()) { // after-fold stores (the schedule allows no other map phase)
+      AOTC_ASSERT(p.inner.empty(), "block schedule with a map phase over an inner domain");
+      forLanes([&](Value l) {
+        enter(l, {});
+        for (auto &st : p.stores) store(st);
+      });
+      continue;
+    }
+    std::vector<Value> acc;
+    for (auto &r : p.reductions) {
+      AOTC_ASSERT(r.kind != ReduceKind::ArgMax, "block schedule with an argmax");
+      acc.push_back(row(r.accType));
+    }
+    forLanes([&](Value l) {
+      for (size_t i = 0; i < acc.size(); ++i)
+        b_.create<memref::StoreOp>(loc_, reduceInit(p.reductions[i]), acc[i], ValueRange{l});
+    });
+    SmallVector<Value> lbs, ubs, steps;
+    innerBounds(p, -1, {}, {}, lbs, ubs, steps);
+    scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location, ValueRange ivs) {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      forLanes([&](Value l) {
+        enter(l, ivs);
+        for (size_t i = 0; i < acc.size(); ++i) {
+          Value a = b_.create<memref::LoadOp>(loc_, acc[i], ValueRange{l}), none;
+          combine(p.reductions[i], a, none, inst(p.reductions[i].value), none, /*tree=*/false);
+          b_.create<memref::StoreOp>(loc_, a, acc[i], ValueRange{l});
+        }
+      });
+    });
+    for (auto &r : p.reductions)
+      if (!regRows[r.reg]) regRows[r.reg] = row(k_.regTypes[r.reg]);
+    SmallVector<Value> zeros;
+    for (size_t d = 0; d < p.inner.size(); ++d) zeros.push_back(cIdx(0));
+    forLanes([&](Value l) {
+      for (size_t i = 0; i < acc.size(); ++i) {
+        const Reduction &r = p.reductions[i];
+        Value v = b_.create<memref::LoadOp>(loc_, acc[i], ValueRange{l});
+        b_.create<memref::StoreOp>(loc_, cast(v, r.accType, k_.regTypes[r.reg]), regRows[r.reg], ValueRange{l});
+      }
+      enter(l, zeros); // after-fold stores: inner vars zero
+      for (auto &st : p.stores) store(st);
+    });
+  }
+  memo_.clear();
   phase_ = -1;
 }
 

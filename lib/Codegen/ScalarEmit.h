@@ -151,6 +151,11 @@ protected:
   /// partials on the stack, which this thread then combines in chunk order; the other phases
   /// run as emitPhaseLanes does.
   void emitSplitBody(const std::vector<int64_t> &rows);
+  /// All phases of k_ for `block` outer iterations (KernelSchedule::block): outerIvs' last is
+  /// the block index; the block's loop runs inside each phase's inner loop nest, its
+  /// accumulators and registers in stack arrays (a column reduction reads a contiguous row
+  /// segment per inner step). Each iteration folds in its own order, as one lane would.
+  void emitBlockBody(mlir::ValueRange outerIvs, int64_t block);
   /// All phases of k_ for the outer iterations `laneOuter`.
   void emitLanesBody(const std::vector<std::vector<mlir::Value>> &laneOuter);
   /// All phases of k_ for one outer iteration (outerIvs: index values).

@@ -131,6 +131,19 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   // instead of that many cache lines in separate passes.
   if (!k.outer.empty() && k.outer.back() % t.columnLanes == 0 && isColumnReduction(k))
     s.lanes = t.columnLanes;
+  // ... or, when every phase is a fold (or its after-fold stores) without argmax, in blocks of
+  // columnBlock columns whose loop runs innermost, accumulators on the stack.
+  if (s.lanes > 1 && t.columnBlock > 0 && k.outer.back() % t.columnBlock == 0) {
+    bool folds = true;
+    for (auto &ph : k.phases) {
+      folds = folds && (ph.reductions.empty() ? ph.inner.empty() : true);
+      for (auto &r : ph.reductions) folds = folds && r.kind != ReduceKind::ArgMax;
+    }
+    if (folds) {
+      s.lanes = 1;
+      s.block = t.columnBlock;
+    }
+  }
   // Accumulating stores (scatter_add and kin) may hit one element twice in a vector: scalar.
   bool accumulates = false;
   for (auto &ph : k.phases)
@@ -161,7 +174,7 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   }
   s.reuse = phaseReuses(kg, k, s.splitRows);
   if (accumulates) s.vectorDim = -1;
-  else if (s.lanes > 1) s.vectorDim = (int)k.outer.size() - 1;
+  else if (s.lanes > 1 || s.block > 0) s.vectorDim = (int)k.outer.size() - 1;
   else if (last) s.vectorDim = (int)(k.outer.size() + last->inner.size() - 1);
   else if (!k.outer.empty()) s.vectorDim = (int)k.outer.size() - 1;
   s.vectorElems = std::max<int64_t>(t.vectorBits / widestBits(k), 1);
@@ -229,6 +242,7 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
   }
   else os << "serial";
   if (s.lanes > 1) os << " lanes=" << s.lanes;
+  if (s.block > 0) os << " block=" << s.block;
   for (size_t i = 0; i < s.reuse.size(); ++i)
     os << (i ? "," : " reuse=") << "p" << s.reuse[i].from << ">p" << s.reuse[i].to;
   if (s.vectorDim < 0) {
