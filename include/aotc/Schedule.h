@@ -44,6 +44,10 @@ struct TargetInfo {
   /// it. A parallel region costs ~0.7 us at 2 threads on the 2-core machine, ~0.13 us at 1;
   /// a kernel of 20,000 is ~5 us serial (docs/stage-codegen.md "Parallel loops").
   int64_t parallelMinCost = 20000;
+  /// ... and only when it has at least this many elements (outer iterations x the largest
+  /// phase's inner elements): a kernel of fewer runs in about a microsecond, what a parallel
+  /// region costs at 2 threads, whatever its instruction count says.
+  int64_t parallelMinElems = 2048;
   /// Outer iterations one loop body of a column reduction runs: 8 on every CPU target (two
   /// SSE / one AVX2 register of f32 columns, f64 partials in 2-4 registers).
   int64_t columnLanes = 8;

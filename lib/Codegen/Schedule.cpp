@@ -124,7 +124,10 @@ int widestBits(const Kernel &k) {
 void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t, KernelSchedule &s) {
   // All outer dims on the thread team when the work pays for a parallel region. Serial or
   // parallel, the bits are the same: outer iterations are independent.
-  if (!k.outer.empty() && numelOf(k.outer) > 1 && loopCost(k) >= t.parallelMinCost)
+  int64_t inner = 1;
+  for (auto &ph : k.phases) inner = std::max(inner, numelOf(ph.inner));
+  if (!k.outer.empty() && numelOf(k.outer) > 1 && loopCost(k) >= t.parallelMinCost &&
+      numelOf(k.outer) * inner >= t.parallelMinElems)
     s.parallelDims = (int)k.outer.size();
   // Column reductions: one loop body runs `columnLanes` neighbouring outer iterations
   // (ScalarEmitter::emitLanesBody), so an inner step loads a vector of neighbouring columns
