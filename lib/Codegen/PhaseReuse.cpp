@@ -12,7 +12,8 @@
 //    is injective over the kernel's outer and inner variables (every element written once),
 //    into a buffer of the value's own type (the round trip is exact; not Bool);
 //  * no phase from the reduce phase to the map phase loads that buffer, and none stores to it
-//    but this store (nobody sees the early value or overwrites it in between);
+//    but this store (nobody sees the early value or overwrites it in between), nor stores to a
+//    buffer the value loads (the map phase would have computed it from the new contents);
 //  * the value contains an exp, log, tanh, erf, pow or another libm-class function, and is
 //    the largest such common value of that store.
 // MLIR-free; the emitter (ScalarEmit.cpp) stores and loads as the PhaseReuse says.
@@ -167,6 +168,16 @@ std::vector<PhaseReuse> phaseReuses(const KernelGraph &kg, const Kernel &k, cons
         }
       }
       if (best < 0) continue;
+      // The value's inputs must be the same when M runs: no store from R (its after-fold
+      // stores) to M (but S, into a buffer X does not load) may write a buffer X loads.
+      std::set<int> inputs;
+      std::vector<char> xCone = cone(M, {best});
+      for (size_t j = 0; j < xCone.size(); ++j)
+        if (xCone[j] && M.insts[j].op == ScalarOp::Load) inputs.insert(M.accesses[M.insts[j].access].buffer);
+      bool rewritten = false;
+      for (int i = r; i <= (int)m; ++i)
+        for (auto &st : k.phases[i].stores) rewritten |= inputs.count(k.phases[i].accesses[st.access].buffer) > 0;
+      if (rewritten) continue;
       out.push_back({r, (int)m, (int)si, rInstOf.at(mIds[best]), best});
       break; // one value per map phase
     }

@@ -551,10 +551,12 @@ void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vecto
       if (varies[d.value]) return true;
     return false;
   };
+  std::set<int> ownRegs; // this phase's results: set after its fold, never before its loop
+  for (auto &r : p.reductions) ownRegs.insert(r.reg);
   std::vector<int> loads;
   for (size_t i = 0; i < p.insts.size(); ++i) { // operands come first (Kernels.h)
     const Inst &in = p.insts[i];
-    bool v = false;
+    bool v = in.op == ScalarOp::Reg && ownRegs.count(in.reg);
     for (int o : {in.a, in.b, in.c})
       if (o >= 0) v = v || varies[o];
     if (in.op == ScalarOp::Load || in.op == ScalarOp::Index) {
@@ -565,13 +567,19 @@ void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vecto
     varies[i] = v;
   }
   // The checked dyn terms with an invariant index of the loads that stay in the loop: their
-  // check runs once, before it (status written on failure), and the loop selects.
+  // check runs once, before it (status written on failure), and the loop selects. Only for
+  // an access whose checked terms are all invariant (a term left in the loop would report
+  // over the hoisted one, where address() reports the first), into a non-empty dim (the
+  // index 0 a failed check substitutes must exist).
   std::vector<std::pair<int, int>> checks;
   for (size_t i = 0; i < p.insts.size(); ++i)
     if (p.insts[i].op == ScalarOp::Load && varies[i]) {
       const Access &a = p.accesses[p.insts[i].access];
+      bool all = true;
+      for (auto &d : a.dyn) all = all && (d.error < 0 || (!varies[d.value] && d.bound > 0));
+      if (!all) continue;
       for (size_t d = a.dyn.size(); d-- > 0;) // the first term's failure written last, as address() reports
-        if (a.dyn[d].error >= 0 && !varies[a.dyn[d].value]) checks.push_back({p.insts[i].access, (int)d});
+        if (a.dyn[d].error >= 0) checks.push_back({p.insts[i].access, (int)d});
     }
   if (loads.empty() && checks.empty()) return;
   SmallVector<Value> zeros; // the inner variables: never read by what is hoisted
