@@ -14,8 +14,9 @@
 //  * no phase from the reduce phase to the map phase loads that buffer, and none stores to it
 //    but this store (nobody sees the early value or overwrites it in between), nor stores to a
 //    buffer the value loads (the map phase would have computed it from the new contents);
-//  * the value contains an exp, log, tanh, erf, pow or another libm-class function, and is
-//    the largest such common value of that store.
+//  * the value contains an exp, log, tanh, erf, pow or another libm-class function
+//    (isLibmScalarOp, what a cost model counts as expensive), and is the largest such common
+//    value of that store.
 // MLIR-free; the emitter (ScalarEmit.cpp) stores and loads as the PhaseReuse says.
 //===----------------------------------------------------------------------===//
 #include "aotc/Schedule.h"
@@ -30,19 +31,6 @@
 
 namespace aotc {
 namespace {
-
-bool expensive(ScalarOp op) {
-  switch (op) {
-  case ScalarOp::Exp: case ScalarOp::Log: case ScalarOp::Tanh: case ScalarOp::Erf: case ScalarOp::Pow:
-  case ScalarOp::Sin: case ScalarOp::Cos: case ScalarOp::Log1p: case ScalarOp::Expm1: case ScalarOp::Atan2:
-  case ScalarOp::Tan: case ScalarOp::Asin: case ScalarOp::Acos: case ScalarOp::Atan: case ScalarOp::Sinh:
-  case ScalarOp::Cosh: case ScalarOp::Asinh: case ScalarOp::Acosh: case ScalarOp::Atanh: case ScalarOp::Log2:
-  case ScalarOp::Log10: case ScalarOp::Special:
-    return true;
-  default:
-    return false;
-  }
-}
 
 /// Canonical ids of instructions, shared by the phases given: equal ids, equal values at
 /// equal loop variables (hash-consing on op, type, constants, register, access, operands).
@@ -160,7 +148,7 @@ std::vector<PhaseReuse> phaseReuses(const KernelGraph &kg, const Kernel &k, cons
         for (size_t j = 0; j < c.size(); ++j)
           if (c[j]) {
             ++cost;
-            costly |= expensive(M.insts[j].op);
+            costly |= isLibmScalarOp(M.insts[j].op);
           }
         if (costly && cost > bestCost) {
           best = (int)i;

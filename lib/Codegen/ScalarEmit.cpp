@@ -125,10 +125,7 @@ Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &
   }
   ok = nullptr;
   // Dyn terms, checked; the first failing one is reported.
-  const int accessId = ph_ && !ph_->accesses.empty() && &a >= ph_->accesses.data() &&
-                               &a < ph_->accesses.data() + ph_->accesses.size()
-                           ? (int)(&a - ph_->accesses.data())
-                           : -1;
+  const int accessId = checked ? (int)(&a - ph_->accesses.data()) : -1; // load(): one of ph_'s
   for (auto it = a.dyn.rbegin(); it != a.dyn.rend(); ++it) {
     const DynIndex &d = *it;
     Value v = inst(d.value);
@@ -145,9 +142,7 @@ Value ScalarEmitter::address(const Access &a, Value &ok, Value &errCode, Value &
       if (d.stride != 0) add(d.stride == 1 ? vi : b_.create<arith::MulIOp>(loc_, vi, cIdx(d.stride)).getResult());
       continue;
     }
-    Value ge = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0));
-    Value lt = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(d.bound));
-    Value good = b_.create<arith::AndIOp>(loc_, ge, lt);
+    Value good = inBounds(v, d.bound);
     Value code = cI64(d.error + 1);
     errCode = errCode ? b_.create<arith::SelectOp>(loc_, good, errCode, code).getResult() : code;
     errVal = errVal ? b_.create<arith::SelectOp>(loc_, good, errVal, v).getResult() : v;
@@ -207,13 +202,13 @@ Value ScalarEmitter::load(const Access &a, DType t) {
         });
     r = ifOp.getResult(0);
   }
-  if (checked) {
-    Type ty = r.getType();
-    Value z = isa<FloatType>(ty) ? b_.create<arith::ConstantOp>(loc_, ty, b_.getFloatAttr(ty, 0.0)).getResult()
-                                 : b_.create<arith::ConstantOp>(loc_, ty, b_.getIntegerAttr(ty, 0)).getResult();
-    r = b_.create<arith::SelectOp>(loc_, checked, r, z);
-  }
+  if (checked) r = b_.create<arith::SelectOp>(loc_, checked, r, zeroOf(bt));
   return cast(r, bt, t);
+}
+
+Value ScalarEmitter::inBounds(Value v, int64_t bound) {
+  return b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0)),
+                                  b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(bound)));
 }
 
 void ScalarEmitter::writeStatus(OpBuilder &b, Location l, Value code, Value val) {
@@ -534,9 +529,8 @@ void ScalarEmitter::enterLane(const std::vector<std::vector<Value>> &laneOuter,
 }
 
 void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
-                                    const std::vector<std::vector<Value>> &laneRegs, bool nonEmpty) {
+                                    const std::vector<std::vector<Value>> &laneRegs) {
   hoisted_.clear();
-  if (!nonEmpty) return;
   for (int64_t e : p.inner)
     if (e <= 0) return;
   const size_t nOuter = k_.outer.size();
@@ -593,8 +587,7 @@ void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vecto
       if (goods[t].count({ai, di})) continue;
       const DynIndex &d = p.accesses[ai].dyn[di];
       Value v = inst(d.value);
-      Value good = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sge, v, cI64(0)),
-                                            b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, v, cI64(d.bound)));
+      Value good = inBounds(v, d.bound);
       b_.create<scf::IfOp>(loc_, b_.create<arith::XOrIOp>(loc_, good, b_.create<arith::ConstantIntOp>(loc_, 1, 1)),
                            [&](OpBuilder &b, Location l) {
                              writeStatus(b, l, b.create<arith::ConstantIntOp>(l, d.error + 1, 64), v);
@@ -604,10 +597,16 @@ void ScalarEmitter::hoistInvariants(const Phase &p, const std::vector<std::vecto
     }
     values[t] = memo_;
   }
-  memo_.clear();
-  checked_.clear();
+  leavePhase();
   hoisted_ = std::move(values);
   hoistedChecks_ = std::move(goods);
+}
+
+void ScalarEmitter::leavePhase() {
+  memo_.clear();
+  hoisted_.clear();
+  hoistedChecks_.clear();
+  checked_.clear();
 }
 
 SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std::vector<Value>> &laneOuter,
@@ -625,7 +624,7 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
       if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
     }
   std::vector<int64_t> innerStrides = contiguousStrides(p.inner);
-  hoistInvariants(p, laneOuter, laneRegs, /*nonEmpty=*/true); // a split's chunks are never empty
+  hoistInvariants(p, laneOuter, laneRegs); // (a split's chunks are never empty)
   auto nest = scf::buildLoopNest(
       b_, loc_, lbs, ubs, steps, init,
       [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange acc) -> scf::ValueVector {
@@ -664,10 +663,7 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
         }
         return next;
       });
-  memo_.clear();
-  hoisted_.clear();
-  hoistedChecks_.clear();
-  checked_.clear();
+  leavePhase();
   return SmallVector<Value>(nest.results.begin(), nest.results.end());
 }
 
@@ -696,7 +692,7 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
   }
   SmallVector<Value> lbs, ubs, steps;
   innerBounds(p, -1, {}, {}, lbs, ubs, steps);
-  if (!p.inner.empty()) hoistInvariants(p, laneOuter, laneRegs, /*nonEmpty=*/true);
+  if (!p.inner.empty()) hoistInvariants(p, laneOuter, laneRegs);
   scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
@@ -712,10 +708,7 @@ void ScalarEmitter::emitPhaseLanes(const Phase &p, const std::vector<std::vector
       for (auto &s : p.stores) store(s);
     }
   });
-  memo_.clear();
-  hoisted_.clear();
-  hoistedChecks_.clear();
-  checked_.clear();
+  leavePhase();
 }
 
 void ScalarEmitter::emitSplitBody(const std::vector<int64_t> &splitRows) {

@@ -96,6 +96,8 @@ protected:
   void combine(const Reduction &r, mlir::Value &a, mlir::Value &aIdx, mlir::Value b, mlir::Value bIdx,
                bool tree);
   void store(const Store &s);
+  /// 0 <= v < bound for an i64 index v (the check of a gathered access).
+  mlir::Value inBounds(mlir::Value v, int64_t bound);
   /// Records a failed bounds check: status_ = {code, val[, statusProgramId_]}.
   void writeStatus(mlir::OpBuilder &b, mlir::Location l, mlir::Value code, mlir::Value val);
 
@@ -132,7 +134,9 @@ protected:
   /// stores to, nor when the inner domain may be empty (a hoisted bounds check would then
   /// fail where the loop never ran).
   void hoistInvariants(const Phase &p, const std::vector<std::vector<mlir::Value>> &laneOuter,
-                       const std::vector<std::vector<mlir::Value>> &laneRegs, bool nonEmpty);
+                       const std::vector<std::vector<mlir::Value>> &laneRegs);
+  /// Forgets the current phase's per-scope state (memo, hoisted values and checks).
+  void leavePhase();
   /// Enters lane t's scope at inner position ivs (its outer vars, registers; the memo holds
   /// just the lane's hoisted values).
   void enterLane(const std::vector<std::vector<mlir::Value>> &laneOuter,

@@ -139,7 +139,7 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   if (s.lanes > 1 && t.columnBlock > 0 && k.outer.back() % t.columnBlock == 0) {
     bool folds = true;
     for (auto &ph : k.phases) {
-      folds = folds && (ph.reductions.empty() ? ph.inner.empty() : true);
+      folds = folds && (!ph.reductions.empty() || ph.inner.empty());
       for (auto &r : ph.reductions) folds = folds && r.kind != ReduceKind::ArgMax;
     }
     if (folds) {
