@@ -2,6 +2,7 @@
 #   <prefix>/bin/aotc                          the compiler
 #   <prefix>/lib/libaotc_runtime.a             the C++ runtime (aotc/runtime.h, trainer.h)
 #   <prefix>/lib/libaotc_kernels.so            the convolutions objects call (aotc/kernels.h)
+#   <prefix>/lib/libaotc_mpi.a                 the MPI communicator (aotc/mpi.h), when MPI was found
 #   <prefix>/include/aotc/*.h                  abi.h, runtime.h, safetensors.h, trainer.h, kernels.h
 #   <prefix>/lib/cmake/aotc/aotcConfig.cmake   find_package(aotc): the imported targets
 #       aotc::aotc, aotc::runtime, aotc::kernels and aotc_add_model() (cmake/aotcModelFunctions.cmake)
@@ -28,6 +29,15 @@ install(FILES ${AOTC_SRC_ROOT}/runtime/include/aotc/abi.h ${AOTC_SRC_ROOT}/runti
               ${AOTC_SRC_ROOT}/runtime/include/aotc/kernels.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aotc)
 install(EXPORT aotcTargets NAMESPACE aotc:: DESTINATION ${AOTC_INSTALL_CMAKEDIR})
+# aotc::mpi (aotc/mpi.h) when MPI was found: an export set of its own, which aotcConfig.cmake
+# loads when the consumer's find_package(MPI) succeeds too.
+if(TARGET aotc_mpi)
+  set_target_properties(aotc_mpi PROPERTIES EXPORT_NAME mpi)
+  install(TARGETS aotc_mpi EXPORT aotcMpiTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(FILES ${AOTC_SRC_ROOT}/runtime/include/aotc/mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aotc)
+  install(EXPORT aotcMpiTargets NAMESPACE aotc:: DESTINATION ${AOTC_INSTALL_CMAKEDIR})
+endif()
 configure_package_config_file(${AOTC_SRC_ROOT}/cmake/aotcConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/aotcConfig.cmake INSTALL_DESTINATION ${AOTC_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/aotcConfigVersion.cmake

@@ -5,11 +5,13 @@ set -euo pipefail
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools clang-19 lld-19 libomp-19-dev
       nlohmann-json3-dev libcli11-dev catch2 libyaml-cpp-dev libzip-dev libopenblas-dev libdnnl-dev
       libclang-rt-19-dev cmake ninja-build python3 pkg-config
-      python3-venv python3-setuptools python3-wheel python3-psutil python3-pythran libboost-dev g++)
+      python3-venv python3-setuptools python3-wheel python3-psutil python3-pythran libboost-dev g++
+      libopenmpi-dev openmpi-bin)
 # python3-pythran: PocketFFT's header (pythran/pythonic/numpy/fft/pocketfft.hpp), libaotc_kernels' FFTs.
 # g++: the default C++ compiler the install test and the doc examples build users' projects with.
 # libboost-dev: Boost.Math (header-only), the special functions (include/aotc/SpecialMath.h).
 # python3-psutil: lit's per-test timeout (cmake/TestTimeouts.cmake).
+# libopenmpi-dev openmpi-bin: aotc::mpi, the data-parallel communicator, and its tests (mpirun).
 # --example: also what README command 1's digits example plots with (Debian's matplotlib).
 [ "${1:-}" = "--example" ] && pkgs+=(python3-matplotlib)
 missing=()

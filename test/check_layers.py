@@ -41,6 +41,8 @@ HEADER_OWNER = {
     # The special functions (Boost.Math, header-only): the IR's float64 reference and libaotc_kernels.
     "SpecialMath.h": None,
     "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime", "capi.h": "aotc_runtime",
+    # The MPI communicator (runtime/mpi), a library of its own over the runtime.
+    "mpi.h": "aotc_mpi",
 }
 # Library -> its folder under lib/.
 LIB_DIR = {

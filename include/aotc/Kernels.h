@@ -266,6 +266,17 @@ struct AbiTensor {
   int updatesInput = -1; ///< Outputs: index into inputs of the input this is the new value of.
 };
 
+/// One all-reduce bucket of a data-parallel train step (PlanTrain.cpp, abi.h aotc_bucket_desc):
+/// parameter gradients of one dtype laid out contiguously (each 64-byte aligned) in the train
+/// step's scratch, in the order the backward finishes them.
+struct GradBucket {
+  DType dtype = DType::F32;
+  std::vector<int> grads;  ///< Indices into KernelProgram::grads, in finishing order.
+  int64_t offset = 0;      ///< Byte offset in the train step's scratch.
+  int64_t count = 0;       ///< Elements reduced, the padding between gradients included.
+  int startAfter = -1;     ///< The backward kernel after which its all-reduce starts.
+};
+
 /// The train step of a program compiled with --optimizer (PlanTrain.cpp, abi.h aotc_train):
 /// the update and accumulate graphs, which run after the backward inside <name>_train_step.
 /// Its scratch arena holds the forward's/backward's arena, then the gradients the backward
@@ -281,6 +292,9 @@ struct TrainPlan {
   std::vector<int64_t> gradOffsets; ///< Byte offset of grads[j] in the train step's scratch.
   int64_t graphScratchOffset = 0;   ///< Where the update/accumulate arena starts in it.
   int64_t scratchBytes = 0;         ///< The train step's scratch arena, bytes.
+  /// --data-parallel: the buckets, in the order their all-reduces start (empty otherwise).
+  std::vector<GradBucket> buckets;
+  int dpScaleState = -1;            ///< states index of "dp.grad_scale", or -1.
 };
 
 /// The whole planned program: forward and backward kernel graphs plus the ABI.

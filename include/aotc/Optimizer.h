@@ -39,6 +39,13 @@ struct OptimizerSpec {
   /// --grad-accumulation: accumulators in the state area and the accumulate graph, so a step
   /// may be split into micro-batches (costs one parameter-sized buffer per parameter).
   bool accumulate = false;
+  /// --data-parallel: the step's gradient is the sum over the ranks of a communicator (abi.h
+  /// aotc_comm, all-reduced in buckets by the train step) times the run-time hyperparameter
+  /// grad_scale / world size (DDP's mean); without a communicator, one process. The update
+  /// graph reads that factor from the state "dp.grad_scale" and no longer adds the
+  /// accumulators itself: the train step adds them before the all-reduce.
+  bool dataParallel = false;
+  int64_t bucketBytes = 0; ///< --data-parallel=MB: the bucket size, bytes (the first bucket: 1 MiB at most).
   /// The canonical spelling: "adamw:lr=0.001,beta1=0.9,...". Parsing it gives this spec back.
   std::string str() const;
 };

@@ -20,7 +20,7 @@ namespace cg {
 llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   static const char *names[] = {"aotc_tensor_desc", "aotc_state_desc", "aotc_hyper_desc", "aotc_train",
                                 "aotc_program",     "aotc_cuda_module", "aotc_cuda_gemm_desc",
-                                "aotc_cuda_program", "aotc_kernel_desc"};
+                                "aotc_cuda_program", "aotc_kernel_desc", "aotc_bucket_desc", "aotc_comm"};
   const char *name = names[(int)s];
   if (llvm::StructType *t = llvm::StructType::getTypeByName(C, name)) return t;
   llvm::Type *p = llvm::PointerType::get(C, 0);
@@ -38,8 +38,8 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
     break;
   case AbiStruct::Train: // optimizer config clip_grad_norm skip_nonfinite grad_accumulation reserved
                          // num_params param_inputs num_state num_hyper state hyper state_bytes
-                         // scratch_bytes train_step
-    f = {p, p, f64, i32, i32, i32, i32, p, i32, i32, p, p, i64, i64, p};
+                         // scratch_bytes train_step num_buckets reserved2 buckets set_comm
+    f = {p, p, f64, i32, i32, i32, i32, p, i32, i32, p, p, i64, i64, p, i32, i32, p, p};
     break;
   case AbiStruct::Program: // abi_version name num_inputs inputs num_outputs outputs num_grads grads
                            // grad_input_index saved_bytes scratch_bytes forward backward num_errors
@@ -62,6 +62,12 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   case AbiStruct::KernelDesc: // graph name kind ops bytes flops dtype trans m n k batch
     f = {p, p, p, p, i64, f64, i32, i32, i64, i64, i64, i64};
     break;
+  case AbiStruct::BucketDesc: // dtype num_grads grads offset count start_after reserved
+    f = {i32, i32, p, i64, i64, i32, i32};
+    break;
+  case AbiStruct::Comm: // self rank size allreduce_start test wait progress broadcast allreduce abort error
+    f = {p, i32, i32, p, p, p, p, p, p, p, p};
+    break;
   }
   return llvm::StructType::create(C, f, name);
 }
@@ -72,7 +78,7 @@ std::vector<AbiLayout> abiLayouts(const std::string &dataLayout) {
   llvm::LLVMContext C;
   llvm::DataLayout dl(dataLayout);
   std::vector<AbiLayout> out;
-  for (int s = 0; s <= (int)cg::AbiStruct::KernelDesc; ++s) {
+  for (int s = 0; s <= (int)cg::AbiStruct::Comm; ++s) {
     llvm::StructType *t = cg::abiType(C, (cg::AbiStruct)s);
     const llvm::StructLayout *sl = dl.getStructLayout(t);
     AbiLayout l{t->getName().str(), sl->getSizeInBytes(), {}};

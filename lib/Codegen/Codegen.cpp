@@ -139,12 +139,17 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
     if (tp.spec.clipGradNorm > 0) os << " --clip-grad-norm " << tp.spec.clipGradNorm;
     if (tp.spec.skipNonfinite) os << " --skip-nonfinite";
     if (tp.accumulate) os << " --grad-accumulation";
+    if (tp.spec.dataParallel) os << " --data-parallel";
     os << "):\n"
        << " *   rc = " << n << "_train_step(ctx, in, out, saved, state, hyper, train_scratch, flags);\n"
        << " * forward + backward (d loss/d loss = 1) + the update of every parameter in in[], in place;\n"
        << " * flags AOTC_STEP_ACCUMULATE: add the gradients to the accumulators instead (a micro-batch).\n"
        << " * Parameters updated: " << tp.params.size() << ". Train scratch: " << tp.scratchBytes << " bytes.\n"
        << " * State area: " << tp.stateBytes << " bytes, zeroed once before the first step, then the object's:\n";
+    if (tp.spec.dataParallel)
+      os << " * Data parallel: " << tp.buckets.size() << " all-reduce buckets over the communicator given by\n"
+         << " * " << n << "_program.train->set_comm(ctx, comm) (abi.h aotc_comm; none: one process);\n"
+         << " * the gradient is the sum over ranks times hyper grad_scale / world size.\n";
     for (const StateTensor &s : tp.states)
       os << " *   state+" << s.offset << "  " << s.name << ": " << s.type.str() << ", " << s.type.bytes() << " bytes\n";
     os << " * Hyperparameters (hyper[], double; run-time):\n";

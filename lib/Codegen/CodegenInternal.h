@@ -106,6 +106,9 @@ constexpr int64_t kContextProfileWord = 2;
 /// The word of the context holding the x86-64 level a multiversioned object runs (0 = v2,
 /// 1 = v3, 2 = v4; Multiversion.cpp); 0 in other objects, which never read it.
 constexpr int64_t kContextCpuWord = 3;
+/// The word of the context holding the data-parallel communicator (abi.h aotc_comm, ABI 10.1),
+/// set by aotc_train::set_comm; NULL: one process.
+constexpr int64_t kContextCommWord = 4;
 /// Loads the aotc_kernels_state pointer of a (checked) context.
 llvm::Value *contextState(llvm::IRBuilder<> &b, llvm::Value *ctx);
 /// At the insertion point of an entry point: returns AOTC_ERROR_CONTEXT unless `ctx` is a
@@ -118,7 +121,8 @@ void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value 
 /// The descriptor structs of abi.h as LLVM types (AbiTypes.cpp, the compiler's one spelling of
 /// them; created once per context, by name).
 enum class AbiStruct {
-  TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram, KernelDesc
+  TensorDesc, StateDesc, HyperDesc, Train, Program, CudaModule, CudaGemmDesc, CudaProgram, KernelDesc,
+  BucketDesc, Comm
 };
 llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s);
 /// A private, unnamed_addr constant global holding `init`.

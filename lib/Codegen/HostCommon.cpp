@@ -238,8 +238,26 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
                                   llvm::ConstantArray::get(at, elems), prog + "." + what);
 }
 
-/// The `aotc_train` constant of a program with a train step (abi.h, ABI 8).
-llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::Function *trainStep) {
+/// `int <prog>.set_comm(aotc_context *, const aotc_comm *)` (abi.h aotc_set_comm_fn): stores
+/// the communicator in the context's kContextCommWord.
+llvm::Function *emitSetComm(llvm::Module &M, const std::string &prog, const ContextFns &ctx) {
+  llvm::LLVMContext &C = M.getContext();
+  llvm::IRBuilder<> b(C);
+  llvm::Type *ptr = b.getPtrTy();
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr}, false),
+                                   llvm::GlobalValue::InternalLinkage, prog + ".set_comm", M);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f));
+  checkContext(b, f->getArg(0), ctx);
+  b.CreateAlignedStore(f->getArg(1), b.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), kContextCommWord),
+                       llvm::Align(8));
+  b.CreateRet(b.getInt32(0));
+  return f;
+}
+
+/// The `aotc_train` constant of a program with a train step (abi.h, ABI 8; buckets ABI 10.1).
+llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::Function *trainStep,
+                                const ContextFns &ctx) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   const TrainPlan &tp = kp.train;
@@ -271,13 +289,25 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
     return privateConstant(M, llvm::ConstantArray::get(at, v), kp.name + n);
   };
   std::vector<uint32_t> params(tp.params.begin(), tp.params.end());
+  auto *bkTy = abiType(C, AbiStruct::BucketDesc);
+  std::vector<llvm::Constant *> bk;
+  for (size_t i = 0; i < tp.buckets.size(); ++i) {
+    const GradBucket &g = tp.buckets[i];
+    std::vector<uint32_t> js(g.grads.begin(), g.grads.end());
+    bk.push_back(llvm::ConstantStruct::get(
+        bkTy, {b.getInt32((int)g.dtype), b.getInt32((int)js.size()),
+               privateConstant(M, llvm::ConstantDataArray::get(C, js), kp.name + ".bucket" + std::to_string(i)),
+               b.getInt64(g.offset), b.getInt64(g.count), b.getInt32(g.startAfter), b.getInt32(0)}));
+  }
+  llvm::Constant *setComm = tp.spec.dataParallel ? (llvm::Constant *)emitSetComm(M, kp.name, ctx) : null;
   auto *trTy = abiType(C, AbiStruct::Train);
   llvm::Constant *init = llvm::ConstantStruct::get(
       trTy, {stringConstant(M, optimizerName(tp.spec.kind)), stringConstant(M, tp.spec.str()),
              llvm::ConstantFP::get(f64t, tp.spec.clipGradNorm), b.getInt32(tp.spec.skipNonfinite ? 1 : 0),
              b.getInt32(tp.accumulate ? 1 : 0), b.getInt32(0), b.getInt32((int)params.size()), privateConstant(M, llvm::ConstantDataArray::get(C, params), kp.name + ".train.params"),
              b.getInt32((int)st.size()), b.getInt32((int)hy.size()), array(stTy, st, ".train.state"),
-             array(hyTy, hy, ".train.hyper"), b.getInt64(tp.stateBytes), b.getInt64(tp.scratchBytes), trainStep});
+             array(hyTy, hy, ".train.hyper"), b.getInt64(tp.stateBytes), b.getInt64(tp.scratchBytes), trainStep,
+             b.getInt32((int)bk.size()), b.getInt32(0), array(bkTy, bk, ".train.buckets"), setComm});
   return privateConstant(M, init, kp.name + ".train");
 }
 
@@ -315,7 +345,7 @@ llvm::Constant *programDescriptor(llvm::Module &M, const KernelProgram &kp,
                b.getInt32((int)errors.size()), errs, b.getInt64(errorValueOffset),
                stringConstant(M, kp.buildId.empty() ? std::string(32, '0') : kp.buildId),
                b.getInt32(flags), b.getInt32(0), ctx.create, ctx.destroy, ctx.error,
-               trainStep ? trainDescriptor(M, kp, trainStep) : null, eval ? eval : null, b.getInt32(profile.count),
+               trainStep ? trainDescriptor(M, kp, trainStep, ctx) : null, eval ? eval : null, b.getInt32(profile.count),
                b.getInt32(0), profile.table ? profile.table : null, profile.attach ? profile.attach : null});
 }
 

@@ -34,6 +34,7 @@
 #include "llvm/IR/Module.h"
 
 #include <climits>
+#include <functional>
 
 namespace aotc {
 namespace {
@@ -77,9 +78,10 @@ struct EntryBuilder {
     emitGraph(kg, bwd ? "bwd" : "fwd", ea, kp.scratchBytes, true);
   }
   /// The kernels of kg in order, then `return 0` (when `ret`; else execution continues).
-  /// `scratchBytes`: the size of the arena at ea.scratch.
+  /// `scratchBytes`: the size of the arena at ea.scratch. `after(ki)`, when given, emits code
+  /// right after kernel ki (the data-parallel train step's all-reduce starts and progress).
   void emitGraph(const KernelGraph &kg, const std::string &bwd, const cg::EntryArgs &ea, int64_t scratchBytes,
-                 bool ret) {
+                 bool ret, const std::function<void(size_t)> &after = {}) {
     scratchBytes_ = scratchBytes;
     // Checked arena: everything but the status pair and the saved tensors is poisoned;
     // scratch buffers are unpoisoned while live (first to last kernel touching them).
@@ -202,6 +204,7 @@ struct EntryBuilder {
       for (size_t id = 0; id < kg.buffers.size(); ++id)
         if (lastUse[id] == (int)ki && kg.buffers[id].kind == BufferKind::Scratch)
           poison(true, ea.scratch, kg.buffers[id].offset, kg.buffers[id].bytes());
+      if (after) after(ki);
     }
     unpoisonArena(ea);
     if (ret) b.CreateRet(b.getInt32(0));
@@ -394,7 +397,11 @@ struct EntryBuilder {
                     b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, j));
     Value *tangentsPtr = b.CreateConstInBoundsGEP2_64(tangents->getAllocatedType(), tangents, 0, 0);
     Value *gradsPtr = b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, 0);
-    returnIfFailed(b.CreateCall(bwd, {cx, in, saved, tangentsPtr, gradsPtr, scratch}), "backward");
+    DataParallel dp;
+    if (tp.spec.dataParallel)
+      dp = emitDataParallelBackward(f, cx, in, saved, state, scratch, fl, tangentsPtr, gradsPtr);
+    else
+      returnIfFailed(b.CreateCall(bwd, {cx, in, saved, tangentsPtr, gradsPtr, scratch}), "backward");
     // Mutated inputs (batch-norm statistics, the RNG state) take their new values.
     for (int k = 0; k < nOut; ++k) {
       int i = kp.outputs[k].updatesInput;
@@ -419,8 +426,188 @@ struct EntryBuilder {
     else
       b.CreateRet(b.getInt32(AOTC_ERROR_NO_ACCUMULATION));
     b.SetInsertPoint(updBB);
+    if (tp.spec.dataParallel) waitForBuckets(dp, state, hyper);
     emitGraph(tp.update, "upd", ea, graphScratch, true);
     return f;
+  }
+
+  /// What the data-parallel backward leaves for the update: the communicator (NULL: one
+  /// process), whether this step communicates, the requests of the buckets' all-reduces.
+  struct DataParallel {
+    Value *comm = nullptr, *communicate = nullptr;
+    llvm::AllocaInst *requests = nullptr;
+  };
+  /// abi.h aotc_comm's fields.
+  Value *commField(Value *comm, unsigned field) {
+    llvm::StructType *ty = cg::abiType(C, cg::AbiStruct::Comm);
+    Value *p = b.CreateStructGEP(ty, comm, field);
+    return b.CreateAlignedLoad(ty->getElementType(field), p, llvm::Align(field == 1 || field == 2 ? 4 : 8));
+  }
+  enum CommField { kSelf = 0, kRank, kSize, kAllreduceStart, kTest, kWait, kProgress };
+  /// At the insertion point: if `cond`, what `body` emits; continues after it.
+  void emitIf(Value *cond, const std::string &label, const std::function<void()> &body) {
+    llvm::Function *F = b.GetInsertBlock()->getParent();
+    auto *then = llvm::BasicBlock::Create(C, label, F);
+    auto *cont = llvm::BasicBlock::Create(C, label + ".end", F);
+    b.CreateCondBr(cond, then, cont);
+    b.SetInsertPoint(then);
+    body();
+    b.CreateBr(cont);
+    b.SetInsertPoint(cont);
+  }
+  /// Returns AOTC_ERROR_COMM when the communicator's call returned non-zero.
+  void returnIfCommFailed(Value *rc, const std::string &label) {
+    llvm::Function *F = b.GetInsertBlock()->getParent();
+    auto *err = llvm::BasicBlock::Create(C, label + ".failed", F);
+    auto *cont = llvm::BasicBlock::Create(C, label + ".ok", F);
+    b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
+    b.SetInsertPoint(err);
+    b.CreateRet(b.getInt32(AOTC_ERROR_COMM));
+    b.SetInsertPoint(cont);
+  }
+  /// `void <name>.dp_add_<dt>(dst, src, n)`: dst[i] += src[i] (the accumulators into a bucket).
+  llvm::Function *addFunction(DType dt) {
+    const std::string sym = kp.name + ".dp_add_" + dtypeAbbr(dt);
+    if (llvm::Function *f = M.getFunction(sym)) return f;
+    llvm::Type *ptr = b.getPtrTy(), *et = dt == DType::F64 ? b.getDoubleTy() : b.getFloatTy();
+    auto *f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, b.getInt64Ty()}, false),
+                                     llvm::GlobalValue::InternalLinkage, sym, M);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addParamAttr(0, llvm::Attribute::NoAlias);
+    f->addParamAttr(1, llvm::Attribute::NoAlias);
+    IRBuilder<> fb(llvm::BasicBlock::Create(C, "entry", f));
+    auto *loop = llvm::BasicBlock::Create(C, "loop", f), *done = llvm::BasicBlock::Create(C, "done", f);
+    fb.CreateCondBr(fb.CreateICmpSGT(f->getArg(2), fb.getInt64(0)), loop, done);
+    fb.SetInsertPoint(loop);
+    llvm::PHINode *i = fb.CreatePHI(fb.getInt64Ty(), 2);
+    i->addIncoming(fb.getInt64(0), &f->getEntryBlock());
+    Value *d = fb.CreateInBoundsGEP(et, f->getArg(0), i), *sv = fb.CreateInBoundsGEP(et, f->getArg(1), i);
+    fb.CreateStore(fb.CreateFAdd(fb.CreateLoad(et, d), fb.CreateLoad(et, sv)), d);
+    Value *next = fb.CreateAdd(i, fb.getInt64(1));
+    i->addIncoming(next, loop);
+    fb.CreateCondBr(fb.CreateICmpSLT(next, f->getArg(2)), loop, done);
+    fb.SetInsertPoint(done);
+    fb.CreateRetVoid();
+    return f;
+  }
+
+  /// The backward of a data-parallel train step (docs/distributed.md), inline: right after the
+  /// kernel finishing a bucket's last gradient, the accumulators are added into the bucket (a
+  /// last micro-batch) and its all-reduce starts; after every later kernel the communicator
+  /// progresses. Micro-batches (AOTC_STEP_ACCUMULATE) and a context without a communicator do
+  /// not communicate.
+  DataParallel emitDataParallelBackward(llvm::Function *f, Value *cx, Value *in, Value *saved, Value *state,
+                                        Value *scratch, Value *fl, Value *tangentsPtr, Value *gradsPtr) {
+    const TrainPlan &tp = kp.train;
+    llvm::Type *ptr = b.getPtrTy();
+    DataParallel dp;
+    const size_t nb = tp.buckets.size();
+    {
+      IRBuilder<>::InsertPointGuard g(b);
+      b.SetInsertPoint(&f->getEntryBlock(), f->getEntryBlock().begin());
+      dp.requests = b.CreateAlloca(llvm::ArrayType::get(b.getInt64Ty(), std::max<size_t>(nb, 1)), nullptr, "requests");
+    }
+    dp.comm = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, cx, cg::kContextCommWord), llvm::Align(8),
+                                  "comm");
+    Value *micro = b.CreateICmpNE(b.CreateAnd(fl, b.getInt32(AOTC_STEP_ACCUMULATE)), b.getInt32(0));
+    dp.communicate = b.CreateAnd(b.CreateIsNotNull(dp.comm), b.CreateNot(micro), "communicate");
+    // The last micro-batch adds the accumulators (count > 0) before its buckets are reduced.
+    Value *addAcc = nullptr;
+    if (tp.accumulate) {
+      const StateTensor *count = nullptr;
+      for (const StateTensor &s : tp.states)
+        if (s.kind == StateKind::AccumCount) count = &s;
+      AOTC_ASSERT(count, "codegen: accumulation without accum.count");
+      Value *c = b.CreateAlignedLoad(b.getFloatTy(), b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, count->offset),
+                                     llvm::Align(4));
+      addAcc = b.CreateAnd(b.CreateNot(micro), b.CreateFCmpOGT(c, llvm::ConstantFP::get(b.getFloatTy(), 0.0)), "add.acc");
+    }
+    // The padding between a bucket's gradients is reduced too: zero it.
+    for (const GradBucket &bk : tp.buckets)
+      for (size_t i = 0; i + 1 < bk.grads.size(); ++i) {
+        const int j = bk.grads[i];
+        const int64_t bytes = kp.grads[j].type.bytes(), pad = alignUp(std::max<int64_t>(bytes, 1), 64) - bytes;
+        if (pad > 0)
+          b.CreateMemSet(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.gradOffsets[j] + bytes), b.getInt8(0),
+                         pad, llvm::Align(1));
+      }
+    std::vector<std::vector<int>> startsAfter(kp.backward.kernels.size());
+    for (size_t i = 0; i < nb; ++i) startsAfter[tp.buckets[i].startAfter].push_back((int)i);
+    const int firstStart = nb ? tp.buckets.front().startAfter : INT_MAX;
+    auto after = [&](size_t ki) {
+      for (int i : startsAfter[ki]) {
+        const GradBucket &bk = tp.buckets[i];
+        if (addAcc)
+          emitIf(addAcc, "bucket" + std::to_string(i) + ".acc", [&] {
+            for (int j : bk.grads) {
+              const StateTensor *acc = nullptr;
+              for (const StateTensor &s : tp.states)
+                if (s.kind == StateKind::Accum && s.paramInput == kp.gradInputIndex[j]) acc = &s;
+              AOTC_ASSERT(acc, "codegen: no accumulator for gradient " + kp.grads[j].name);
+              b.CreateCall(addFunction(bk.dtype),
+                           {b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.gradOffsets[j]),
+                            b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, acc->offset),
+                            b.getInt64(kp.grads[j].type.numel())});
+            }
+          });
+        emitIf(dp.communicate, "bucket" + std::to_string(i) + ".start", [&] {
+          auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, b.getInt64Ty(), b.getInt32Ty(), ptr}, false);
+          Value *rc = b.CreateCall(fty, commField(dp.comm, kAllreduceStart),
+                                   {commField(dp.comm, kSelf), b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, bk.offset),
+                                    b.getInt64(bk.count), b.getInt32((int)bk.dtype),
+                                    b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i)});
+          returnIfCommFailed(rc, "bucket" + std::to_string(i) + ".start");
+        });
+      }
+      if ((int)ki >= firstStart && ki + 1 < kp.backward.kernels.size())
+        emitIf(dp.communicate, "progress" + std::to_string(ki), [&] {
+          b.CreateCall(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false), commField(dp.comm, kProgress),
+                       {commField(dp.comm, kSelf)});
+        });
+    };
+    cg::EntryArgs ea{in, nullptr, saved, tangentsPtr, gradsPtr, scratch, cx};
+    emitGraph(kp.backward, "bwd", ea, kp.scratchBytes, false, after);
+    return dp;
+  }
+
+  /// Before the update of a data-parallel step: wait for every bucket (in start order), then
+  /// state dp.grad_scale = hyper grad_scale / world size (1 without communication).
+  void waitForBuckets(const DataParallel &dp, Value *state, Value *hyper) {
+    const TrainPlan &tp = kp.train;
+    llvm::Type *ptr = b.getPtrTy();
+    emitIf(dp.communicate, "wait", [&] {
+      for (size_t i = 0; i < tp.buckets.size(); ++i) {
+        Value *req = b.CreateAlignedLoad(
+            b.getInt64Ty(), b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i), llvm::Align(8));
+        Value *rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {ptr, b.getInt64Ty()}, false),
+                                 commField(dp.comm, kWait), {commField(dp.comm, kSelf), req});
+        returnIfCommFailed(rc, "bucket" + std::to_string(i) + ".wait");
+      }
+    });
+    Value *world = b.CreateSIToFP(commFieldOrOne(dp), b.getDoubleTy());
+    int h = -1;
+    for (size_t i = 0; i < tp.hypers.size(); ++i)
+      if (tp.hypers[i].name == "grad_scale") h = (int)i;
+    AOTC_ASSERT(h >= 0 && tp.dpScaleState >= 0, "codegen: data parallel without grad_scale");
+    Value *gs = b.CreateAlignedLoad(b.getDoubleTy(), b.CreateConstInBoundsGEP1_64(b.getDoubleTy(), hyper, h), llvm::Align(8));
+    b.CreateAlignedStore(b.CreateFDiv(gs, world),
+                         b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, tp.states[tp.dpScaleState].offset),
+                         llvm::Align(8));
+  }
+  /// The communicator's size when this step communicates, else 1.
+  Value *commFieldOrOne(const DataParallel &dp) {
+    llvm::Function *F = b.GetInsertBlock()->getParent();
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    auto *read = llvm::BasicBlock::Create(C, "world.read", F), *cont = llvm::BasicBlock::Create(C, "world", F);
+    b.CreateCondBr(dp.communicate, read, cont);
+    b.SetInsertPoint(read);
+    Value *n = commField(dp.comm, kSize);
+    b.CreateBr(cont);
+    b.SetInsertPoint(cont);
+    llvm::PHINode *phi = b.CreatePHI(b.getInt32Ty(), 2, "world.size");
+    phi->addIncoming(b.getInt32(1), from);
+    phi->addIncoming(n, read);
+    return phi;
   }
 
   void buildDescriptor(llvm::Function *fwd, llvm::Function *bwd, const cg::ContextFns &ctx, llvm::Function *train,

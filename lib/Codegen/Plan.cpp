@@ -459,6 +459,14 @@ std::string printKernels(const KernelProgram &in) {
     s += "# train step: state " + std::to_string(kp.train.stateBytes) + " bytes, train scratch " +
          std::to_string(kp.train.scratchBytes) + " bytes (update/accumulate arena at +" +
          std::to_string(kp.train.graphScratchOffset) + ")\n";
+    for (size_t i = 0; i < kp.train.buckets.size(); ++i) {
+      const GradBucket &bk = kp.train.buckets[i];
+      s += "# bucket " + std::to_string(i) + ": " + dtypeAbbr(bk.dtype) + " x " + std::to_string(bk.count) +
+           " at train scratch +" + std::to_string(bk.offset) + ", all-reduce starts after backward " +
+           kp.backward.kernels[bk.startAfter].name + ", waited for before the update; grads";
+      for (int j : bk.grads) s += " " + kp.grads[j].name;
+      s += "\n";
+    }
     s += printKernelGraph(kp.train.update, "update", target);
     if (kp.train.accumulate) s += printKernelGraph(kp.train.accumulateGraph, "accumulate", target);
   }

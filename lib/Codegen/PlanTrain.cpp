@@ -94,6 +94,46 @@ void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std
   if (!kg.errors.empty()) internalError("codegen: the train step's graphs cannot fail");
 }
 
+/// Data parallel: the parameters' gradients in the order the backward finishes them (the last
+/// kernel writing each), cut into buckets of one dtype, the first at most min(1 MiB, cap) and
+/// the others at most `cap` bytes (DDP's 1 MiB / 25 MiB; a gradient larger than the cap is a
+/// bucket of its own), laid out from `off` in that order; returns the end. No redzones inside
+/// a bucket: it is reduced as one array.
+int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t cap) {
+  const KernelGraph &bw = kp.backward;
+  std::vector<int> lastWriter(kp.grads.size(), -1);
+  for (size_t k = 0; k < bw.kernels.size(); ++k)
+    for (int id : bw.kernels[k].writes)
+      if (bw.buffers[id].kind == BufferKind::Grad) lastWriter[bw.buffers[id].index] = (int)k;
+  std::vector<int> order;
+  for (int i : tp.params)
+    for (size_t j = 0; j < kp.gradInputIndex.size(); ++j)
+      if (kp.gradInputIndex[j] == i) order.push_back((int)j);
+  for (int j : order)
+    if (lastWriter[j] < 0) internalError("codegen: gradient '" + kp.grads[j].name + "' is written by no backward kernel");
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lastWriter[a] < lastWriter[b]; });
+  const int64_t firstCap = std::min<int64_t>(cap, int64_t(1) << 20);
+  int64_t used = 0;
+  for (int j : order) {
+    const TensorType &ty = kp.grads[j].type;
+    const int64_t bytes = alignUp(std::max<int64_t>(ty.bytes(), 1), 64);
+    GradBucket *cur = tp.buckets.empty() ? nullptr : &tp.buckets.back();
+    const int64_t limit = tp.buckets.size() == 1 ? firstCap : cap;
+    if (!cur || cur->dtype != ty.dtype || (used > 0 && used + bytes > limit)) {
+      tp.buckets.push_back(GradBucket{ty.dtype, {}, off, 0, -1});
+      cur = &tp.buckets.back();
+      used = 0;
+    }
+    tp.gradOffsets[j] = off;
+    cur->grads.push_back(j);
+    cur->count = (off - cur->offset) / itemSize(ty.dtype) + ty.numel();
+    cur->startAfter = std::max(cur->startAfter, lastWriter[j]);
+    off += bytes;
+    used += bytes;
+  }
+  return off;
+}
+
 } // namespace
 
 void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &opts) {
@@ -109,9 +149,17 @@ void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &o
   // Scratch: [forward/backward arena][grads][update/accumulate arena].
   const int64_t red = opts.checkedArena ? kArenaRedzone : 0;
   int64_t off = alignUp(kp.scratchBytes, 64);
-  for (const AbiTensor &g : kp.grads) {
-    tp.gradOffsets.push_back(off);
-    off += alignUp(std::max<int64_t>(g.type.bytes(), 1), 64) + red;
+  tp.gradOffsets.assign(kp.grads.size(), -1);
+  if (t.spec.dataParallel) {
+    for (size_t s = 0; s < tp.states.size(); ++s)
+      if (tp.states[s].name == "dp.grad_scale") tp.dpScaleState = (int)s;
+    if (tp.dpScaleState < 0) internalError("codegen: a data-parallel train step without dp.grad_scale");
+    off = planBuckets(kp, tp, off, t.spec.bucketBytes);
+  }
+  for (size_t j = 0; j < kp.grads.size(); ++j) {
+    if (tp.gradOffsets[j] >= 0) continue;
+    tp.gradOffsets[j] = off;
+    off += alignUp(std::max<int64_t>(kp.grads[j].type.bytes(), 1), 64) + red;
   }
   tp.graphScratchOffset = off;
   tp.scratchBytes = off + std::max(tp.update.scratchBytes, tp.accumulateGraph.scratchBytes);

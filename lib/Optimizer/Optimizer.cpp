@@ -269,6 +269,8 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   }
   if (wd) hWd = hyper("weight_decay", spec.weightDecay, 0, kNoMax, false);
   if (spec.clipGradNorm > 0) hMax = hyper("max_norm", spec.clipGradNorm, 0, kNoMax, false);
+  // Data parallel: the reduced sum times grad_scale / world size (DDP's mean at 1).
+  if (spec.dataParallel) hyper("grad_scale", 1.0, 0, kNoMax, false);
 
   // The state area.
   int64_t off = 0;
@@ -295,6 +297,8 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   }
   const int sNorm = state("status.grad_norm", TensorType{fouts[0]->type().dtype, {}}, StateKind::Status, -1, "");
   const int sBad = state("status.nonfinite", TensorType{DType::Bool, {}}, StateKind::Status, -1, "");
+  const int sDpScale =
+      spec.dataParallel ? state("dp.grad_scale", TensorType{DType::F64, {}}, StateKind::Status, -1, "") : -1;
   for (int k = 1; k < nUser; ++k)
     if (p.outputHasTangent(k, fouts[k]->type().dtype)) {
       int s = state("zeros." + fouts[k]->name, fouts[k]->type(), StateKind::Zeros, -1, "");
@@ -349,7 +353,8 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   for (int i : t.params) {
     const std::string id = ident(fph[i]->fqn);
     P q{i, ph("param_" + id, fph[i]->type(), {K::Param, i}), ph("grad_" + id, fph[i]->type(), {K::Grad, gradOfParam[i]}),
-        spec.accumulate ? ph("accum_" + id, fph[i]->type(), {K::State, accum[i]}) : nullptr, {}};
+        spec.accumulate && !spec.dataParallel ? ph("accum_" + id, fph[i]->type(), {K::State, accum[i]}) : nullptr,
+        {}};
     for (int s : optState[i]) q.st.push_back(ph(t.states[s].stateKey + "_" + id, t.states[s].type, {K::State, s}));
     ps.push_back(q);
   }
@@ -359,9 +364,16 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
     t.updateOutputs.push_back(bind);
   };
   // The gradient of this step: with micro-batches, the accumulated sum plus this one's.
+  // Data parallel: the train step added the accumulators before the all-reduce; the reduced
+  // sum is scaled by dp.grad_scale (grad_scale / world size, written by the train step).
   std::vector<Node *> grads;
-  Node *any = count ? b.call("gt", "aten.gt.Scalar", {count, 0.0}) : nullptr;
-  for (P &q : ps) grads.push_back(any ? b.where(any, b.add(q.acc, q.g), q.g) : q.g);
+  if (spec.dataParallel) {
+    Node *scale = ph("dp_grad_scale", t.states[sDpScale].type, {K::State, sDpScale});
+    for (P &q : ps) grads.push_back(b.mul(q.g, b.cast(scale, q.g->type().dtype)));
+  } else {
+    Node *any = count ? b.call("gt", "aten.gt.Scalar", {count, 0.0}) : nullptr;
+    for (P &q : ps) grads.push_back(any ? b.where(any, b.add(q.acc, q.g), q.g) : q.g);
+  }
   // Total 2-norm as torch.nn.utils.get_total_norm: the norm of the per-gradient norms.
   const DType ldt = fouts[0]->type().dtype;
   Node *total = nullptr;
@@ -462,6 +474,7 @@ std::string printTrainStep(const TrainStep &t) {
   if (t.spec.clipGradNorm > 0) os << "# aotc: clip_grad_norm " << num(t.spec.clipGradNorm) << "\n";
   if (t.spec.skipNonfinite) os << "# aotc: skip_nonfinite\n";
   if (t.spec.accumulate) os << "# aotc: grad_accumulation\n";
+  if (t.spec.dataParallel) os << "# aotc: data_parallel bucket " << t.spec.bucketBytes << " bytes\n";
   for (const HyperParam &h : t.hypers) os << "# aotc: hyper " << h.name << " = " << num(h.value) << "\n";
   os << "# aotc: state " << t.stateBytes << " bytes\n";
   for (const StateTensor &s : t.states)

@@ -109,6 +109,7 @@ SafetensorsFile Trainer::checkpoint() const {
 }
 
 void Trainer::save(const std::string &path) const {
+  if (comm_ && comm_->rank != 0) return; // data parallel: every rank holds the same state; rank 0 writes it
   if (accumulating())
     throw RuntimeError(path + ": cannot save in the middle of a gradient accumulation (call step() first)",
                        AOTC_RT_ERROR_STATE);
@@ -118,7 +119,25 @@ void Trainer::save(const std::string &path) const {
   writeSafetensors(path, refs, f.metadata);
 }
 
-void Trainer::load(const std::string &path) { restore(readSafetensors(path), path); }
+void Trainer::load(const std::string &path) {
+  if (!comm_) return restore(readSafetensors(path), path);
+  // Data parallel: rank 0 reads and restores, then every rank takes its state; a failure on
+  // rank 0 is every rank's (no rank waits for a broadcast that never comes).
+  int32_t ok = 1;
+  std::string why;
+  if (comm_->rank == 0) try {
+      restore(readSafetensors(path), path);
+    } catch (const RuntimeError &e) {
+      ok = 0;
+      why = e.what();
+    }
+  if (comm_->broadcast(comm_->self, &ok, sizeof ok, 0) != 0)
+    abortJob("broadcasting the result of load(" + path + ") failed: " + comm_->error(comm_->self));
+  if (!ok)
+    throw RuntimeError(comm_->rank == 0 ? why : path + ": rank 0 could not load the checkpoint (its message says why)",
+                       AOTC_RT_ERROR_IO);
+  broadcastFromRank0(true);
+}
 
 void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   const aotc_program &p = *program_;

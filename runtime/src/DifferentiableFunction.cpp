@@ -162,6 +162,9 @@ void throwEntryPointError(const aotc_program &p, const char *entry, int rc, cons
   } else if (rc == AOTC_ERROR_NO_ACCUMULATION) {
     node = "AOTC_ERROR_NO_ACCUMULATION: the object was compiled without --grad-accumulation";
     msg += " (" + node + ")";
+  } else if (rc == AOTC_ERROR_COMM) {
+    node = "AOTC_ERROR_COMM: the communicator failed (data parallel)";
+    msg += " (" + node + ")";
   } else if (rc > 0 && rc <= p.num_errors && p.errors) {
     node = p.errors[rc - 1] ? p.errors[rc - 1] : "";
     msg += ": " + node;

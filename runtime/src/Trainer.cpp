@@ -125,10 +125,22 @@ double Trainer::call(uint32_t flags) {
   const aotc_program &p = *program_;
   if ((flags & AOTC_STEP_ACCUMULATE) && !p.train->grad_accumulation)
     throw RuntimeError(progName(p) + ": accumulate() needs an object compiled with --grad-accumulation");
+  // Data parallel: rank 0's buffers (batch-norm statistics) before every update step, as DDP.
+  if (comm_ && !(flags & AOTC_STEP_ACCUMULATE)) broadcastFromRank0(false);
   int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),
                                scratch_.data(), flags);
-  if (rc != 0)
-    detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
+  if (rc != 0) {
+    if (!comm_) detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
+    // The other ranks may be inside an all-reduce this rank will never join.
+    std::string what;
+    try {
+      detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
+    } catch (const RuntimeError &e) {
+      what = e.what();
+    }
+    if (rc == AOTC_ERROR_COMM) what += ": " + std::string(comm_->error(comm_->self));
+    abortJob(what);
+  }
   ++calls_;
   double loss = outputs_[0].at(0);
   // A micro-batch only computes its loss; an update also reports the gradient norm's check.

@@ -51,6 +51,7 @@ struct CompileOptions {
   double clipGradNorm = 0;                ///< --clip-grad-norm; 0: off.
   bool skipNonfinite = false;             ///< --skip-nonfinite.
   bool gradAccumulation = false;          ///< --grad-accumulation.
+  std::string dataParallel;               ///< --data-parallel[=MB]: "" off, else the bucket size in MB ("25").
 };
 
 /// What runPipeline produces.
@@ -73,6 +74,10 @@ CompileResult runPipeline(const CompileOptions &opts);
 /// sources, the bytes of IN, the built-in and --derivatives rule files, the program name
 /// (`programName`, as resolved) and every option that changes the outputs.
 std::string buildId(const CompileOptions &opts, const std::string &programName);
+
+/// --data-parallel's value (megabytes, a positive number) in bytes; a user error otherwise
+/// (zero1, ZeRO-1 sharding, is named as not implemented).
+int64_t dataParallelBucketBytes(const std::string &value);
 
 /// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
 /// the file name up to its first '.', non-identifier characters replaced by '_'.

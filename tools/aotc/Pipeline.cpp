@@ -143,8 +143,11 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (!o.sanitize.empty() && o.target != "cpu")
     userError("--sanitize=" + o.sanitize + " instruments the CPU target's code; it cannot be "
               "combined with --target=" + o.target);
-  if (o.optimizer.empty() && (o.clipGradNorm > 0 || o.skipNonfinite || o.gradAccumulation))
-    userError(std::string(o.clipGradNorm > 0 ? "--clip-grad-norm" : o.skipNonfinite ? "--skip-nonfinite" : "--grad-accumulation") +
+  if (o.optimizer.empty() && (o.clipGradNorm > 0 || o.skipNonfinite || o.gradAccumulation || !o.dataParallel.empty()))
+    userError(std::string(o.clipGradNorm > 0       ? "--clip-grad-norm"
+                          : o.skipNonfinite        ? "--skip-nonfinite"
+                          : o.gradAccumulation     ? "--grad-accumulation"
+                                                   : "--data-parallel") +
               " needs --optimizer");
   if (o.emit == "optimizer" && o.optimizer.empty())
     userError("--emit=optimizer needs --optimizer");
@@ -154,6 +157,10 @@ CompileResult runPipeline(const CompileOptions &o) {
     optim->clipGradNorm = o.clipGradNorm;
     optim->skipNonfinite = o.skipNonfinite;
     optim->accumulate = o.gradAccumulation;
+    if (!o.dataParallel.empty()) {
+      optim->dataParallel = true;
+      optim->bucketBytes = dataParallelBucketBytes(o.dataParallel);
+    }
     if (o.target != "cpu")
       userError("--optimizer: the train step is compiled for the CPU target only so far (docs/training.md); "
                 "use --target=cpu, or the forward/backward entry points of --target=" + o.target);
@@ -296,6 +303,19 @@ CompileResult runPipeline(const CompileOptions &o) {
   r.header = emitHeader(kp, o.target);
   r.program = std::move(p);
   return r;
+}
+
+int64_t dataParallelBucketBytes(const std::string &value) {
+  if (value == "zero1")
+    userError("--data-parallel=zero1 (sharded optimizer state) is not implemented yet; use --data-parallel[=MB] "
+              "(docs/distributed.md)");
+  char *end = nullptr;
+  errno = 0;
+  double mb = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end || errno || !(mb > 0) || mb > 1e6)
+    userError("--data-parallel=" + value + ": the bucket size must be a number of megabytes in (0, 1e6], e.g. "
+              "--data-parallel=25");
+  return std::max<int64_t>(64, (int64_t)(mb * 1024 * 1024));
 }
 
 std::string defaultProgramName(const std::string &path) {

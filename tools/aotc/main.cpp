@@ -110,6 +110,10 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std:
   app.add_flag("--grad-accumulation", o.gradAccumulation,
                "--optimizer: keep gradient accumulators, so a step may be split into micro-batches "
                "(AOTC_STEP_ACCUMULATE; one parameter-sized buffer per parameter)");
+  app.add_flag("--data-parallel{25}", o.dataParallel,
+               "--optimizer: reduce the gradients over the ranks of a communicator (abi.h aotc_comm, "
+               "e.g. aotc::rt::MpiCommunicator) in buckets of MB megabytes (default 25; the first 1), "
+               "each all-reduce started as soon as the backward finishes its bucket (docs/distributed.md)");
   app.add_option("--constants", o.constants,
                  "Values of FX text's tensor constants (get_attr `c: \"f32[3]\" = self.c`): a "
                  "safetensors file, one tensor per attribute path; they go into the weights file")

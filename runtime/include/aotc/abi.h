@@ -106,9 +106,11 @@ extern "C" {
  *  AOTC_ERROR_NULL_ARGUMENT (objects check their pointer arguments); minor 2 sets requires_grad
  *  on the outputs that are new values of inputs requiring grad (they take a tangent). Major 10
  *  appends the kernel table and profile_attach to aotc_program, which moves the fields of
- *  aotc_cuda_program after its base: a new major. */
+ *  aotc_cuda_program after its base: a new major. Minor 1 (10.1) appends the data-parallel
+ *  fields to aotc_train (num_buckets, buckets, set_comm; docs/distributed.md) and uses the
+ *  context's word 4 for the communicator. */
 #define AOTC_ABI_MAJOR 10
-#define AOTC_ABI_MINOR 0
+#define AOTC_ABI_MINOR 1
 #define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
 /** The major / minor parts of an aotc_program::abi_version. */
 static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
@@ -187,6 +189,12 @@ static inline int aotc_output_takes_tangent(const aotc_tensor_desc *d) {
  *  --grad-accumulation (nothing was updated; the forward and backward ran). */
 #define AOTC_ERROR_NO_ACCUMULATION (-101)
 
+/** Return value of train_step when the communicator (aotc_comm, data parallel) returned an
+ *  error: starting or waiting for an all-reduce failed (ABI 10.1). The step stopped before the
+ *  update; comm->error(comm->self) says why. The other ranks may be waiting in that
+ *  all-reduce: the caller aborts the job (aotc::rt::Trainer calls comm->abort). */
+#define AOTC_ERROR_COMM (-103)
+
 /** The ABI context of one object (opaque; see the top of this file). */
 typedef struct aotc_context aotc_context;
 typedef aotc_context *(*aotc_context_create_fn)(void);
@@ -218,7 +226,9 @@ typedef enum aotc_state_kind {
   AOTC_STATE_ACCUM_COUNT = 3, /**< "accum.count": micro-batches in the accumulators, f32 0-d. */
   AOTC_STATE_STATUS = 4,      /**< Written by every update: "status.grad_norm" (the total 2-norm of
                                    the gradients, before clipping) and "status.nonfinite" (bool: the
-                                   loss or that norm is NaN or infinite). */
+                                   loss or that norm is NaN or infinite); with --data-parallel also
+                                   "dp.grad_scale" (f64 0-d: hyper grad_scale / world size, what
+                                   the reduced gradient sum was multiplied by). */
   AOTC_STATE_ZEROS = 5        /**< "zeros.<output>": never written; the zero cotangent of a
                                    differentiable output other than the loss. */
 } aotc_state_kind;
@@ -253,6 +263,60 @@ typedef struct aotc_hyper_desc {
 typedef int (*aotc_train_step_fn)(aotc_context *ctx, void *const *in, void *const *out, void *saved,
                                   void *state, const double *hyper, void *scratch, uint32_t flags);
 
+/** A communicator for data-parallel training (ABI 10.1; docs/distributed.md): a table of
+ *  functions the caller fills and hands to a context with aotc_train::set_comm, so the object
+ *  never links a communication library (aotc::rt::MpiCommunicator fills it from MPI). Every
+ *  function gets `self` first; those returning int return 0 on success, else an error whose
+ *  text error(self) gives. The train step of an object compiled with --data-parallel calls
+ *  allreduce_start right after the backward kernel that finishes a bucket's last gradient,
+ *  progress between the kernels that follow (Open MPI does not progress a non-blocking
+ *  collective on its own), and wait for every bucket before the update. Every rank must start
+ *  the same all-reduces in the same order (the buckets of one plan; the runtime compares a
+ *  fingerprint of it across ranks first). */
+typedef struct aotc_comm {
+  void *self;     /**< The implementation's state, passed back to every function. */
+  int32_t rank;   /**< This process's rank, 0 <= rank < size. */
+  int32_t size;   /**< The number of ranks (world size). */
+  /** Starts an in-place sum all-reduce of `count` elements of `dtype` (aotc_dtype: F32, F64 or
+   *  I64) at `buf`; *request receives a handle for test/wait. Each rank's result has the same
+   *  bits. */
+  int (*allreduce_start)(void *self, void *buf, int64_t count, int32_t dtype, int64_t *request);
+  /** *done = 1 when the request has completed (then it must not be waited for), else 0. */
+  int (*test)(void *self, int64_t request, int32_t *done);
+  /** Blocks until the request completes (an implementation may time out with an error). */
+  int (*wait)(void *self, int64_t request);
+  /** Lets outstanding requests advance (MPI_Testall over them); cheap, called between kernels. */
+  void (*progress)(void *self);
+  /** Blocking broadcast of `bytes` bytes at `buf` from rank `root` (the runtime's: parameters,
+   *  buffers and optimizer state from rank 0). */
+  int (*broadcast)(void *self, void *buf, int64_t bytes, int32_t root);
+  /** Blocking in-place sum all-reduce (the runtime's: the plan fingerprint check). */
+  int (*allreduce)(void *self, void *buf, int64_t count, int32_t dtype);
+  /** Ends every rank of the job with exit code `code` after printing `why` (MPI_Abort). */
+  void (*abort)(void *self, int32_t code, const char *why);
+  /** The text of the last error, or "" (valid until the next call). */
+  const char *(*error)(void *self);
+} aotc_comm;
+
+/** One all-reduce bucket of an object compiled with --data-parallel (ABI 10.1): gradients laid
+ *  out contiguously in train_step's scratch, each 64-byte aligned (the padding between them is
+ *  zeroed every step), reduced as one array. */
+typedef struct aotc_bucket_desc {
+  int32_t dtype;        /**< aotc_dtype of its gradients (F32 or F64). */
+  int32_t num_grads;
+  const int32_t *grads; /**< num_grads indices into program.grads, in the order they finish. */
+  int64_t offset;       /**< Byte offset of the bucket in train_step's scratch (64-byte aligned). */
+  int64_t count;        /**< Elements all-reduced, the padding between gradients included. */
+  int32_t start_after;  /**< The backward kernel (its index in the kernel table's backward rows)
+                         *   after which its all-reduce starts. */
+  int32_t reserved;     /**< 0 */
+} aotc_bucket_desc;
+
+/** Hands a communicator to a context (ABI 10.1): its later train steps reduce the gradients
+ *  over comm's ranks; NULL detaches (one process). The table must outlive its use. Returns 0,
+ *  AOTC_ERROR_CONTEXT for a NULL or foreign context. */
+typedef int (*aotc_set_comm_fn)(aotc_context *ctx, const aotc_comm *comm);
+
 /** The train step of an object compiled with --optimizer (ABI 8). */
 typedef struct aotc_train {
   const char *optimizer;        /**< "sgd", "adam" or "adamw" */
@@ -270,6 +334,11 @@ typedef struct aotc_train {
   int64_t state_bytes;          /**< Size of the state area, bytes. */
   int64_t scratch_bytes;        /**< Size of train_step's scratch arena, bytes (>= scratch_bytes). */
   aotc_train_step_fn train_step;
+  /* ABI 10.1 (read only when the object's minor is >= 1): data parallel (--data-parallel). */
+  int32_t num_buckets;          /**< 0 without --data-parallel. */
+  int32_t reserved2;            /**< 0 */
+  const aotc_bucket_desc *buckets; /**< In the order their all-reduces start. */
+  aotc_set_comm_fn set_comm;    /**< NULL without --data-parallel. */
 } aotc_train;
 
 /** One kernel of an object, as `aotc --emit=kernels` lists it, with its static costs (ABI 10):

@@ -137,6 +137,20 @@ public:
   SafetensorsFile checkpoint() const;
   void restore(const SafetensorsFile &ckpt, const std::string &what);
 
+  /// Data parallel (docs/distributed.md; an object compiled with --data-parallel): hands `comm`
+  /// (abi.h aotc_comm, e.g. aotc::rt::MpiCommunicator::table()) to the train step, which then
+  /// all-reduces the gradients over comm's ranks. Collective: every rank calls it, first
+  /// comparing a fingerprint of the plan (build id, buckets, world size) across ranks — a
+  /// mismatch throws RuntimeError naming the ranks that differ from rank 0, on every rank —
+  /// then broadcasting rank 0's parameters, buffers, optimizer state and hyperparameters to
+  /// all (not the RNG state: give each rank its own seed for independent dropout masks). Each later step() first broadcasts rank 0's buffers (batch-norm
+  /// statistics; DDP's broadcast_buffers). A step that fails with a communicator prints the
+  /// error and aborts the whole job (comm->abort): the other ranks would wait for it forever.
+  /// save() writes on rank 0 only; load() reads on rank 0 and broadcasts. NULL detaches. The
+  /// table must outlive the trainer.
+  void setCommunicator(const aotc_comm *comm);
+  const aotc_comm *communicator() const { return comm_; }
+
   /// Test hook: fills the saved area, the train scratch (which holds the gradients) with 0xFF
   /// bytes (NaN): a step must give the same bits after it (docs/training.md).
   void poisonScratch();
@@ -163,6 +177,9 @@ private:
   OnNonfinite onNonfinite_ = OnNonfinite::Warn;
   int64_t calls_ = 0, nonfiniteSteps_ = 0;
   int64_t nonfiniteOffset_ = -1; ///< state offset of status.nonfinite (-1: none)
+  const aotc_comm *comm_ = nullptr;
+  void broadcastFromRank0(bool everything);
+  [[noreturn]] void abortJob(const std::string &what) const;
   void reportNonfinite(double loss, uint32_t flags);
 };
 

@@ -1,0 +1,191 @@
+//===- MpiCommunicator.cpp - abi.h's aotc_comm over MPI ---------------------===//
+//
+// This file implements MpiCommunicator (aotc/mpi.h). The object's all-reduces are
+// MPI_Iallreduce(MPI_IN_PLACE, ..., MPI_SUM); Open MPI 4.1 does not progress them on its own
+// ("OMPI progress: no"), so progress() tests every active request, which the train step calls
+// between its kernels. Blocking calls are non-blocking ones waited for with a deadline, so a
+// missing rank gives an error, not a hang. Errors are returned (MPI_ERRORS_RETURN on the
+// duplicated communicator) with MPI's text.
+//===----------------------------------------------------------------------===//
+#include "aotc/mpi.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <sched.h>
+
+namespace aotc::rt {
+
+namespace {
+
+MpiCommunicator *self(void *p) { return static_cast<MpiCommunicator *>(p); }
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(code, text, &n);
+  return std::string(text, (size_t)n);
+}
+
+} // namespace
+
+MPI_Datatype MpiCommunicator::mpiType(int32_t dtype) {
+  switch (dtype) {
+  case AOTC_F32: return MPI_FLOAT;
+  case AOTC_F64: return MPI_DOUBLE;
+  case AOTC_I64: return MPI_INT64_T;
+  default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
+  int init = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    finalize_ = true;
+  }
+  MPI_Comm_dup(comm, &comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  if (const char *t = std::getenv("AOTC_COMM_TIMEOUT")) {
+    double v = std::atof(t);
+    if (v > 0) timeout_ = v;
+  }
+  table_.self = this;
+  MPI_Comm_rank(comm_, &table_.rank);
+  MPI_Comm_size(comm_, &table_.size);
+  table_.allreduce_start = [](void *s, void *buf, int64_t n, int32_t dt, int64_t *req) {
+    return self(s)->start(buf, n, dt, req);
+  };
+  table_.test = [](void *s, int64_t req, int32_t *done) { return self(s)->test(req, done); };
+  table_.wait = [](void *s, int64_t req) { return self(s)->wait(req); };
+  table_.progress = [](void *s) { self(s)->progress(); };
+  table_.broadcast = [](void *s, void *buf, int64_t bytes, int32_t root) { return self(s)->broadcast(buf, bytes, root); };
+  table_.allreduce = [](void *s, void *buf, int64_t n, int32_t dt) { return self(s)->allreduce(buf, n, dt); };
+  table_.abort = [](void *s, int32_t code, const char *) { MPI_Abort(self(s)->comm_, code); };
+  table_.error = [](void *s) { return self(s)->error_.c_str(); };
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  for (Request &r : requests_)
+    for (MPI_Request &q : r.parts)
+      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (finalize_ && !fin) MPI_Finalize();
+}
+
+int MpiCommunicator::fail(const std::string &what, int code) {
+  error_ = "MPI rank " + std::to_string(table_.rank) + " of " + std::to_string(table_.size) + ": " + what +
+           (code == MPI_SUCCESS ? std::string() : ": " + mpiError(code));
+  return code == MPI_SUCCESS ? -1 : code;
+}
+
+int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *request) {
+  MPI_Datatype t = mpiType(dtype);
+  if (t == MPI_DATATYPE_NULL) return fail("all-reduce of dtype " + std::to_string(dtype) + " (not f32, f64, i64)", 0);
+  size_t slot = 0;
+  while (slot < requests_.size() && requests_[slot].active) ++slot;
+  if (slot == requests_.size()) requests_.emplace_back();
+  Request &r = requests_[slot];
+  r.parts.clear(); // capacity stays: no allocation once every slot has been used
+  r.active = true;
+  r.done = false;
+  int size = 0;
+  MPI_Type_size(t, &size);
+  constexpr int64_t kPiece = INT_MAX / 2;
+  for (int64_t off = 0; off < count || off == 0; off += kPiece) {
+    int n = (int)std::min<int64_t>(kPiece, count - off);
+    r.parts.push_back(MPI_REQUEST_NULL);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(buf) + off * size, n, t, MPI_SUM, comm_, &r.parts.back());
+    if (rc != MPI_SUCCESS) return fail("MPI_Iallreduce of " + std::to_string(count) + " elements", rc);
+    if (count == 0) break;
+  }
+  ++stats_.started;
+  stats_.bytes += count * size;
+  *request = (int64_t)slot;
+  return 0;
+}
+
+int MpiCommunicator::test(int64_t request, int32_t *done) {
+  if (request < 0 || request >= (int64_t)requests_.size() || !requests_[(size_t)request].active)
+    return fail("test of an unknown request " + std::to_string(request), 0);
+  Request &r = requests_[(size_t)request];
+  if (!r.done) {
+    int flag = 0;
+    int rc = MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return fail("MPI_Testall", rc);
+    if (flag) {
+      r.done = true;
+      ++stats_.completedBeforeWait;
+    }
+  }
+  *done = r.done ? 1 : 0;
+  if (r.done) r.active = false;
+  return 0;
+}
+
+void MpiCommunicator::progress() {
+  for (Request &r : requests_) {
+    if (!r.active || r.done) continue;
+    int flag = 0;
+    if (MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && flag) {
+      r.done = true;
+      ++stats_.completedBeforeWait;
+    }
+  }
+}
+
+int MpiCommunicator::waitParts(std::vector<MPI_Request> &parts, const std::string &what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long spins = 0;; ++spins) {
+    int flag = 0;
+    int rc = MPI_Testall((int)parts.size(), parts.data(), &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return fail(what, rc);
+    if (flag) break;
+    if ((spins & 1023) == 1023) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > timeout_)
+        return fail(what + " did not complete within " + std::to_string((int)timeout_) +
+                        " s (AOTC_COMM_TIMEOUT): another rank has died, failed or stopped calling",
+                    0);
+      sched_yield();
+    }
+  }
+  stats_.waitSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 0;
+}
+
+int MpiCommunicator::wait(int64_t request) {
+  if (request < 0 || request >= (int64_t)requests_.size() || !requests_[(size_t)request].active)
+    return fail("wait for an unknown request " + std::to_string(request), 0);
+  Request &r = requests_[(size_t)request];
+  r.active = false;
+  if (r.done) return 0;
+  return waitParts(r.parts, "an all-reduce of the train step");
+}
+
+int MpiCommunicator::broadcast(void *buf, int64_t bytes, int32_t root) {
+  constexpr int64_t kPiece = INT_MAX / 2;
+  std::vector<MPI_Request> parts;
+  for (int64_t off = 0; off < bytes; off += kPiece) {
+    parts.push_back(MPI_REQUEST_NULL);
+    int rc = MPI_Ibcast(static_cast<char *>(buf) + off, (int)std::min<int64_t>(kPiece, bytes - off), MPI_BYTE, root,
+                        comm_, &parts.back());
+    if (rc != MPI_SUCCESS) return fail("MPI_Ibcast", rc);
+  }
+  return waitParts(parts, "a broadcast from rank " + std::to_string(root));
+}
+
+int MpiCommunicator::allreduce(void *buf, int64_t count, int32_t dtype) {
+  MPI_Datatype t = mpiType(dtype);
+  if (t == MPI_DATATYPE_NULL || count > INT_MAX) return fail("blocking all-reduce of dtype " + std::to_string(dtype), 0);
+  std::vector<MPI_Request> parts(1, MPI_REQUEST_NULL);
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, MPI_SUM, comm_, &parts[0]);
+  if (rc != MPI_SUCCESS) return fail("MPI_Iallreduce", rc);
+  return waitParts(parts, "a blocking all-reduce");
+}
+
+} // namespace aotc::rt

@@ -1,0 +1,214 @@
+//===- dp_driver.cpp - End-to-end driver for data-parallel training ---------===//
+//
+// Built once per model compiled with --optimizer ... --data-parallel --grad-accumulation
+// (-DAOTC_E2E_HEADER="<name>.h", -DAOTC_E2E_PROGRAM=<name>_program), linked with aotc::mpi.
+// WEIGHTS is the weights file aotc wrote; FIXTURE the model fixture's golden (input.<name>
+// is the batch). Shard r of step s is the fixture batch changed deterministically (floats
+// x * (1 + 0.05 r) + 0.01 s, integers rolled by 7 r + 3 s elements), so every rank's shard
+// has the program's batch shape and the ranks' gradients differ.
+//
+//   dp_driver ref WEIGHTS FIXTURE RANKS STEPS OUT
+//     One process, no communicator: each step accumulate()s shards 0 .. RANKS-2 and step()s
+//     shard RANKS-1 with the hyperparameter grad_scale = 1 / RANKS: the gradient DDP's mean
+//     over RANKS ranks would give. Writes OUT.
+//   dp_driver dp WEIGHTS FIXTURE STEPS OUT [FAULT]      (under mpirun)
+//     Every rank trains on its shard with aotc::rt::MpiCommunicator; after every step the ranks'
+//     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
+//     and prints the communicator's counters ("overlap: S started, C completed before the
+//     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
+//     inputs out of range at step 3: its step fails and the Trainer aborts the job).
+//   dp_driver compare A B TOL
+//     TOL 0: the per-step parameter hashes and the final parameters of A and B are bit-
+//     identical; else the final parameters agree within TOL (max |a-b| / max(|b|, 1)).
+//   dp_driver overlap-check OUT MIN
+//     OUT's counter "completed_before_wait" is at least MIN.
+// OUT (safetensors): hash i64[STEPS] (FNV-1a of all parameters after each step), param.<FQN>
+// after the last step, and counters. Exit 0 on success, 1 on a failed check.
+//===----------------------------------------------------------------------===//
+#include AOTC_E2E_HEADER
+
+#include "aotc/mpi.h"
+#include "aotc/runtime.h"
+#include "aotc/safetensors.h"
+#include "aotc/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <map>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using aotc::rt::SafetensorsFile;
+using aotc::rt::Tensor;
+using aotc::rt::Trainer;
+
+namespace {
+
+const aotc_program &kProg = AOTC_E2E_PROGRAM;
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "FAIL: %s\n", msg.c_str());
+  return 1;
+}
+
+std::vector<Tensor> shard(const SafetensorsFile &fx, int step, int rank, bool outOfRange = false) {
+  std::vector<Tensor> b;
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    if (d.role != AOTC_ROLE_USER_INPUT) continue;
+    const Tensor &src = fx.get(std::string("input.") + d.name);
+    Tensor t = src.clone();
+    const int64_t n = t.numel();
+    if (d.dtype == AOTC_F32) {
+      for (int64_t k = 0; k < n; ++k)
+        t.data<float>()[k] = src.data<float>()[k] * (1.0f + 0.05f * rank) + 0.01f * step;
+    } else if (d.dtype == AOTC_F64) {
+      for (int64_t k = 0; k < n; ++k) t.data<double>()[k] = src.data<double>()[k] * (1.0 + 0.05 * rank) + 0.01 * step;
+    } else if (d.dtype == AOTC_I64 && n > 0) {
+      const int64_t sh = (7 * rank + 3 * step) % n;
+      for (int64_t k = 0; k < n; ++k) t.data<int64_t>()[k] = outOfRange ? (int64_t)1 << 40 : src.data<int64_t>()[(k + sh) % n];
+    }
+    b.push_back(std::move(t));
+  }
+  return b;
+}
+
+std::vector<const Tensor *> ptrs(const std::vector<Tensor> &b) {
+  std::vector<const Tensor *> p;
+  for (const Tensor &t : b) p.push_back(&t);
+  return p;
+}
+
+int64_t paramHash(const Trainer &t) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < kProg.num_inputs; ++i) {
+    const aotc_tensor_desc &d = kProg.inputs[i];
+    if (d.role != AOTC_ROLE_PARAMETER) continue;
+    const Tensor &w = t.weight(d.name);
+    const auto *p = static_cast<const unsigned char *>(w.data());
+    for (int64_t k = 0; k < w.bytes(); ++k) h = (h ^ p[k]) * 1099511628211ull;
+  }
+  return (int64_t)(h >> 1);
+}
+
+void write(const Trainer &t, const Tensor &hashes, const std::vector<std::pair<std::string, double>> &counters,
+           const std::string &out) {
+  std::vector<std::pair<std::string, Tensor>> keep;
+  for (int i = 0; i < kProg.num_inputs; ++i)
+    if (kProg.inputs[i].role == AOTC_ROLE_PARAMETER)
+      keep.emplace_back(std::string("param.") + kProg.inputs[i].name, t.weight(kProg.inputs[i].name).clone());
+  std::vector<aotc::rt::NamedTensorRef> refs{{"hash", &hashes}};
+  for (auto &[n, x] : keep) refs.push_back({n, &x});
+  std::map<std::string, std::string> meta;
+  for (auto &[k, v] : counters) meta[k] = std::to_string(v);
+  aotc::rt::writeSafetensors(out, refs, meta);
+}
+
+int reference(const SafetensorsFile &w, const SafetensorsFile &fx, int ranks, int steps, const std::string &out) {
+  Trainer t(kProg, w);
+  t.setHyper("grad_scale", 1.0 / ranks);
+  Tensor hashes(aotc::rt::DType::I64, {steps});
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < ranks; ++r) {
+      auto b = shard(fx, s, r);
+      if (r + 1 < ranks) t.accumulate(ptrs(b));
+      else t.step(ptrs(b));
+    }
+    hashes.data<int64_t>()[s] = paramHash(t);
+  }
+  write(t, hashes, {}, out);
+  std::printf("%s: reference, %d shards x %d steps, grad norm %.6g\n", kProg.name, ranks, steps, t.status().gradNorm);
+  return 0;
+}
+
+int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps, const std::string &out,
+                 const std::string &fault) {
+  aotc::rt::MpiCommunicator comm;
+  Trainer t(kProg, w);
+  t.setCommunicator(comm.table());
+  const int rank = comm.rank(), size = comm.size();
+  Tensor hashes(aotc::rt::DType::I64, {steps});
+  std::vector<int64_t> all((size_t)size);
+  for (int s = 0; s < steps; ++s) {
+    if (s == 3 && rank == 1 && fault == "kill") std::raise(SIGKILL);
+    auto b = shard(fx, s, rank, s == 3 && rank == 1 && fault == "fail");
+    t.step(ptrs(b));
+    int64_t h = paramHash(t);
+    MPI_Allgather(&h, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    for (int r = 1; r < size; ++r)
+      if (all[(size_t)r] != all[0])
+        return fail("step " + std::to_string(s) + ": rank " + std::to_string(r) + "'s parameters differ from rank 0's");
+    hashes.data<int64_t>()[s] = h;
+  }
+  const auto &st = comm.stats();
+  if (rank == 0) {
+    write(t, hashes,
+          {{"started", (double)st.started}, {"completed_before_wait", (double)st.completedBeforeWait},
+           {"wait_seconds", st.waitSeconds}, {"bytes", (double)st.bytes}},
+          out);
+    std::printf("%s: %d ranks x %d steps, parameters identical on every rank after every step; overlap: %lld "
+                "all-reduces started, %lld completed before the wait, %.3f ms waiting per step\n",
+                kProg.name, size, steps, (long long)st.started, (long long)st.completedBeforeWait,
+                1e3 * st.waitSeconds / steps);
+  }
+  return 0;
+}
+
+int compare(const std::string &a, const std::string &b, double tol) {
+  SafetensorsFile A = aotc::rt::readSafetensors(a), B = aotc::rt::readSafetensors(b);
+  if (tol == 0) {
+    const Tensor &ha = A.get("hash"), &hb = B.get("hash");
+    for (int64_t s = 0; s < std::min(ha.numel(), hb.numel()); ++s)
+      if (ha.data<int64_t>()[s] != hb.data<int64_t>()[s])
+        return fail("the parameters differ after step " + std::to_string(s) + " (" + a + " vs " + b + ")");
+    if (ha.numel() != hb.numel()) return fail("different step counts");
+  }
+  double worst = 0;
+  bool bits = true;
+  int n = 0;
+  for (auto &[name, x] : A.tensors) {
+    if (name.rfind("param.", 0) != 0) continue;
+    const Tensor &y = B.get(name);
+    if (x.bytes() != y.bytes()) return fail(name + ": shapes differ");
+    bits = bits && std::memcmp(x.data(), y.data(), (size_t)x.bytes()) == 0;
+    for (int64_t k = 0; k < x.numel(); ++k) {
+      const double u = x.at(k), v = y.at(k);
+      worst = std::max(worst, std::abs(u - v) / std::max(std::abs(v), 1.0));
+    }
+    ++n;
+  }
+  std::printf("compare: %d parameters, %s, max relative difference %.3g (tolerance %g)\n", n,
+              bits ? "bit-identical" : "not bit-identical", worst, tol);
+  if (tol == 0 && !bits) return fail("the final parameters are not bit-identical");
+  if (!(worst <= tol) && tol > 0) return fail("the final parameters differ by more than the tolerance");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "ref" && argc == 7)
+      return reference(aotc::rt::readWeights(kProg, argv[2]), aotc::rt::readSafetensors(argv[3]), std::stoi(argv[4]),
+                       std::stoi(argv[5]), argv[6]);
+    if (mode == "dp" && (argc == 6 || argc == 7))
+      return dataParallel(aotc::rt::readWeights(kProg, argv[2]), aotc::rt::readSafetensors(argv[3]), std::stoi(argv[4]),
+                          argv[5], argc == 7 ? argv[6] : "");
+    if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
+    if (mode == "overlap-check" && argc == 4) {
+      SafetensorsFile f = aotc::rt::readSafetensors(argv[2]);
+      double c = std::stod(f.metadata.at("completed_before_wait")), s = std::stod(f.metadata.at("started"));
+      std::printf("overlap: %.0f of %.0f all-reduces completed before the step waited for them\n", c, s);
+      return c >= std::stod(argv[3]) ? 0 : fail("fewer than " + std::string(argv[3]) + " completed before the wait");
+    }
+    std::fprintf(stderr, "usage: %s ref|dp|compare|overlap-check ... (see the top of dp_driver.cpp)\n", argv[0]);
+    return 2;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Data-parallel checks (docs/distributed.md, test/e2e/dp/CMakeLists.txt). mpirun as this
+# machine allows (root, loopback, shared memory), each run under `timeout`, one OpenMP thread
+# per rank (2 cores).
+#   run_dp.sh bitwise DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL [MIN_OVERLAP]
+#       reference (one process, NP shards accumulated) vs NP ranks; TOL 0: bit-identical
+#   run_dp.sh mpmd DIR 'A ARGS' 'B ARGS'   rank 0 runs A, rank 1 runs B (expected to fail)
+#   run_dp.sh np NP DRIVER ARGS...        NP ranks of DRIVER ARGS (its exit status)
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+mpi=(mpirun --oversubscribe --mca btl self,vader --mca oob_tcp_if_include lo --mca btl_vader_single_copy_mechanism none)
+limit=${AOTC_DP_TIMEOUT:-120}
+mode=$1; shift
+case "$mode" in
+  bitwise)
+    driver=$1 weights=$2 fixture=$3 dir=$4 np=$5 steps=$6 tol=$7 overlap=${8:-}
+    mkdir -p "$dir"
+    timeout "$limit" "$driver" ref "$weights" "$fixture" "$np" "$steps" "$dir/ref.safetensors" || exit 1
+    timeout "$limit" "${mpi[@]}" -np "$np" "$driver" dp "$weights" "$fixture" "$steps" "$dir/dp.safetensors" || exit 1
+    "$driver" compare "$dir/dp.safetensors" "$dir/ref.safetensors" "$tol" || exit 1
+    if [ -n "$overlap" ]; then "$driver" overlap-check "$dir/dp.safetensors" "$overlap" || exit 1; fi
+    ;;
+  mpmd)
+    dir=$1 a=$2 b=$3
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086
+    timeout "$limit" "${mpi[@]}" -np 1 $a : -np 1 $b
+    ;;
+  np)
+    np=$1; shift
+    timeout "$limit" "${mpi[@]}" -np "$np" "$@"
+    ;;
+  *) echo "run_dp.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
