@@ -2,7 +2,7 @@
 #   <prefix>/bin/aotc                          the compiler
 #   <prefix>/lib/libaotc_runtime.a             the C++ runtime (aotc/runtime.h, trainer.h)
 #   <prefix>/lib/libaotc_kernels.so            the convolutions objects call (aotc/kernels.h)
-#   <prefix>/lib/libaotc_mpi.a                 the MPI communicator (aotc/mpi.h), when MPI was found
+#   <prefix>/lib/libaotc_mpi.a, .so            the MPI communicator (aotc/mpi.h; the .so for Python), when MPI was found
 #   <prefix>/include/aotc/*.h                  abi.h, runtime.h, safetensors.h, trainer.h, kernels.h
 #   <prefix>/lib/cmake/aotc/aotcConfig.cmake   find_package(aotc): the imported targets
 #       aotc::aotc, aotc::runtime, aotc::kernels and aotc_add_model() (cmake/aotcModelFunctions.cmake)
@@ -37,6 +37,8 @@ if(TARGET aotc_mpi)
           INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(FILES ${AOTC_SRC_ROOT}/runtime/include/aotc/mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aotc)
   install(EXPORT aotcMpiTargets NAMESPACE aotc:: DESTINATION ${AOTC_INSTALL_CMAKEDIR})
+  # libaotc_mpi.so: the same with a C entry, for the Python package (beside libaotc_runtime.so).
+  install(TARGETS aotc_mpi_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 configure_package_config_file(${AOTC_SRC_ROOT}/cmake/aotcConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/aotcConfig.cmake INSTALL_DESTINATION ${AOTC_INSTALL_CMAKEDIR})

@@ -9,15 +9,23 @@
 #   scripts/run-example.sh charlm   the nanoGPT-style character LM trained for 3 minutes on the
 #       licenses Debian ships (/usr/share/common-licenses), then a greedy sample (examples/charlm)
 #   scripts/run-example.sh mlp      the MLP's 20 SGD steps, checked against PyTorch's golden
+#   scripts/run-example.sh digits --ranks N   the digits CNN data parallel on N MPI ranks of
+#       one thread each (mpirun -np N on this machine; docs/distributed.md): the same 20
+#       epochs with N batches of 64 per step
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${AOTC_BUILD_DIR:-$root/build}
 example=${1:-digits}
+ranks=1
+if [ "${2:-}" = "--ranks" ] && [ -n "${3:-}" ]; then ranks=$3; fi
 cd "$root"
 case "$example" in
   digits|charlm|mlp) ;;
-  *) echo "usage: scripts/run-example.sh [digits|charlm|mlp]" >&2; exit 1 ;;
+  *) echo "usage: scripts/run-example.sh [digits [--ranks N]|charlm|mlp]" >&2; exit 1 ;;
 esac
+if [ "$ranks" != 1 ] && { [ "$example" != digits ] || ! [[ "$ranks" =~ ^[1-9][0-9]*$ ]]; }; then
+  echo "scripts/run-example.sh: --ranks N (a positive number) is for the digits example" >&2; exit 1
+fi
 
 bash scripts/install-deps.sh --example
 AOTC_BUILD_DIR=$build bash scripts/build.sh
@@ -25,6 +33,16 @@ mkdir -p out
 
 case "$example" in
 digits)
+  if [ "$ranks" != 1 ]; then
+    cmake --build "$build" --target digits_dp_example -j "${AOTC_JOBS:-2}"
+    echo "+ mpirun -np $ranks digits_dp_example (20 epochs, AdamW, data parallel)"
+    # Open MPI refuses root unless told; shared memory between the ranks of this machine.
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    OMP_NUM_THREADS=1 mpirun -np "$ranks" --oversubscribe --mca btl self,vader \
+      "$build/examples/digits/digits_dp_example" "$build/examples/digits/dp/digits.weights.safetensors" \
+      examples/digits/digits.safetensors out/digits-dp-metrics.csv 20 | tee out/digits-dp-example.log
+    exit 0
+  fi
   cmake --build "$build" --target digits_example -j "${AOTC_JOBS:-2}"
   echo "+ digits_example (20 epochs, AdamW)"
   "$build/examples/digits/digits_example" "$build/examples/digits/digits.weights.safetensors" \

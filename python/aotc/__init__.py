@@ -9,6 +9,7 @@ Torch-free (standard library; numpy optional):
   set_num_threads(n)           libomp threads (and OpenBLAS pinned to 1, see its docstring)
   reset_profiles()             zero the AOTC_PROFILE counters after warm-up (docs/profiling.md)
   read_safetensors(path)       a validating safetensors reader
+  MpiCommunicator()            MPI_COMM_WORLD as an aotc_comm (libaotc_mpi.so; data parallel)
 With torch (imported on first use):
   compile(path, ...)           an nn.Module: parameters by FQN, forward = autograd.Function
   load_module(lib, weights)    the same from an existing library
@@ -21,10 +22,12 @@ from ._core import (ALIGNMENT, AbiError, AlignedBuffer, AotcError, Context, Erro
 from ._build import (BuildResult, CompileError, build_library, c_name, default_cache_dir, find_aotc,
                      runtime_library)
 from ._safetensors import SafetensorsError, read as read_safetensors
+from ._mpi import MpiCommunicator
 
 __all__ = [
     "ABI_VERSION", "ALIGNMENT", "AbiError", "AlignedBuffer", "AotcError", "BuildResult",
-    "CompileError", "Context", "Error", "SavedState", "InputError", "NonfiniteError", "Program", "SafetensorsError", "Tensor",
+    "CompileError", "Context", "Error", "MpiCommunicator", "SavedState", "InputError", "NonfiniteError", "Program",
+    "SafetensorsError", "Tensor",
     "TensorDesc", "build_library", "c_name", "compile", "default_cache_dir", "find_aotc",
     "get_num_threads", "load", "load_module", "read_safetensors", "reset_profiles", "runtime_library",
     "set_num_threads",

@@ -140,6 +140,7 @@ _PROTOTYPES = {
     "aotc_rt_trainer_status": (_I, [_P, ctypes.POINTER(RtTrainStatus)]),
     "aotc_rt_trainer_on_nonfinite": (_I, [_P, _I32]),
     "aotc_rt_trainer_nonfinite_count": (_I, [_P, ctypes.POINTER(_I64)]),
+    "aotc_rt_trainer_set_comm": (_I, [_P, _P]),
     "aotc_rt_trainer_checkpoint": (_I, [_P, _VP, ctypes.POINTER(_I64)]),
     "aotc_rt_trainer_restore": (_I, [_P, ctypes.c_char_p, _I64, ctypes.c_char_p]),
     "aotc_rt_trainer_save": (_I, [_P, ctypes.c_char_p]),

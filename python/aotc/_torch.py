@@ -377,6 +377,14 @@ class CompiledModule(torch.nn.Module):
         to the accumulators; the next train_step updates with their sum. Returns the loss."""
         return self._trainer().run(self._full_inputs(args, kwargs), STEP_ACCUMULATE)
 
+    def set_communicator(self, comm):
+        """Data parallel (an object compiled with data_parallel=...): train_step averages the
+        gradients over comm's ranks (aotc.MpiCommunicator, or None for one process). Collective:
+        every rank calls it; it checks that all ranks run the same plan and copies rank 0's
+        parameters, buffers and optimizer state into every rank's module."""
+        self._trainer().set_comm(comm.table if comm is not None else None)
+        self._comm = comm  # the table must outlive its use
+
     @property
     def lr(self):
         return self._trainer().get_hyper("lr")
@@ -418,12 +426,14 @@ def load_module(library, weights=None, name=None):
 
 def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
             optimizer=None, clip_grad_norm=None, skip_nonfinite=False, grad_accumulation=False,
-            on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
+            data_parallel=None, on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
     """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
     CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
     partitioner: 'min-cut' (aotc's default) or 'default'; optimizer: an --optimizer text
     ('adamw:lr=1e-3,weight_decay=0.01'), with clip_grad_norm / skip_nonfinite /
-    grad_accumulation, gives the module train_step; on_nonfinite: 'warn', 'raise' or
+    grad_accumulation, gives the module train_step; data_parallel: True (25 MB buckets) or a
+    bucket size in MB compiles the step for set_communicator (--data-parallel, docs/
+    distributed.md); on_nonfinite: 'warn', 'raise' or
     'skip' (CompiledModule.on_nonfinite); share_weights: a module (e.g. the
     train-mode export's) whose parameters and buffers this one uses, by FQN;
     derivatives: extra rule files; flags: further aotc flags. Raises CompileError with
@@ -437,6 +447,10 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
         fl.append("--skip-nonfinite")
     if grad_accumulation:
         fl.append("--grad-accumulation")
+    if data_parallel is True:
+        fl.append("--data-parallel")
+    elif data_parallel:
+        fl.append(f"--data-parallel={data_parallel!r}")
     if requires_grad:
         fl.append("--requires-grad=" + ",".join(requires_grad))
     if freeze:

@@ -148,6 +148,12 @@ class TrainStep:
             raise ValueError(f"on_nonfinite must be one of {sorted(NONFINITE_POLICIES)}, got {policy!r}")
         self._check(self._rt.trainer_on_nonfinite(self._ptr, NONFINITE_POLICIES[policy]))
 
+    def set_comm(self, table):
+        """aotc_rt_trainer_set_comm: an abi.h aotc_comm's address (MpiCommunicator.table), or None."""
+        with self._lock:
+            self._sync()
+            self._check(self._rt.trainer_set_comm(self._ptr, table))
+
     def nonfinite_count(self):
         n = ctypes.c_int64()
         self._check(self._rt.trainer_nonfinite_count(self._ptr, ctypes.byref(n)))

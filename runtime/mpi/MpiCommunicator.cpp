@@ -105,6 +105,7 @@ int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *req
   }
   ++stats_.started;
   stats_.bytes += count * size;
+  r.bytes = count * size;
   *request = (int64_t)slot;
   return 0;
 }
@@ -120,6 +121,7 @@ int MpiCommunicator::test(int64_t request, int32_t *done) {
     if (flag) {
       r.done = true;
       ++stats_.completedBeforeWait;
+      stats_.bytesCompletedBeforeWait += r.bytes;
     }
   }
   *done = r.done ? 1 : 0;
@@ -134,6 +136,7 @@ void MpiCommunicator::progress() {
     if (MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && flag) {
       r.done = true;
       ++stats_.completedBeforeWait;
+      stats_.bytesCompletedBeforeWait += r.bytes;
     }
   }
 }

@@ -355,6 +355,11 @@ int aotc_rt_trainer_on_nonfinite(aotc_rt_trainer *t, int32_t policy) {
   });
 }
 
+int aotc_rt_trainer_set_comm(aotc_rt_trainer *t, const aotc_comm *comm) {
+  if (!t) return nullArgument("aotc_rt_trainer_set_comm", "t");
+  return guarded([&] { t->trainer.setCommunicator(comm); });
+}
+
 int aotc_rt_trainer_nonfinite_count(const aotc_rt_trainer *t, int64_t *count) {
   if (!t) return nullArgument("aotc_rt_trainer_nonfinite_count", "t");
   if (!count) return nullArgument("aotc_rt_trainer_nonfinite_count", "count");

@@ -200,6 +200,11 @@ int aotc_rt_trainer_restore(aotc_rt_trainer *t, const void *bytes, int64_t size,
 /** save() / load() to and from a file (written atomically). */
 int aotc_rt_trainer_save(const aotc_rt_trainer *t, const char *path);
 int aotc_rt_trainer_load(aotc_rt_trainer *t, const char *path);
+/** Data parallel (trainer.h setCommunicator, docs/distributed.md): hands an abi.h aotc_comm
+ *  (e.g. the one aotc_rt_mpi_create of libaotc_mpi.so fills) to the trainer of an object
+ *  compiled with --data-parallel. Collective: every rank calls it (plan fingerprint compared,
+ *  rank 0's state broadcast). NULL detaches. */
+int aotc_rt_trainer_set_comm(aotc_rt_trainer *t, const aotc_comm *comm);
 /** Test hook: poisons the saved area and train scratch (trainer.h poisonScratch). */
 int aotc_rt_trainer_poison_scratch(aotc_rt_trainer *t);
 

@@ -51,6 +51,7 @@ public:
   struct Stats {
     int64_t started = 0, completedBeforeWait = 0;
     int64_t bytes = 0;         ///< Bytes all-reduced (each rank's contribution).
+    int64_t bytesCompletedBeforeWait = 0; ///< Of those, in all-reduces done before their wait.
     double waitSeconds = 0;    ///< Time spent in wait() (communication not hidden).
   };
   const Stats &stats() const { return stats_; }
@@ -59,6 +60,7 @@ private:
   struct Request {
     std::vector<MPI_Request> parts; ///< MPI counts are int: a long array goes in pieces.
     bool active = false, done = false;
+    int64_t bytes = 0;
   };
   int start(void *buf, int64_t count, int32_t dtype, int64_t *request);
   int test(int64_t request, int32_t *done);
