@@ -94,24 +94,26 @@ void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std
   if (!kg.errors.empty()) internalError("codegen: the train step's graphs cannot fail");
 }
 
-/// Data parallel: the parameters' gradients in the order the backward finishes them (the last
-/// kernel writing each), cut into buckets of one dtype, the first at most min(1 MiB, cap) and
-/// the others at most `cap` bytes (DDP's 1 MiB / 25 MiB; a gradient larger than the cap is a
-/// bucket of its own), laid out from `off` in that order; returns the end. No redzones inside
-/// a bucket: it is reduced as one array.
+/// Data parallel: the parameters' gradients in the order the backward is done with them (the
+/// last kernel writing *or reading* each: fusion may read a finished gradient again, e.g. to
+/// copy it into an equal one, and an all-reduce rewrites its bucket in place), cut into buckets
+/// of one dtype, the first at most min(1 MiB, cap) and the others at most `cap` bytes (DDP's
+/// 1 MiB / 25 MiB; a gradient larger than the cap is a bucket of its own), laid out from `off`
+/// in that order; returns the end. No redzones inside a bucket: it is reduced as one array.
 int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t cap) {
   const KernelGraph &bw = kp.backward;
-  std::vector<int> lastWriter(kp.grads.size(), -1);
+  std::vector<int> lastUse(kp.grads.size(), -1);
   for (size_t k = 0; k < bw.kernels.size(); ++k)
-    for (int id : bw.kernels[k].writes)
-      if (bw.buffers[id].kind == BufferKind::Grad) lastWriter[bw.buffers[id].index] = (int)k;
+    for (const std::vector<int> *ids : {&bw.kernels[k].reads, &bw.kernels[k].writes})
+      for (int id : *ids)
+        if (bw.buffers[id].kind == BufferKind::Grad) lastUse[bw.buffers[id].index] = (int)k;
   std::vector<int> order;
   for (int i : tp.params)
     for (size_t j = 0; j < kp.gradInputIndex.size(); ++j)
       if (kp.gradInputIndex[j] == i) order.push_back((int)j);
   for (int j : order)
-    if (lastWriter[j] < 0) internalError("codegen: gradient '" + kp.grads[j].name + "' is written by no backward kernel");
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lastWriter[a] < lastWriter[b]; });
+    if (lastUse[j] < 0) internalError("codegen: gradient '" + kp.grads[j].name + "' is touched by no backward kernel");
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lastUse[a] < lastUse[b]; });
   const int64_t firstCap = std::min<int64_t>(cap, int64_t(1) << 20);
   int64_t used = 0;
   for (int j : order) {
@@ -127,7 +129,7 @@ int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t
     tp.gradOffsets[j] = off;
     cur->grads.push_back(j);
     cur->count = (off - cur->offset) / itemSize(ty.dtype) + ty.numel();
-    cur->startAfter = std::max(cur->startAfter, lastWriter[j]);
+    cur->startAfter = std::max(cur->startAfter, lastUse[j]);
     off += bytes;
     used += bytes;
   }

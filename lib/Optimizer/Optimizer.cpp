@@ -389,8 +389,12 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
     coef = b.call("clamp_max", "aten.clamp_max.default", {coef, 1.0});
     for (Node *&gr : grads) gr = b.mul(gr, b.cast(coef, gr->type().dtype));
   }
-  Node *bad = b.call("logical_not", "aten.logical_not.default",
-                     {b.call("logical_and", "aten.logical_and.default", {b.isFinite(loss), b.isFinite(total)})});
+  // Data parallel: the all-reduced norm alone, the same on every rank, so that all ranks skip
+  // (or not) together; a rank's own loss differs (a non-finite loss gives non-finite gradients).
+  Node *bad = spec.dataParallel
+                  ? b.call("logical_not", "aten.logical_not.default", {b.isFinite(total)})
+                  : b.call("logical_not", "aten.logical_not.default",
+                           {b.call("logical_and", "aten.logical_and.default", {b.isFinite(loss), b.isFinite(total)})});
   // With --skip-nonfinite a non-finite step keeps every value (GradScaler skips optimizer.step).
   auto keep = [&](Node *fresh, Node *old) { return spec.skipNonfinite ? b.where(bad, old, fresh) : fresh; };
   // SGD's momentum buffer starts as the gradient (torch: buf is None on the first step).

@@ -14,6 +14,7 @@ did already (mpi4py, say). Hand it to a module compiled with data_parallel=True:
 Torch's own DistributedDataParallel works on the module's forward/backward instead
 (test/python/test_ddp_torch.py).
 """
+import atexit
 import ctypes
 import os
 
@@ -50,6 +51,7 @@ class MpiCommunicator:
         # aotc_comm: {void *self; int32_t rank; int32_t size; ...}
         ints = ctypes.cast(self.table + ctypes.sizeof(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int32))
         self.rank, self.size = ints[0], ints[1]
+        atexit.register(self.close)  # MPI_Finalize at exit at the latest (Open MPI reports a missing one)
 
     def stats(self):
         """{'started', 'completed_before_wait', 'bytes'}: the train step's all-reduces so far."""

@@ -449,8 +449,8 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
         fl.append("--grad-accumulation")
     if data_parallel is True:
         fl.append("--data-parallel")
-    elif data_parallel:
-        fl.append(f"--data-parallel={data_parallel!r}")
+    elif data_parallel is not None and data_parallel is not False:
+        fl.append(f"--data-parallel={data_parallel}")  # aotc checks the value (MB > 0)
     if requires_grad:
         fl.append("--requires-grad=" + ",".join(requires_grad))
     if freeze:

@@ -68,10 +68,11 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  for (Request &r : requests_)
-    for (MPI_Request &q : r.parts)
-      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // Requests still active here belong to a failed step (freeing an active non-blocking
+  // collective request is erroneous in MPI): they are left, and so is the communicator then.
+  bool inFlight = false;
+  for (Request &r : requests_) inFlight |= r.active && !r.done;
+  if (comm_ != MPI_COMM_NULL && !inFlight) MPI_Comm_free(&comm_);
   int fin = 0;
   MPI_Finalized(&fin);
   if (finalize_ && !fin) MPI_Finalize();
@@ -100,6 +101,7 @@ int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *req
     int n = (int)std::min<int64_t>(kPiece, count - off);
     r.parts.push_back(MPI_REQUEST_NULL);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(buf) + off * size, n, t, MPI_SUM, comm_, &r.parts.back());
+    // On failure the slot stays active (never reused: earlier pieces may be in flight).
     if (rc != MPI_SUCCESS) return fail("MPI_Iallreduce of " + std::to_string(count) + " elements", rc);
     if (count == 0) break;
   }
@@ -165,9 +167,13 @@ int MpiCommunicator::wait(int64_t request) {
   if (request < 0 || request >= (int64_t)requests_.size() || !requests_[(size_t)request].active)
     return fail("wait for an unknown request " + std::to_string(request), 0);
   Request &r = requests_[(size_t)request];
+  if (!r.done) {
+    // A request that failed or timed out stays active: its slot is never reused (its parts
+    // may still be in flight); the job is being aborted anyway.
+    if (int rc = waitParts(r.parts, "an all-reduce of the train step")) return rc;
+  }
   r.active = false;
-  if (r.done) return 0;
-  return waitParts(r.parts, "an all-reduce of the train step");
+  return 0;
 }
 
 int MpiCommunicator::broadcast(void *buf, int64_t bytes, int32_t root) {

@@ -144,8 +144,11 @@ double Trainer::call(uint32_t flags) {
   ++calls_;
   double loss = outputs_[0].at(0);
   // A micro-batch only computes its loss; an update also reports the gradient norm's check.
-  bool bad = !std::isfinite(loss) ||
-             (!(flags & AOTC_STEP_ACCUMULATE) && nonfiniteOffset_ >= 0 && state_.data()[nonfiniteOffset_] != 0);
+  // Data parallel: an update decides on the all-reduced norm alone (status.nonfinite, the same
+  // on every rank), so that no rank raises while the others go on.
+  const bool update = !(flags & AOTC_STEP_ACCUMULATE);
+  const bool statusBad = update && nonfiniteOffset_ >= 0 && state_.data()[nonfiniteOffset_] != 0;
+  bool bad = comm_ && update ? statusBad : !std::isfinite(loss) || statusBad;
   if (bad) reportNonfinite(loss, flags);
   return loss;
 }

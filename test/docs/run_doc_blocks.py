@@ -44,7 +44,7 @@ import tempfile
 import time
 
 DEFAULT_FILES = ["README.md", "docs/quickstart.md", "docs/building.md", "docs/runtime.md", "docs/abi.md",
-                 "docs/python.md", "docs/training.md"]
+                 "docs/python.md", "docs/training.md", "docs/distributed.md"]
 MARK = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)\s*$")
 SHELLS = ("sh", "bash", "console", "shell")

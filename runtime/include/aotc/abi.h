@@ -191,8 +191,11 @@ static inline int aotc_output_takes_tangent(const aotc_tensor_desc *d) {
 
 /** Return value of train_step when the communicator (aotc_comm, data parallel) returned an
  *  error: starting or waiting for an all-reduce failed (ABI 10.1). The step stopped before the
- *  update; comm->error(comm->self) says why. The other ranks may be waiting in that
- *  all-reduce: the caller aborts the job (aotc::rt::Trainer calls comm->abort). */
+ *  update; comm->error(comm->self) says why. After *any* non-zero return of a step that
+ *  communicated (this one, or a backward kernel's error after a bucket started), all-reduces it
+ *  started may still be in flight, writing into its scratch, and the other ranks may be waiting
+ *  in them: the caller must not step again but abort the job (aotc::rt::Trainer calls
+ *  comm->abort). */
 #define AOTC_ERROR_COMM (-103)
 
 /** The ABI context of one object (opaque; see the top of this file). */

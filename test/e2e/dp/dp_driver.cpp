@@ -11,12 +11,14 @@
 //     One process, no communicator: each step accumulate()s shards 0 .. RANKS-2 and step()s
 //     shard RANKS-1 with the hyperparameter grad_scale = 1 / RANKS: the gradient DDP's mean
 //     over RANKS ranks would give. Writes OUT.
-//   dp_driver dp WEIGHTS FIXTURE STEPS OUT [FAULT]      (under mpirun)
+//   dp_driver dp WEIGHTS FIXTURE STEPS OUT [FAULT | micro=M]      (under mpirun)
 //     Every rank trains on its shard with aotc::rt::MpiCommunicator; after every step the ranks'
 //     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
 //     and prints the communicator's counters ("overlap: S started, C completed before the
 //     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
-//     inputs out of range at step 3: its step fails and the Trainer aborts the job).
+//     inputs out of range at step 3: its step fails and the Trainer aborts the job). micro=M:
+//     each step is M micro-batches a rank (shards r M .. r M + M - 1: accumulate() then step())
+//     with grad_scale 1/M, which a reference over RANKS x M shards matches.
 //   dp_driver compare A B TOL
 //     TOL 0: the per-step parameter hashes and the final parameters of A and B are bit-
 //     identical; else the final parameters agree within TOL (max |a-b| / max(|b|, 1)).
@@ -132,9 +134,15 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
   const int rank = comm.rank(), size = comm.size();
   Tensor hashes(aotc::rt::DType::I64, {steps});
   std::vector<int64_t> all((size_t)size);
+  const int micro = fault.rfind("micro=", 0) == 0 ? std::stoi(fault.substr(6)) : 1;
+  t.setHyper("grad_scale", 1.0 / micro); // the mean over micro-batches; the step divides by the ranks
   for (int s = 0; s < steps; ++s) {
     if (s == 3 && rank == 1 && fault == "kill") std::raise(SIGKILL);
-    auto b = shard(fx, s, rank, s == 3 && rank == 1 && fault == "fail");
+    for (int m = 0; m + 1 < micro; ++m) {
+      auto b = shard(fx, s, rank * micro + m);
+      t.accumulate(ptrs(b));
+    }
+    auto b = shard(fx, s, rank * micro + micro - 1, s == 3 && rank == 1 && fault == "fail");
     t.step(ptrs(b));
     int64_t h = paramHash(t);
     MPI_Allgather(&h, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);

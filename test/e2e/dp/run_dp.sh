@@ -2,8 +2,9 @@
 # Data-parallel checks (docs/distributed.md, test/e2e/dp/CMakeLists.txt). mpirun as this
 # machine allows (root, loopback, shared memory), each run under `timeout`, one OpenMP thread
 # per rank (2 cores).
-#   run_dp.sh bitwise DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL [MIN_OVERLAP]
-#       reference (one process, NP shards accumulated) vs NP ranks; TOL 0: bit-identical
+#   run_dp.sh bitwise DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL [MIN_OVERLAP [MICRO]]
+#       reference (one process, NP x MICRO shards accumulated) vs NP ranks of MICRO micro-
+#       batches each (default 1); TOL 0: bit-identical
 #   run_dp.sh mpmd DIR 'A ARGS' 'B ARGS'   rank 0 runs A, rank 1 runs B (expected to fail)
 #   run_dp.sh np NP DRIVER ARGS...        NP ranks of DRIVER ARGS (its exit status)
 set -uo pipefail
@@ -13,10 +14,11 @@ limit=${AOTC_DP_TIMEOUT:-120}
 mode=$1; shift
 case "$mode" in
   bitwise)
-    driver=$1 weights=$2 fixture=$3 dir=$4 np=$5 steps=$6 tol=$7 overlap=${8:-}
+    driver=$1 weights=$2 fixture=$3 dir=$4 np=$5 steps=$6 tol=$7 overlap=${8:-} micro=${9:-1}
     mkdir -p "$dir"
-    timeout "$limit" "$driver" ref "$weights" "$fixture" "$np" "$steps" "$dir/ref.safetensors" || exit 1
-    timeout "$limit" "${mpi[@]}" -np "$np" "$driver" dp "$weights" "$fixture" "$steps" "$dir/dp.safetensors" || exit 1
+    timeout "$limit" "$driver" ref "$weights" "$fixture" $((np * micro)) "$steps" "$dir/ref.safetensors" || exit 1
+    timeout "$limit" "${mpi[@]}" -np "$np" "$driver" dp "$weights" "$fixture" "$steps" "$dir/dp.safetensors" \
+      "micro=$micro" || exit 1
     "$driver" compare "$dir/dp.safetensors" "$dir/ref.safetensors" "$tol" || exit 1
     if [ -n "$overlap" ]; then "$driver" overlap-check "$dir/dp.safetensors" "$overlap" || exit 1; fi
     ;;
