@@ -16,7 +16,9 @@
 //     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
 //     and prints the communicator's counters ("overlap: S started, C completed before the
 //     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
-//     inputs out of range at step 3: its step fails and the Trainer aborts the job). micro=M:
+//     inputs out of range at step 3: its step fails and the Trainer aborts the job) or nan (rank
+//     1's float inputs NaN at step 3: with --skip-nonfinite every rank must skip that step and
+//     only that one, parameters still identical). micro=M:
 //     each step is M micro-batches a rank (shards r M .. r M + M - 1: accumulate() then step())
 //     with grad_scale 1/M, which a reference over RANKS x M shards matches.
 //   dp_driver compare A B TOL
@@ -56,7 +58,9 @@ int fail(const std::string &msg) {
   return 1;
 }
 
-std::vector<Tensor> shard(const SafetensorsFile &fx, int step, int rank, bool outOfRange = false) {
+/// outOfRange: integer inputs out of any range; with nanFloats, float inputs NaN instead.
+std::vector<Tensor> shard(const SafetensorsFile &fx, int step, int rank, bool outOfRange = false,
+                          bool nanFloats = false) {
   std::vector<Tensor> b;
   for (int i = 0; i < kProg.num_inputs; ++i) {
     const aotc_tensor_desc &d = kProg.inputs[i];
@@ -67,11 +71,13 @@ std::vector<Tensor> shard(const SafetensorsFile &fx, int step, int rank, bool ou
     if (d.dtype == AOTC_F32) {
       for (int64_t k = 0; k < n; ++k)
         t.data<float>()[k] = src.data<float>()[k] * (1.0f + 0.05f * rank) + 0.01f * step;
+      if (outOfRange && nanFloats) std::fill(t.data<float>(), t.data<float>() + n, NAN);
     } else if (d.dtype == AOTC_F64) {
       for (int64_t k = 0; k < n; ++k) t.data<double>()[k] = src.data<double>()[k] * (1.0 + 0.05 * rank) + 0.01 * step;
     } else if (d.dtype == AOTC_I64 && n > 0) {
       const int64_t sh = (7 * rank + 3 * step) % n;
-      for (int64_t k = 0; k < n; ++k) t.data<int64_t>()[k] = outOfRange ? (int64_t)1 << 40 : src.data<int64_t>()[(k + sh) % n];
+      for (int64_t k = 0; k < n; ++k)
+        t.data<int64_t>()[k] = outOfRange && !nanFloats ? (int64_t)1 << 40 : src.data<int64_t>()[(k + sh) % n];
     }
     b.push_back(std::move(t));
   }
@@ -142,8 +148,11 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
       auto b = shard(fx, s, rank * micro + m);
       t.accumulate(ptrs(b));
     }
-    auto b = shard(fx, s, rank * micro + micro - 1, s == 3 && rank == 1 && fault == "fail");
+    const bool planted = s == 3 && rank == 1 && (fault == "fail" || fault == "nan");
+    auto b = shard(fx, s, rank * micro + micro - 1, planted, fault == "nan");
     t.step(ptrs(b));
+    if (fault == "nan" && (s == 3) != t.status().skipped)
+      return fail("step " + std::to_string(s) + ": rank " + std::to_string(rank) + (t.status().skipped ? " skipped" : " did not skip"));
     int64_t h = paramHash(t);
     MPI_Allgather(&h, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
     for (int r = 1; r < size; ++r)
