@@ -118,6 +118,9 @@ void checkContext(llvm::IRBuilder<> &b, llvm::Value *ctx, const ContextFns &fns)
 /// pointer arguments the call needs is NULL; each argument comes with whether the call needs it
 /// (an array of a non-empty list, an area of non-zero size); continues in a new block.
 void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value *, bool>> &args);
+/// At the insertion point of an entry point: returns `ret` (default: `rc` itself) when the i32
+/// `rc` is not 0; continues in a new block ("<label>.failed" / "<label>.ok").
+void returnIfNonZero(llvm::IRBuilder<> &b, llvm::Value *rc, const std::string &label, llvm::Value *ret = nullptr);
 /// The descriptor structs of abi.h as LLVM types (AbiTypes.cpp, the compiler's one spelling of
 /// them; created once per context, by name).
 enum class AbiStruct {

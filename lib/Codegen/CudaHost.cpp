@@ -133,15 +133,7 @@ struct CudaHostBuilder {
   }
 
   /// Returns early with the runtime's code when it is not 0.
-  void returnIfFailed(Value *rc, const std::string &label) {
-    llvm::Function *F = b.GetInsertBlock()->getParent();
-    auto *fail = llvm::BasicBlock::Create(C, label + ".failed", F);
-    auto *cont = llvm::BasicBlock::Create(C, label + ".done", F);
-    b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), fail, cont);
-    b.SetInsertPoint(fail);
-    b.CreateRet(rc);
-    b.SetInsertPoint(cont);
-  }
+  void returnIfFailed(Value *rc, const std::string &label) { cg::returnIfNonZero(b, rc, label); }
 
   llvm::Constant *gemmDesc(const GemmDesc &g, const std::string &sym) {
     for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})

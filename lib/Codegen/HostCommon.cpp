@@ -199,6 +199,16 @@ void checkNonNull(llvm::IRBuilder<> &b, const std::vector<std::pair<llvm::Value 
   b.SetInsertPoint(ok);
 }
 
+void returnIfNonZero(llvm::IRBuilder<> &b, llvm::Value *rc, const std::string &label, llvm::Value *ret) {
+  llvm::Function *f = b.GetInsertBlock()->getParent();
+  auto *fail = llvm::BasicBlock::Create(b.getContext(), label + ".failed", f);
+  auto *ok = llvm::BasicBlock::Create(b.getContext(), label + ".ok", f);
+  b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), fail, ok);
+  b.SetInsertPoint(fail);
+  b.CreateRet(ret ? ret : rc);
+  b.SetInsertPoint(ok);
+}
+
 llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std::string &name) {
   auto *g = new llvm::GlobalVariable(M, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
   g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);

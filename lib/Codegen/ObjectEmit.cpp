@@ -364,14 +364,7 @@ struct EntryBuilder {
     cg::checkContext(b, cx, ctx);
     cg::checkNonNull(b, {{in, !kp.inputs.empty()}, {out, !kp.outputs.empty()}, {saved, kp.savedBytes > 0},
                          {state, tp.stateBytes > 0}, {hyper, !tp.hypers.empty()}, {scratch, tp.scratchBytes > 0}});
-    auto returnIfFailed = [&](Value *rc, const char *what) {
-      auto *err = llvm::BasicBlock::Create(C, std::string(what) + ".failed", f);
-      auto *cont = llvm::BasicBlock::Create(C, std::string(what) + ".ok", f);
-      b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
-      b.SetInsertPoint(err);
-      b.CreateRet(rc);
-      b.SetInsertPoint(cont);
-    };
+    auto returnIfFailed = [&](Value *rc, const char *what) { cg::returnIfNonZero(b, rc, what); };
     returnIfFailed(b.CreateCall(fwd, {cx, in, out, saved, scratch}), "forward");
     // Cotangents: 1 for the loss (output 0), the state area's zeros for the other differentiable
     // outputs, NULL for the rest.
@@ -457,13 +450,7 @@ struct EntryBuilder {
   }
   /// Returns AOTC_ERROR_COMM when the communicator's call returned non-zero.
   void returnIfCommFailed(Value *rc, const std::string &label) {
-    llvm::Function *F = b.GetInsertBlock()->getParent();
-    auto *err = llvm::BasicBlock::Create(C, label + ".failed", F);
-    auto *cont = llvm::BasicBlock::Create(C, label + ".ok", F);
-    b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), err, cont);
-    b.SetInsertPoint(err);
-    b.CreateRet(b.getInt32(AOTC_ERROR_COMM));
-    b.SetInsertPoint(cont);
+    cg::returnIfNonZero(b, rc, label, b.getInt32(AOTC_ERROR_COMM));
   }
   /// `void <name>.dp_add_<dt>(dst, src, n)`: dst[i] += src[i] (the accumulators into a bucket).
   llvm::Function *addFunction(DType dt) {
