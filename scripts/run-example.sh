@@ -11,7 +11,7 @@
 #   scripts/run-example.sh mlp      the MLP's 20 SGD steps, checked against PyTorch's golden
 #   scripts/run-example.sh digits --ranks N   the digits CNN data parallel on N MPI ranks of
 #       one thread each (mpirun -np N on this machine; docs/distributed.md): the same 20
-#       epochs with N batches of 64 per step
+#       epochs with N batches of 64 per step; charlm --ranks N likewise (N x 32 windows a step)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${AOTC_BUILD_DIR:-$root/build}
@@ -21,11 +21,17 @@ if [ "${2:-}" = "--ranks" ] && [ -n "${3:-}" ]; then ranks=$3; fi
 cd "$root"
 case "$example" in
   digits|charlm|mlp) ;;
-  *) echo "usage: scripts/run-example.sh [digits [--ranks N]|charlm|mlp]" >&2; exit 1 ;;
+  *) echo "usage: scripts/run-example.sh [digits|charlm [--ranks N]|mlp]" >&2; exit 1 ;;
 esac
-if [ "$ranks" != 1 ] && { [ "$example" != digits ] || ! [[ "$ranks" =~ ^[1-9][0-9]*$ ]]; }; then
-  echo "scripts/run-example.sh: --ranks N (a positive number) is for the digits example" >&2; exit 1
+if [ "$ranks" != 1 ] && { [ "$example" = mlp ] || ! [[ "$ranks" =~ ^[1-9][0-9]*$ ]]; }; then
+  echo "scripts/run-example.sh: --ranks N (a positive number) is for the digits and charlm examples" >&2; exit 1
 fi
+# Data parallel (docs/distributed.md): N ranks of one thread on this machine; Open MPI refuses
+# root unless told.
+mpirun_n() {
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  OMP_NUM_THREADS=1 mpirun -np "$ranks" --oversubscribe --mca btl self,vader "$@"
+}
 
 bash scripts/install-deps.sh --example
 AOTC_BUILD_DIR=$build bash scripts/build.sh
@@ -36,10 +42,7 @@ digits)
   if [ "$ranks" != 1 ]; then
     cmake --build "$build" --target digits_dp_example -j "${AOTC_JOBS:-2}"
     echo "+ mpirun -np $ranks digits_dp_example (20 epochs, AdamW, data parallel)"
-    # Open MPI refuses root unless told; shared memory between the ranks of this machine.
-    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    OMP_NUM_THREADS=1 mpirun -np "$ranks" --oversubscribe --mca btl self,vader \
-      "$build/examples/digits/digits_dp_example" "$build/examples/digits/dp/digits.weights.safetensors" \
+    mpirun_n "$build/examples/digits/digits_dp_example" "$build/examples/digits/dp/digits.weights.safetensors" \
       examples/digits/digits.safetensors out/digits-dp-metrics.csv 20 | tee out/digits-dp-example.log
     exit 0
   fi
@@ -51,9 +54,16 @@ digits)
   /usr/bin/python3 examples/digits/plot.py out/digits-metrics.csv out/digits-curves.png
   ;;
 charlm)
+  mapfile -t texts < <(find /usr/share/common-licenses -maxdepth 1 -type f | LC_ALL=C sort)
+  if [ "$ranks" != 1 ]; then
+    cmake --build "$build" --target charlm_dp_example -j "${AOTC_JOBS:-2}"
+    echo "+ mpirun -np $ranks charlm_dp_example (3 minutes, data parallel)"
+    mpirun_n "$build/examples/charlm/charlm_dp_example" "$build/examples/charlm/dp/charlm.weights.safetensors" \
+      "${texts[@]}" --seconds=180 | tee out/charlm-dp-example.log
+    exit 0
+  fi
   cmake --build "$build" --target charlm_example -j "${AOTC_JOBS:-2}"
   echo "+ charlm_example (3 minutes)"
-  mapfile -t texts < <(find /usr/share/common-licenses -maxdepth 1 -type f | LC_ALL=C sort)
   "$build/examples/charlm/charlm_example" "$build/examples/charlm/charlm.weights.safetensors" \
     "${texts[@]}" --seconds=180 | tee out/charlm-example.log
   ;;
