@@ -16,7 +16,8 @@
 //     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
 //     and prints the communicator's counters ("overlap: S started, C completed before the
 //     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
-//     inputs out of range at step 3: its step fails and the Trainer aborts the job) or nan (rank
+//     inputs out of range at step 3: its step fails and the Trainer aborts the job), hang (rank
+//     1 sleeps before step 3: rank 0's wait gives up after AOTC_COMM_TIMEOUT) or nan (rank
 //     1's float inputs NaN at step 3: with --skip-nonfinite every rank must skip that step and
 //     only that one, parameters still identical). micro=M:
 //     each step is M micro-batches a rank (shards r M .. r M + M - 1: accumulate() then step())
@@ -38,7 +39,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <map>
 #include <cstdio>
 #include <cstring>
@@ -144,6 +147,7 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
   t.setHyper("grad_scale", 1.0 / micro); // the mean over micro-batches; the step divides by the ranks
   for (int s = 0; s < steps; ++s) {
     if (s == 3 && rank == 1 && fault == "kill") std::raise(SIGKILL);
+    if (s == 3 && rank == 1 && fault == "hang") std::this_thread::sleep_for(std::chrono::seconds(600));
     for (int m = 0; m + 1 < micro; ++m) {
       auto b = shard(fx, s, rank * micro + m);
       t.accumulate(ptrs(b));

@@ -11,6 +11,8 @@ set -uo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --mca btl self,vader --mca oob_tcp_if_include lo --mca btl_vader_single_copy_mechanism none)
 limit=${AOTC_DP_TIMEOUT:-120}
+# The communicator's wait deadline, when the test sets one, reaches every rank.
+[ -n "${AOTC_COMM_TIMEOUT:-}" ] && mpi+=(-x AOTC_COMM_TIMEOUT)
 mode=$1; shift
 case "$mode" in
   bitwise)
