@@ -20,6 +20,9 @@ namespace {
 
 MpiCommunicator *self(void *p) { return static_cast<MpiCommunicator *>(p); }
 
+/// Elements (bytes for broadcast) per MPI call: MPI counts are int.
+constexpr int64_t kPiece = INT_MAX / 2;
+
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int n = 0;
@@ -96,7 +99,6 @@ int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *req
   r.done = false;
   int size = 0;
   MPI_Type_size(t, &size);
-  constexpr int64_t kPiece = INT_MAX / 2;
   for (int64_t off = 0; off < count || off == 0; off += kPiece) {
     int n = (int)std::min<int64_t>(kPiece, count - off);
     r.parts.push_back(MPI_REQUEST_NULL);
@@ -116,31 +118,29 @@ int MpiCommunicator::test(int64_t request, int32_t *done) {
   if (request < 0 || request >= (int64_t)requests_.size() || !requests_[(size_t)request].active)
     return fail("test of an unknown request " + std::to_string(request), 0);
   Request &r = requests_[(size_t)request];
-  if (!r.done) {
-    int flag = 0;
-    int rc = MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) return fail("MPI_Testall", rc);
-    if (flag) {
-      r.done = true;
-      ++stats_.completedBeforeWait;
-      stats_.bytesCompletedBeforeWait += r.bytes;
-    }
-  }
+  if (int rc = poll(r)) return rc;
   *done = r.done ? 1 : 0;
   if (r.done) r.active = false;
   return 0;
 }
 
-void MpiCommunicator::progress() {
-  for (Request &r : requests_) {
-    if (!r.active || r.done) continue;
-    int flag = 0;
-    if (MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && flag) {
-      r.done = true;
-      ++stats_.completedBeforeWait;
-      stats_.bytesCompletedBeforeWait += r.bytes;
-    }
+/// Tests an active request not known to be done; one found complete counts as done before
+/// its wait (the overlap counters).
+int MpiCommunicator::poll(Request &r) {
+  if (!r.active || r.done) return 0;
+  int flag = 0;
+  int rc = MPI_Testall((int)r.parts.size(), r.parts.data(), &flag, MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) return fail("MPI_Testall", rc);
+  if (flag) {
+    r.done = true;
+    ++stats_.completedBeforeWait;
+    stats_.bytesCompletedBeforeWait += r.bytes;
   }
+  return 0;
+}
+
+void MpiCommunicator::progress() {
+  for (Request &r : requests_) poll(r); // an error shows at the request's wait
 }
 
 int MpiCommunicator::waitParts(std::vector<MPI_Request> &parts, const std::string &what) {
@@ -177,7 +177,6 @@ int MpiCommunicator::wait(int64_t request) {
 }
 
 int MpiCommunicator::broadcast(void *buf, int64_t bytes, int32_t root) {
-  constexpr int64_t kPiece = INT_MAX / 2;
   std::vector<MPI_Request> parts;
   for (int64_t off = 0; off < bytes; off += kPiece) {
     parts.push_back(MPI_REQUEST_NULL);

@@ -148,8 +148,8 @@ void bindUserInputs(const aotc_program &p, const std::vector<int> &userInputs, s
   }
 }
 
-void throwEntryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch, int64_t scratchBytes,
-                          const aotc_context *ctx) {
+EntryPointError entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
+                                int64_t scratchBytes, const aotc_context *ctx) {
   std::string msg = progName(p) + "_" + entry + " failed with code " + std::to_string(rc);
   std::string node, library;
   int64_t value = 0;
@@ -183,7 +183,12 @@ void throwEntryPointError(const aotc_program &p, const char *entry, int rc, cons
     node = "not a documented error code of this program";
     msg += " (" + node + ")";
   }
-  throw EntryPointError(msg, entry, rc, value, node, library);
+  return EntryPointError(msg, entry, rc, value, node, library);
+}
+
+void throwEntryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch, int64_t scratchBytes,
+                          const aotc_context *ctx) {
+  throw entryPointError(p, entry, rc, scratch, scratchBytes, ctx);
 }
 
 } // namespace detail

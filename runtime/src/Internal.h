@@ -16,9 +16,11 @@ namespace aotc::rt::detail {
 /// OpenBLAS (when the process links it) is pinned to one thread.
 void pinBlasToOneThread();
 
-/// Throws the EntryPointError of a failed entry point call: `<name>_<entry> failed with code
-/// rc`, then the program's error text, the offending value (from `scratch`) and the library's
-/// message.
+/// The EntryPointError of a failed entry point call: `<name>_<entry> failed with code rc`, then
+/// the program's error text, the offending value (from `scratch`) and the library's message.
+EntryPointError entryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
+                                int64_t scratchBytes, const aotc_context *ctx);
+/// Throws entryPointError(...).
 [[noreturn]] void throwEntryPointError(const aotc_program &p, const char *entry, int rc, const void *scratch,
                                        int64_t scratchBytes, const aotc_context *ctx);
 

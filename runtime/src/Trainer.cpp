@@ -130,16 +130,10 @@ double Trainer::call(uint32_t flags) {
   int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),
                                scratch_.data(), flags);
   if (rc != 0) {
-    if (!comm_) detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
+    EntryPointError e = detail::entryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
+    if (!comm_) throw e;
     // The other ranks may be inside an all-reduce this rank will never join.
-    std::string what;
-    try {
-      detail::throwEntryPointError(p, "train_step", rc, scratch_.data(), scratch_.size(), context_.get());
-    } catch (const RuntimeError &e) {
-      what = e.what();
-    }
-    if (rc == AOTC_ERROR_COMM) what += ": " + std::string(comm_->error(comm_->self));
-    abortJob(what);
+    abortJob(e.what() + (rc == AOTC_ERROR_COMM ? ": " + std::string(comm_->error(comm_->self)) : std::string()));
   }
   ++calls_;
   double loss = outputs_[0].at(0);

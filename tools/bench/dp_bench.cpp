@@ -49,23 +49,39 @@ namespace {
 
 double ms(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-/// Median ms of a blocking in-place all-reduce of every bucket (their sizes and dtypes).
-double blockingAllreduceMs(const aotc_train &t, int reps) {
+/// Buffers of the buckets' sizes and dtypes, to all-reduce them blocking as the step would.
+struct BucketBuffers {
+  const aotc_train &t;
   std::vector<std::vector<char>> bufs;
-  for (int b = 0; b < t.num_buckets; ++b)
-    bufs.emplace_back((size_t)t.buckets[b].count * (t.buckets[b].dtype == AOTC_F64 ? 8 : 4), 0);
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    auto t0 = Clock::now();
+  static int64_t itemBytes(const aotc_bucket_desc &b) { return b.dtype == AOTC_F64 ? 8 : 4; }
+  explicit BucketBuffers(const aotc_train &train) : t(train) {
+    for (int b = 0; b < t.num_buckets; ++b) bufs.emplace_back((size_t)(t.buckets[b].count * itemBytes(t.buckets[b])), 0);
+  }
+  /// Each rank's all-reduce volume: every bucket's bytes.
+  int64_t bytes() const {
+    int64_t n = 0;
+    for (const auto &b : bufs) n += (int64_t)b.size();
+    return n;
+  }
+  /// A blocking in-place MPI_Allreduce of every bucket.
+  void reduce() {
     for (int b = 0; b < t.num_buckets; ++b)
       MPI_Allreduce(MPI_IN_PLACE, bufs[(size_t)b].data(), (int)t.buckets[b].count,
                     t.buckets[b].dtype == AOTC_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    times.push_back(ms(t0));
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+  /// Median ms of `reps` reduce() calls, each after a barrier.
+  double medianMs(int reps) {
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      auto t0 = Clock::now();
+      reduce();
+      times.push_back(ms(t0));
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
+};
 
 } // namespace
 
@@ -90,9 +106,7 @@ int main(int argc, char **argv) {
     std::vector<const Tensor *> ptrs;
     for (const Tensor &x : in) ptrs.push_back(&x);
     const aotc_train &tr = *p->train;
-    std::vector<std::vector<char>> bufs;
-    for (int b = 0; b < tr.num_buckets; ++b)
-      bufs.emplace_back((size_t)tr.buckets[b].count * (tr.buckets[b].dtype == AOTC_F64 ? 8 : 4), 0);
+    BucketBuffers buckets(tr);
     std::vector<double> times;
     double wait0 = 0;
     int64_t started0 = 0, done0 = 0, doneBytes0 = 0;
@@ -106,18 +120,13 @@ int main(int argc, char **argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       auto t0 = Clock::now();
       t.step(ptrs);
-      if (blocking && comm.size() > 1)
-        for (int b = 0; b < tr.num_buckets; ++b)
-          MPI_Allreduce(MPI_IN_PLACE, bufs[(size_t)b].data(), (int)tr.buckets[b].count,
-                        tr.buckets[b].dtype == AOTC_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      if (blocking && comm.size() > 1) buckets.reduce();
       double local = ms(t0), slowest = 0;
       MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (k >= warmup) times.push_back(slowest);
     }
-    int64_t bytes = 0;
-    for (int b = 0; b < tr.num_buckets; ++b)
-      bytes += tr.buckets[b].count * (tr.buckets[b].dtype == AOTC_F64 ? 8 : 4);
-    const double full = comm.size() > 1 ? blockingAllreduceMs(tr, 5) : 0;
+    const int64_t bytes = buckets.bytes();
+    const double full = comm.size() > 1 ? buckets.medianMs(5) : 0;
     // The all-reduce latency: a one-element MPI_Allreduce, median of 101.
     double latencyUs = 0;
     if (comm.size() > 1) {

@@ -68,6 +68,7 @@ private:
   void progress();
   int broadcast(void *buf, int64_t bytes, int32_t root);
   int allreduce(void *buf, int64_t count, int32_t dtype);
+  int poll(Request &r);
   int fail(const std::string &what, int code);
   int waitParts(std::vector<MPI_Request> &parts, const std::string &what);
   static MPI_Datatype mpiType(int32_t dtype);
