@@ -198,8 +198,6 @@ namespace {
 using detail::progName;
 using detail::roleWord;
 
-bool isFloatingAbi(int32_t dtype) { return dtype == AOTC_F32 || dtype == AOTC_F64; }
-
 /// abi.h's aotc_output_takes_tangent.
 bool isDifferentiableOutput(const aotc_tensor_desc &d) { return aotc_output_takes_tangent(&d) != 0; }
 
