@@ -275,6 +275,9 @@ struct GradBucket {
   int64_t offset = 0;      ///< Byte offset in the train step's scratch.
   int64_t count = 0;       ///< Elements reduced, the padding between gradients included.
   int startAfter = -1;     ///< The backward kernel after which its all-reduce starts.
+  /// ZeRO-1: count is a multiple of world x 64 bytes' elements; a rank's 1/world of it starts
+  /// at this element of the flat shard (the sum of the earlier buckets' shares).
+  int64_t shardOffset = 0;
 };
 
 /// The train step of a program compiled with --optimizer (PlanTrain.cpp, abi.h aotc_train):
@@ -295,6 +298,17 @@ struct TrainPlan {
   /// --data-parallel: the buckets, in the order their all-reduces start (empty otherwise).
   std::vector<GradBucket> buckets;
   int dpScaleState = -1;            ///< states index of "dp.grad_scale", or -1.
+  /// ZeRO-1 (spec.zeroWorld > 0): the graph of this rank's gradient sum of squares, the states
+  /// index of "dp.sumsq", the shard's length and dtype, and where its staging lies in the train
+  /// scratch (TrainBinding::Kind::Staging; the train step points grads[] slots numGrads and
+  /// numGrads + 1 at them): the gradient shard after the buckets (the reduce-scatters write it
+  /// while the backward runs), the parameter shard over the dead forward/backward arena when
+  /// it fits (not with a checked arena).
+  KernelGraph shardNormGraph;
+  int sumsqState = -1;
+  int64_t shardElems = 0;
+  DType shardDType = DType::F32;
+  int64_t shardParamOffset = -1, shardGradOffset = -1;
 };
 
 /// The whole planned program: forward and backward kernel graphs plus the ABI.

@@ -46,6 +46,12 @@ struct OptimizerSpec {
   /// accumulators itself: the train step adds them before the all-reduce.
   bool dataParallel = false;
   int64_t bucketBytes = 0; ///< --data-parallel=MB: the bucket size, bytes (the first bucket: 1 MiB at most).
+  /// --data-parallel=zero1 --world-size=N (ZeRO-1, docs/distributed.md): N, else 0. Each of
+  /// the N ranks keeps and updates one shard of the optimizer state: the buckets are reduce-
+  /// scattered, the update runs over this rank's flat shard (states "optimizer.shard.<key>",
+  /// StateKind::Shard; the parameters and gradients staged, TrainBinding::Kind::Staging) and
+  /// the new parameters are all-gathered.
+  int zeroWorld = 0;
   /// The canonical spelling: "adamw:lr=0.001,beta1=0.9,...". Parsing it gives this spec back.
   std::string str() const;
 };
@@ -71,6 +77,9 @@ enum class StateKind {
   AccumCount,///< Micro-batches accumulated so far, f32 0-d.
   Status,    ///< Written by every update: grad_norm (f32 0-d), nonfinite (bool 0-d).
   Zeros,     ///< Never written: the zero cotangent of a differentiable output other than the loss.
+  /// ZeRO-1: "optimizer.shard.<key>", a flat [S] tensor of this rank's share of every
+  /// parameter's optimizer state (OptimizerSpec::zeroWorld).
+  Shard,
 };
 struct StateTensor {
   std::string name;  ///< "optimizer.state.<fqn>.exp_avg", "optimizer.step", "accum.<fqn>", ...
@@ -84,7 +93,10 @@ struct StateTensor {
 
 /// How a placeholder of the update / accumulate graphs binds to the train step's buffers.
 struct TrainBinding {
-  enum class Kind { Param, Grad, State, Hyper, Loss } kind = Kind::Param;
+  /// Staging (ZeRO-1): the train step's transient flat [S] buffers in its scratch, index 0 this
+  /// rank's share of the parameters (packed before the update, all-gathered after it), 1 its
+  /// share of the reduced gradients (where the reduce-scatters land).
+  enum class Kind { Param, Grad, State, Hyper, Loss, Staging } kind = Kind::Param;
   int index = -1; ///< Param: input index; Grad: grads[] index; State: states index; Hyper: hypers index.
 };
 
@@ -98,7 +110,21 @@ struct TrainStep {
   std::vector<HyperParam> hypers;
   std::vector<int> params; ///< Input indices of the parameters updated, in input order.
   int64_t stateBytes = 0;
+  /// ZeRO-1: the shard's length S in elements (every Shard state and staging buffer is [S], of
+  /// the parameters' dtype `shardDType`): room for this rank's
+  /// 1/N of every bucket however the codegen cuts the buckets (zeroShardElems), and `shardNorm`,
+  /// the graph giving the sum of squares of this rank's scaled gradient shard ("dp.sumsq"),
+  /// which the train step all-reduces before the update reads it.
+  int64_t shardElems = 0;
+  DType shardDType = DType::F32;
+  Graph shardNorm;
+  std::vector<TrainBinding> normInputs, normOutputs;
 };
+
+/// ZeRO-1's shard length for parameters of `numels` elements of `itemSize` bytes on `world`
+/// ranks: each bucket is padded to a multiple of world x (64 / itemSize) elements and a rank's
+/// shard of it is 1/world of that, so the sum over buckets is at most this, whatever the cuts.
+int64_t zeroShardElems(const std::vector<int64_t> &numels, int64_t itemSize, int world);
 
 /// Builds the train step of a partitioned Program `p` (stage partition): checks that forward
 /// output 0 is a 0-d floating loss and that at least one parameter has a gradient (user errors

@@ -39,7 +39,8 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
   case AbiStruct::Train: // optimizer config clip_grad_norm skip_nonfinite grad_accumulation reserved
                          // num_params param_inputs num_state num_hyper state hyper state_bytes
                          // scratch_bytes train_step num_buckets reserved2 buckets set_comm
-    f = {p, p, f64, i32, i32, i32, i32, p, i32, i32, p, p, i64, i64, p, i32, i32, p, p};
+                         // zero1_world reserved3 set_comm_zero1
+    f = {p, p, f64, i32, i32, i32, i32, p, i32, i32, p, p, i64, i64, p, i32, i32, p, p, i32, i32, p};
     break;
   case AbiStruct::Program: // abi_version name num_inputs inputs num_outputs outputs num_grads grads
                            // grad_input_index saved_bytes scratch_bytes forward backward num_errors
@@ -66,7 +67,8 @@ llvm::StructType *abiType(llvm::LLVMContext &C, AbiStruct s) {
     f = {i32, i32, p, i64, i64, i32, i32};
     break;
   case AbiStruct::Comm: // self rank size allreduce_start test wait progress broadcast allreduce abort error
-    f = {p, i32, i32, p, p, p, p, p, p, p, p};
+                        // reduce_scatter_start allgather_start
+    f = {p, i32, i32, p, p, p, p, p, p, p, p, p, p};
     break;
   }
   return llvm::StructType::create(C, f, name);

@@ -140,13 +140,20 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
     if (tp.spec.skipNonfinite) os << " --skip-nonfinite";
     if (tp.accumulate) os << " --grad-accumulation";
     if (tp.spec.dataParallel) os << " --data-parallel";
+    if (tp.spec.zeroWorld) os << "=zero1 --world-size=" << tp.spec.zeroWorld;
     os << "):\n"
        << " *   rc = " << n << "_train_step(ctx, in, out, saved, state, hyper, train_scratch, flags);\n"
        << " * forward + backward (d loss/d loss = 1) + the update of every parameter in in[], in place;\n"
        << " * flags AOTC_STEP_ACCUMULATE: add the gradients to the accumulators instead (a micro-batch).\n"
        << " * Parameters updated: " << tp.params.size() << ". Train scratch: " << tp.scratchBytes << " bytes.\n"
        << " * State area: " << tp.stateBytes << " bytes, zeroed once before the first step, then the object's:\n";
-    if (tp.spec.dataParallel)
+    if (tp.spec.zeroWorld)
+      os << " * ZeRO-1: the optimizer state is sharded over exactly " << tp.spec.zeroWorld << " ranks; "
+         << tp.buckets.size() << " reduce-scattered buckets,\n"
+         << " * the parameters all-gathered after the update, over the communicator given by\n"
+         << " * " << n << "_program.train->set_comm_zero1(ctx, comm) (abi.h aotc_comm, ABI 10.2; an update without\n"
+         << " * one returns AOTC_ERROR_NO_COMM); the gradient is the sum over ranks times grad_scale / world size.\n";
+    else if (tp.spec.dataParallel)
       os << " * Data parallel: " << tp.buckets.size() << " all-reduce buckets over the communicator given by\n"
          << " * " << n << "_program.train->set_comm(ctx, comm) (abi.h aotc_comm; none: one process);\n"
          << " * the gradient is the sum over ranks times hyper grad_scale / world size.\n";

@@ -133,8 +133,8 @@ llvm::Constant *privateConstant(llvm::Module &M, llvm::Constant *init, const std
 /// A NUL-terminated private string constant.
 llvm::Constant *stringConstant(llvm::Module &M, const std::string &s);
 /// Calls fn(graph, tag) for each kernel graph of kp that the CPU object emits, in this order:
-/// forward "fwd", backward "bwd", eval "evl", update "upd", accumulate "acc" (the tags in kernel
-/// symbols and the kernel table's order).
+/// forward "fwd", backward "bwd", eval "evl", update "upd", accumulate "acc", ZeRO-1's shard
+/// norm "nrm" (the tags in kernel symbols and the kernel table's order).
 template <class F> void forEachGraph(const KernelProgram &kp, F &&fn) {
   fn(kp.forward, "fwd");
   if (kp.hasBackward) fn(kp.backward, "bwd");
@@ -142,6 +142,7 @@ template <class F> void forEachGraph(const KernelProgram &kp, F &&fn) {
   if (kp.hasTrain) {
     fn(kp.train.update, "upd");
     if (kp.train.accumulate) fn(kp.train.accumulateGraph, "acc");
+    if (kp.train.spec.zeroWorld > 0) fn(kp.train.shardNormGraph, "nrm");
   }
 }
 

@@ -249,8 +249,9 @@ llvm::Constant *tensorArray(llvm::Module &M, const std::string &prog, const std:
 }
 
 /// `int <prog>.set_comm(aotc_context *, const aotc_comm *)` (abi.h aotc_set_comm_fn): stores
-/// the communicator in the context's kContextCommWord.
-llvm::Function *emitSetComm(llvm::Module &M, const std::string &prog, const ContextFns &ctx) {
+/// the communicator in the context's kContextCommWord; ZeRO-1 (zeroWorld > 0): only one of
+/// zeroWorld ranks (AOTC_ERROR_COMM otherwise).
+llvm::Function *emitSetComm(llvm::Module &M, const std::string &prog, const ContextFns &ctx, int zeroWorld) {
   llvm::LLVMContext &C = M.getContext();
   llvm::IRBuilder<> b(C);
   llvm::Type *ptr = b.getPtrTy();
@@ -259,6 +260,19 @@ llvm::Function *emitSetComm(llvm::Module &M, const std::string &prog, const Cont
   f->addFnAttr(llvm::Attribute::NoUnwind);
   b.SetInsertPoint(llvm::BasicBlock::Create(C, "entry", f));
   checkContext(b, f->getArg(0), ctx);
+  if (zeroWorld > 0) {
+    // NULL detaches; any other table must have zeroWorld ranks.
+    llvm::StructType *ct = abiType(C, AbiStruct::Comm);
+    auto *check = llvm::BasicBlock::Create(C, "size", f), *bad = llvm::BasicBlock::Create(C, "bad", f),
+         *store = llvm::BasicBlock::Create(C, "store", f);
+    b.CreateCondBr(b.CreateIsNull(f->getArg(1)), store, check);
+    b.SetInsertPoint(check);
+    llvm::Value *size = b.CreateAlignedLoad(b.getInt32Ty(), b.CreateStructGEP(ct, f->getArg(1), 2), llvm::Align(4));
+    b.CreateCondBr(b.CreateICmpEQ(size, b.getInt32(zeroWorld)), store, bad);
+    b.SetInsertPoint(bad);
+    b.CreateRet(b.getInt32(AOTC_ERROR_COMM));
+    b.SetInsertPoint(store);
+  }
   b.CreateAlignedStore(f->getArg(1), b.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), kContextCommWord),
                        llvm::Align(8));
   b.CreateRet(b.getInt32(0));
@@ -309,7 +323,8 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
                privateConstant(M, llvm::ConstantDataArray::get(C, js), kp.name + ".bucket" + std::to_string(i)),
                b.getInt64(g.offset), b.getInt64(g.count), b.getInt32(g.startAfter), b.getInt32(0)}));
   }
-  llvm::Constant *setComm = tp.spec.dataParallel ? (llvm::Constant *)emitSetComm(M, kp.name, ctx) : null;
+  llvm::Constant *setComm = tp.spec.dataParallel ? (llvm::Constant *)emitSetComm(M, kp.name, ctx, tp.spec.zeroWorld) : null;
+  const bool zero = tp.spec.zeroWorld > 0;
   auto *trTy = abiType(C, AbiStruct::Train);
   llvm::Constant *init = llvm::ConstantStruct::get(
       trTy, {stringConstant(M, optimizerName(tp.spec.kind)), stringConstant(M, tp.spec.str()),
@@ -317,7 +332,8 @@ llvm::Constant *trainDescriptor(llvm::Module &M, const KernelProgram &kp, llvm::
              b.getInt32(tp.accumulate ? 1 : 0), b.getInt32(0), b.getInt32((int)params.size()), privateConstant(M, llvm::ConstantDataArray::get(C, params), kp.name + ".train.params"),
              b.getInt32((int)st.size()), b.getInt32((int)hy.size()), array(stTy, st, ".train.state"),
              array(hyTy, hy, ".train.hyper"), b.getInt64(tp.stateBytes), b.getInt64(tp.scratchBytes), trainStep,
-             b.getInt32((int)bk.size()), b.getInt32(0), array(bkTy, bk, ".train.buckets"), setComm});
+             b.getInt32((int)bk.size()), b.getInt32(0), array(bkTy, bk, ".train.buckets"), zero ? null : setComm,
+             b.getInt32(tp.spec.zeroWorld), b.getInt32(0), zero ? setComm : null});
   return privateConstant(M, init, kp.name + ".train");
 }
 

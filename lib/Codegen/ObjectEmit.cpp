@@ -384,9 +384,12 @@ struct EntryBuilder {
           t = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, s.offset);
       b.CreateStore(t, b.CreateConstInBoundsGEP2_64(tangents->getAllocatedType(), tangents, 0, k));
     }
-    auto *grads = b.CreateAlloca(llvm::ArrayType::get(ptr, std::max(nGrad, 1)), nullptr, "grads");
-    for (int j = 0; j < nGrad; ++j)
-      b.CreateStore(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.gradOffsets[j]),
+    // ZeRO-1: two more slots, its staging (TrainBinding::Kind::Staging).
+    std::vector<int64_t> slots(tp.gradOffsets.begin(), tp.gradOffsets.end());
+    if (tp.spec.zeroWorld > 0) slots.insert(slots.end(), {tp.shardParamOffset, tp.shardGradOffset});
+    auto *grads = b.CreateAlloca(llvm::ArrayType::get(ptr, std::max<size_t>(slots.size(), 1)), nullptr, "grads");
+    for (size_t j = 0; j < slots.size(); ++j)
+      b.CreateStore(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, slots[j]),
                     b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, j));
     Value *tangentsPtr = b.CreateConstInBoundsGEP2_64(tangents->getAllocatedType(), tangents, 0, 0);
     Value *gradsPtr = b.CreateConstInBoundsGEP2_64(grads->getAllocatedType(), grads, 0, 0);
@@ -419,6 +422,10 @@ struct EntryBuilder {
     else
       b.CreateRet(b.getInt32(AOTC_ERROR_NO_ACCUMULATION));
     b.SetInsertPoint(updBB);
+    if (tp.spec.zeroWorld > 0) {
+      emitZeroUpdate(dp, in, state, hyper, scratch, ea, graphScratch);
+      return f;
+    }
     if (tp.spec.dataParallel) waitForBuckets(dp, state, hyper);
     emitGraph(tp.update, "upd", ea, graphScratch, true);
     return f;
@@ -436,7 +443,10 @@ struct EntryBuilder {
     Value *p = b.CreateStructGEP(ty, comm, field);
     return b.CreateAlignedLoad(ty->getElementType(field), p, llvm::Align(field == 1 || field == 2 ? 4 : 8));
   }
-  enum CommField { kSelf = 0, kRank, kSize, kAllreduceStart, kTest, kWait, kProgress };
+  enum CommField {
+    kSelf = 0, kRank, kSize, kAllreduceStart, kTest, kWait, kProgress, kBroadcast, kAllreduce, kAbort, kError,
+    kReduceScatterStart, kAllgatherStart
+  };
   /// At the insertion point: if `cond`, what `body` emits; continues after it.
   void emitIf(Value *cond, const std::string &label, const std::function<void()> &body) {
     llvm::Function *F = b.GetInsertBlock()->getParent();
@@ -509,15 +519,26 @@ struct EntryBuilder {
                                      llvm::Align(4));
       addAcc = b.CreateAnd(b.CreateNot(micro), b.CreateFCmpOGT(c, llvm::ConstantFP::get(b.getFloatTy(), 0.0)), "add.acc");
     }
-    // The padding between a bucket's gradients is reduced too: zero it.
+    // The padding between a bucket's gradients (and ZeRO-1's after the last) is reduced too:
+    // zero it.
     for (const GradBucket &bk : tp.buckets)
-      for (size_t i = 0; i + 1 < bk.grads.size(); ++i) {
+      for (size_t i = 0; i < bk.grads.size(); ++i) {
         const int j = bk.grads[i];
-        const int64_t bytes = kp.grads[j].type.bytes(), pad = alignUp(std::max<int64_t>(bytes, 1), 64) - bytes;
+        const int64_t end =
+            i + 1 < bk.grads.size() ? tp.gradOffsets[bk.grads[i + 1]] : bk.offset + bk.count * itemSize(bk.dtype);
+        const int64_t bytes = kp.grads[j].type.bytes(), pad = end - tp.gradOffsets[j] - bytes;
         if (pad > 0)
           b.CreateMemSet(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.gradOffsets[j] + bytes), b.getInt8(0),
                          pad, llvm::Align(1));
       }
+    // ZeRO-1: the gradient shard past the buckets' shares is padding the update reads: zero.
+    if (tp.spec.zeroWorld > 0 && !tp.buckets.empty()) {
+      const GradBucket &last = tp.buckets.back();
+      const int64_t used = last.shardOffset + last.count / tp.spec.zeroWorld, isz = itemSize(tp.shardDType);
+      if (used < tp.shardElems)
+        b.CreateMemSet(b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, tp.shardGradOffset + used * isz),
+                       b.getInt8(0), (tp.shardElems - used) * isz, llvm::Align(AOTC_ALIGNMENT));
+    }
     std::vector<std::vector<int>> startsAfter(kp.backward.kernels.size());
     for (size_t i = 0; i < nb; ++i) startsAfter[tp.buckets[i].startAfter].push_back((int)i);
     const int firstStart = nb ? tp.buckets.front().startAfter : INT_MAX;
@@ -538,11 +559,21 @@ struct EntryBuilder {
             }
           });
         emitIf(dp.communicate, "bucket" + std::to_string(i) + ".start", [&] {
-          auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, b.getInt64Ty(), b.getInt32Ty(), ptr}, false);
-          Value *rc = b.CreateCall(fty, commField(dp.comm, kAllreduceStart),
-                                   {commField(dp.comm, kSelf), b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, bk.offset),
-                                    b.getInt64(bk.count), b.getInt32((int)bk.dtype),
-                                    b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i)});
+          Value *buf = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, bk.offset);
+          Value *req = b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i);
+          Value *rc;
+          if (const int zw = tp.spec.zeroWorld) {
+            // ZeRO-1: this rank's share of the sum lands in its place in the gradient shard.
+            Value *recv = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch,
+                                                       tp.shardGradOffset + bk.shardOffset * itemSize(bk.dtype));
+            rc = b.CreateCall(collectiveType(), commField(dp.comm, kReduceScatterStart),
+                              {commField(dp.comm, kSelf), buf, recv, b.getInt64(bk.count / zw),
+                               b.getInt32((int)bk.dtype), req});
+          } else {
+            auto *fty = llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, b.getInt64Ty(), b.getInt32Ty(), ptr}, false);
+            rc = b.CreateCall(fty, commField(dp.comm, kAllreduceStart),
+                              {commField(dp.comm, kSelf), buf, b.getInt64(bk.count), b.getInt32((int)bk.dtype), req});
+          }
           returnIfCommFailed(rc, "bucket" + std::to_string(i) + ".start");
         });
       }
@@ -581,6 +612,86 @@ struct EntryBuilder {
                          b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), state, tp.states[tp.dpScaleState].offset),
                          llvm::Align(8));
   }
+  /// abi.h's reduce_scatter_start / allgather_start: (self, send, recv, count, dtype, request).
+  llvm::FunctionType *collectiveType() {
+    llvm::Type *ptr = b.getPtrTy();
+    return llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, ptr, b.getInt64Ty(), b.getInt32Ty(), ptr}, false);
+  }
+  /// The parameter whose gradient is grads[j]: in[gradInputIndex[j]].
+  Value *paramOfGrad(Value *in, int j) {
+    llvm::Type *ptr = b.getPtrTy();
+    return b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, in, kp.gradInputIndex[j]), llvm::Align(8));
+  }
+
+  /// The update of a ZeRO-1 step (docs/distributed.md): without a communicator
+  /// AOTC_ERROR_NO_COMM; else wait for the reduce-scatters (this rank's gradient shard is then
+  /// in its staging), pack this rank's share of the parameters into theirs (zeroed first), the
+  /// shard's sum of squares (shard-norm graph) all-reduced into dp.sumsq, the update graph over
+  /// the shard, then every bucket's shares all-gathered into the bucket and copied out to the
+  /// parameters.
+  void emitZeroUpdate(const DataParallel &dp, Value *in, Value *state, Value *hyper, Value *scratch,
+                      const cg::EntryArgs &ea, int64_t graphScratch) {
+    const TrainPlan &tp = kp.train;
+    const int64_t zw = tp.spec.zeroWorld;
+    llvm::Type *ptr = b.getPtrTy();
+    llvm::Function *F = b.GetInsertBlock()->getParent();
+    auto *none = llvm::BasicBlock::Create(C, "zero1.nocomm", F), *go = llvm::BasicBlock::Create(C, "zero1", F);
+    b.CreateCondBr(dp.communicate, go, none);
+    b.SetInsertPoint(none);
+    b.CreateRet(b.getInt32(AOTC_ERROR_NO_COMM));
+    b.SetInsertPoint(go);
+    waitForBuckets(dp, state, hyper);
+    auto at = [&](Value *base, int64_t bytes) { return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, bytes); };
+    const int64_t pShard = tp.shardParamOffset;
+    Value *rank = b.CreateSExt(commField(dp.comm, kRank), b.getInt64Ty(), "rank");
+    // Zeroed first: the positions no parameter fills (padding) stay 0 through the update.
+    b.CreateMemSet(at(scratch, pShard), b.getInt8(0), tp.shardElems * itemSize(tp.shardDType), llvm::Align(AOTC_ALIGNMENT));
+    for (const GradBucket &bk : tp.buckets) {
+      const int64_t isz = itemSize(bk.dtype), share = bk.count / zw;
+      Value *lo0 = b.CreateMul(rank, b.getInt64(share)), *hi0 = b.CreateAdd(lo0, b.getInt64(share));
+      for (int j : bk.grads) {
+        // Elements [o, o + n) of the bucket are this gradient's parameter; the rank owns [lo0, hi0).
+        const int64_t o = (tp.gradOffsets[j] - bk.offset) / isz, n = kp.grads[j].type.numel();
+        Value *lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b.getInt64(o), lo0);
+        Value *hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.getInt64(o + n), hi0);
+        emitIf(b.CreateICmpSLT(lo, hi), "zero1.pack", [&] {
+          Value *dst = b.CreateInBoundsGEP(b.getInt8Ty(), at(scratch, pShard + bk.shardOffset * isz),
+                                           b.CreateMul(b.CreateSub(lo, lo0), b.getInt64(isz)));
+          Value *src = b.CreateInBoundsGEP(b.getInt8Ty(), paramOfGrad(in, j),
+                                           b.CreateMul(b.CreateSub(lo, b.getInt64(o)), b.getInt64(isz)));
+          b.CreateMemCpy(dst, llvm::Align(isz), src, llvm::Align(isz), b.CreateMul(b.CreateSub(hi, lo), b.getInt64(isz)));
+        });
+      }
+    }
+    emitGraph(tp.shardNormGraph, "nrm", ea, graphScratch, false);
+    const StateTensor &sq = tp.states[tp.sumsqState];
+    Value *rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, b.getInt64Ty(), b.getInt32Ty()}, false),
+                             commField(dp.comm, kAllreduce),
+                             {commField(dp.comm, kSelf), at(state, sq.offset), b.getInt64(1), b.getInt32((int)sq.type.dtype)});
+    returnIfCommFailed(rc, "zero1.sumsq");
+    emitGraph(tp.update, "upd", ea, graphScratch, false);
+    for (size_t i = 0; i < tp.buckets.size(); ++i) {
+      const GradBucket &bk = tp.buckets[i];
+      rc = b.CreateCall(collectiveType(), commField(dp.comm, kAllgatherStart),
+                        {commField(dp.comm, kSelf), at(scratch, pShard + bk.shardOffset * itemSize(bk.dtype)),
+                         at(scratch, bk.offset), b.getInt64(bk.count / zw), b.getInt32((int)bk.dtype),
+                         b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i)});
+      returnIfCommFailed(rc, "gather" + std::to_string(i) + ".start");
+    }
+    for (size_t i = 0; i < tp.buckets.size(); ++i) {
+      const GradBucket &bk = tp.buckets[i];
+      Value *req = b.CreateAlignedLoad(
+          b.getInt64Ty(), b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i), llvm::Align(8));
+      rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {ptr, b.getInt64Ty()}, false), commField(dp.comm, kWait),
+                        {commField(dp.comm, kSelf), req});
+      returnIfCommFailed(rc, "gather" + std::to_string(i) + ".wait");
+      for (int j : bk.grads)
+        b.CreateMemCpy(paramOfGrad(in, j), llvm::Align(AOTC_ALIGNMENT), at(scratch, tp.gradOffsets[j]),
+                       llvm::Align(AOTC_ALIGNMENT), b.getInt64(kp.grads[j].type.bytes()));
+    }
+    b.CreateRet(b.getInt32(0));
+  }
+
   /// The communicator's size when this step communicates, else 1.
   Value *commFieldOrOne(const DataParallel &dp) {
     llvm::Function *F = b.GetInsertBlock()->getParent();

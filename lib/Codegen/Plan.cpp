@@ -461,14 +461,20 @@ std::string printKernels(const KernelProgram &in) {
          std::to_string(kp.train.graphScratchOffset) + ")\n";
     for (size_t i = 0; i < kp.train.buckets.size(); ++i) {
       const GradBucket &bk = kp.train.buckets[i];
+      const int zw = kp.train.spec.zeroWorld;
       s += "# bucket " + std::to_string(i) + ": " + dtypeAbbr(bk.dtype) + " x " + std::to_string(bk.count) +
-           " at train scratch +" + std::to_string(bk.offset) + ", all-reduce starts after backward " +
-           kp.backward.kernels[bk.startAfter].name + ", waited for before the update; grads";
+           " at train scratch +" + std::to_string(bk.offset) + (zw ? ", reduce-scatter" : ", all-reduce") +
+           " starts after backward " + kp.backward.kernels[bk.startAfter].name + ", waited for before the update" +
+           (zw ? "; this rank's " + std::to_string(bk.count / zw) + " at shard +" + std::to_string(bk.shardOffset) +
+                     ", all-gathered after the update"
+               : std::string()) +
+           "; grads";
       for (int j : bk.grads) s += " " + kp.grads[j].name;
       s += "\n";
     }
     s += printKernelGraph(kp.train.update, "update", target);
     if (kp.train.accumulate) s += printKernelGraph(kp.train.accumulateGraph, "accumulate", target);
+    if (kp.train.spec.zeroWorld > 0) s += printKernelGraph(kp.train.shardNormGraph, "shard_norm", target);
   }
   return s;
 }

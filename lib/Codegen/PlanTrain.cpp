@@ -33,7 +33,9 @@ void checkInPlaceOrder(const Graph &g, const std::vector<TrainBinding> &ins, con
   auto phs = g.placeholders();
   auto os = g.outputs();
   for (size_t k = 0; k < os.size(); ++k) {
-    if (outs[k].kind != TrainBinding::Kind::Param && outs[k].kind != TrainBinding::Kind::State) continue;
+    if (outs[k].kind != TrainBinding::Kind::Param && outs[k].kind != TrainBinding::Kind::State &&
+        outs[k].kind != TrainBinding::Kind::Staging)
+      continue;
     for (size_t i = 0; i < phs.size(); ++i) {
       if (ins[i].kind != outs[k].kind || ins[i].index != outs[k].index) continue;
       std::vector<const Node *> work{phs[i]};
@@ -72,6 +74,10 @@ void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std
     case TrainBinding::Kind::Loss: b.kind = BufferKind::Output; b.index = t.index; break;
     case TrainBinding::Kind::State: b.kind = BufferKind::State; b.offset = tp.states[t.index].offset; break;
     case TrainBinding::Kind::Hyper: b.kind = BufferKind::Hyper; b.offset = 8 * (int64_t)t.index; break;
+    case TrainBinding::Kind::Staging:
+      b.kind = BufferKind::Grad;
+      b.index = (int)kp.grads.size() + t.index;
+      break;
     }
     kg.buffers.push_back(b);
     return bufOf[key] = (int)kg.buffers.size() - 1;
@@ -81,10 +87,12 @@ void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std
   for (size_t i = 0; i < phs.size(); ++i) in.push_back(bind(ins[i], phs[i]->name, phs[i]->type()));
   auto os = g.outputs();
   for (size_t k = 0; k < os.size(); ++k) {
-    if (outs[k].kind != TrainBinding::Kind::State && outs[k].kind != TrainBinding::Kind::Param)
-      internalError("codegen: a train step output must be a parameter or a state tensor");
-    const TensorType &ty = outs[k].kind == TrainBinding::Kind::Param ? kp.inputs[outs[k].index].type
-                                                                      : tp.states[outs[k].index].type;
+    if (outs[k].kind != TrainBinding::Kind::State && outs[k].kind != TrainBinding::Kind::Param &&
+        outs[k].kind != TrainBinding::Kind::Staging)
+      internalError("codegen: a train step output must be a parameter, a state tensor or ZeRO-1's staging");
+    const TensorType ty = outs[k].kind == TrainBinding::Kind::Param     ? kp.inputs[outs[k].index].type
+                          : outs[k].kind == TrainBinding::Kind::Staging ? TensorType{tp.shardDType, {tp.shardElems}}
+                                                                        : tp.states[outs[k].index].type;
     if (ty != os[k]->type())
       internalError("codegen: train step output '" + os[k]->name + "' is " + os[k]->type().str() + ", its buffer " +
                     ty.str());
@@ -100,7 +108,10 @@ void planGraph(const KernelProgram &kp, TrainPlan &tp, const Graph &g, const std
 /// of one dtype, the first at most min(1 MiB, cap) and the others at most `cap` bytes (DDP's
 /// 1 MiB / 25 MiB; a gradient larger than the cap is a bucket of its own), laid out from `off`
 /// in that order; returns the end. No redzones inside a bucket: it is reduced as one array.
-int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t cap) {
+/// ZeRO-1 (world > 0): each bucket's count is padded to a multiple of world x 64 bytes'
+/// elements (zeroed like the padding between gradients), so every rank's share of it is
+/// 64-byte aligned; the buckets' shares are laid end to end in the flat shard.
+int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t cap, int world) {
   const KernelGraph &bw = kp.backward;
   std::vector<int> lastUse(kp.grads.size(), -1);
   for (size_t k = 0; k < bw.kernels.size(); ++k)
@@ -116,13 +127,25 @@ int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lastUse[a] < lastUse[b]; });
   const int64_t firstCap = std::min<int64_t>(cap, int64_t(1) << 20);
   int64_t used = 0;
+  int64_t shard = 0;
+  // Closes the last bucket: ZeRO-1's padding and share.
+  auto close = [&] {
+    if (world <= 0 || tp.buckets.empty()) return;
+    GradBucket &bk = tp.buckets.back();
+    const int64_t isz = itemSize(bk.dtype);
+    bk.count = alignUp(bk.count, world * (64 / isz));
+    bk.shardOffset = shard;
+    shard += bk.count / world;
+    off = std::max(off, bk.offset + bk.count * isz);
+  };
   for (int j : order) {
     const TensorType &ty = kp.grads[j].type;
     const int64_t bytes = alignUp(std::max<int64_t>(ty.bytes(), 1), 64);
     GradBucket *cur = tp.buckets.empty() ? nullptr : &tp.buckets.back();
     const int64_t limit = tp.buckets.size() == 1 ? firstCap : cap;
     if (!cur || cur->dtype != ty.dtype || (used > 0 && used + bytes > limit)) {
-      tp.buckets.push_back(GradBucket{ty.dtype, {}, off, 0, -1});
+      close();
+      tp.buckets.push_back(GradBucket{ty.dtype, {}, off, 0, -1, 0});
       cur = &tp.buckets.back();
       used = 0;
     }
@@ -133,6 +156,10 @@ int64_t planBuckets(const KernelProgram &kp, TrainPlan &tp, int64_t off, int64_t
     off += bytes;
     used += bytes;
   }
+  close();
+  if (world > 0 && shard > tp.shardElems)
+    internalError("codegen: ZeRO-1's buckets need a shard of " + std::to_string(shard) + " elements, the optimizer "
+                  "stage gave " + std::to_string(tp.shardElems));
   return off;
 }
 
@@ -145,6 +172,8 @@ void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &o
   tp.hypers = t.hypers;
   tp.params = t.params;
   tp.stateBytes = t.stateBytes;
+  tp.shardElems = t.shardElems;
+  tp.shardDType = t.shardDType;
   planGraph(kp, tp, t.update, t.updateInputs, t.updateOutputs, tp.update, opts);
   tp.accumulate = t.spec.accumulate;
   if (t.spec.accumulate) planGraph(kp, tp, t.accumulate, t.accumInputs, t.accumOutputs, tp.accumulateGraph, opts);
@@ -156,15 +185,35 @@ void planTrainStep(KernelProgram &kp, const TrainStep &t, const FusionOptions &o
     for (size_t s = 0; s < tp.states.size(); ++s)
       if (tp.states[s].name == "dp.grad_scale") tp.dpScaleState = (int)s;
     if (tp.dpScaleState < 0) internalError("codegen: a data-parallel train step without dp.grad_scale");
-    off = planBuckets(kp, tp, off, t.spec.bucketBytes);
+    if (t.spec.zeroWorld > 0) {
+      for (size_t s = 0; s < tp.states.size(); ++s)
+        if (tp.states[s].name == "dp.sumsq") tp.sumsqState = (int)s;
+      if (tp.sumsqState < 0) internalError("codegen: a ZeRO-1 train step without its dp.sumsq state");
+      planGraph(kp, tp, t.shardNorm, t.normInputs, t.normOutputs, tp.shardNormGraph, opts);
+    }
+    off = planBuckets(kp, tp, off, t.spec.bucketBytes, t.spec.zeroWorld);
   }
   for (size_t j = 0; j < kp.grads.size(); ++j) {
     if (tp.gradOffsets[j] >= 0) continue;
     tp.gradOffsets[j] = off;
     off += alignUp(std::max<int64_t>(kp.grads[j].type.bytes(), 1), 64) + red;
   }
+  if (t.spec.zeroWorld > 0) {
+    const int64_t bytes = alignUp(tp.shardElems * itemSize(tp.shardDType), 64);
+    tp.shardGradOffset = off;
+    off += bytes;
+    // The parameter shard is packed after the backward, when its arena is dead (past the first
+    // 64 bytes: the error value's slot).
+    if (!opts.checkedArena && 64 + bytes <= kp.scratchBytes) {
+      tp.shardParamOffset = 64;
+    } else {
+      tp.shardParamOffset = off;
+      off += bytes;
+    }
+  }
   tp.graphScratchOffset = off;
-  tp.scratchBytes = off + std::max(tp.update.scratchBytes, tp.accumulateGraph.scratchBytes);
+  tp.scratchBytes =
+      off + std::max({tp.update.scratchBytes, tp.accumulateGraph.scratchBytes, tp.shardNormGraph.scratchBytes});
   kp.hasTrain = true;
 }
 

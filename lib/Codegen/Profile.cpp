@@ -32,6 +32,7 @@ const char *graphName(const std::string &tag) {
   if (tag == "evl") return "eval";
   if (tag == "upd") return "update";
   if (tag == "acc") return "accumulate";
+  if (tag == "nrm") return "shard_norm";
   internalError("codegen: unknown graph tag '" + tag + "'");
 }
 

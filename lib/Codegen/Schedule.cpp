@@ -208,7 +208,8 @@ const KernelProgram &scheduledProgram(const KernelProgram &in, const TargetInfo 
 }
 
 void scheduleProgram(KernelProgram &kp, const TargetInfo &t) {
-  for (KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval, &kp.train.update, &kp.train.accumulateGraph})
+  for (KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval, &kp.train.update, &kp.train.accumulateGraph,
+                          &kp.train.shardNormGraph})
     scheduleGraph(*kg, kg->kernels, t);
   kp.target = t;
   kp.scheduled = true;

@@ -246,6 +246,13 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   for (size_t i = 0; i < fph.size(); ++i)
     if (gradOfParam[i] >= 0) t.params.push_back((int)i);
   if (t.params.empty()) userError(p.origin, "--optimizer: no parameter has a gradient (all frozen?)");
+  const bool zero = spec.zeroWorld > 0;
+  if (zero)
+    for (int i : t.params)
+      if (fph[i]->type().dtype != fph[t.params[0]]->type().dtype)
+        userError(p.origin, "--data-parallel=zero1: every parameter must have one dtype (the shard is one flat "
+                            "tensor); '" + fph[t.params[0]]->fqn + "' is " + dtypeTorchName(fph[t.params[0]]->type().dtype) +
+                            ", '" + fph[i]->fqn + "' " + dtypeTorchName(fph[i]->type().dtype));
 
   // Hyperparameters (run-time, abi.h hyper[]); weight decay and momentum only when compiled in.
   const bool sgd = spec.kind == OptimizerKind::SGD;
@@ -285,9 +292,20 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   if (mom) keys = {"momentum_buffer"};
   if (!sgd) keys = {"exp_avg", "exp_avg_sq"};
   if (!sgd && spec.amsgrad) keys.push_back("max_exp_avg_sq");
-  for (int i : t.params)
-    for (const std::string &k : keys)
-      optState[i].push_back(state("optimizer.state." + fph[i]->fqn + "." + k, fph[i]->type(), StateKind::Optimizer, i, k));
+  // ZeRO-1: one flat shard per key instead of one tensor per parameter.
+  std::vector<int> shardState;
+  if (zero) {
+    t.shardDType = fph[t.params[0]]->type().dtype;
+    std::vector<int64_t> numels;
+    for (int i : t.params) numels.push_back(fph[i]->type().numel());
+    t.shardElems = zeroShardElems(numels, itemSize(t.shardDType), spec.zeroWorld);
+    const TensorType flat{t.shardDType, {t.shardElems}};
+    for (const std::string &k : keys) shardState.push_back(state("optimizer.shard." + k, flat, StateKind::Shard, -1, k));
+  } else {
+    for (int i : t.params)
+      for (const std::string &k : keys)
+        optState[i].push_back(state("optimizer.state." + fph[i]->fqn + "." + k, fph[i]->type(), StateKind::Optimizer, i, k));
+  }
   const int sStep = state("optimizer.step", TensorType{DType::F32, {}}, StateKind::Step, -1, "");
   std::vector<int> accum(fph.size(), -1);
   int sCount = -1;
@@ -299,6 +317,7 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   const int sBad = state("status.nonfinite", TensorType{DType::Bool, {}}, StateKind::Status, -1, "");
   const int sDpScale =
       spec.dataParallel ? state("dp.grad_scale", TensorType{DType::F64, {}}, StateKind::Status, -1, "") : -1;
+  const int sSumsq = zero ? state("dp.sumsq", TensorType{fouts[0]->type().dtype, {}}, StateKind::Status, -1, "") : -1;
   for (int k = 1; k < nUser; ++k)
     if (p.outputHasTangent(k, fouts[k]->type().dtype)) {
       int s = state("zeros." + fouts[k]->name, fouts[k]->type(), StateKind::Zeros, -1, "");
@@ -344,18 +363,36 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   Node *loss = ph("loss", fouts[0]->type(), {K::Loss, 0});
   Node *step = ph("step", t.states[sStep].type, {K::State, sStep});
   Node *count = spec.accumulate ? ph("accum_count", t.states[sCount].type, {K::State, sCount}) : nullptr;
+  // What is updated: each parameter, or (ZeRO-1) this rank's flat shard of all of them.
   struct P {
-    int input;
+    TrainBinding bind;
     Node *p, *g, *acc;
     std::vector<Node *> st;
+    std::vector<TrainBinding> stBind;
   };
   std::vector<P> ps;
-  for (int i : t.params) {
-    const std::string id = ident(fph[i]->fqn);
-    P q{i, ph("param_" + id, fph[i]->type(), {K::Param, i}), ph("grad_" + id, fph[i]->type(), {K::Grad, gradOfParam[i]}),
-        spec.accumulate && !spec.dataParallel ? ph("accum_" + id, fph[i]->type(), {K::State, accum[i]}) : nullptr,
+  Node *sumsq = nullptr;
+  if (zero) {
+    sumsq = ph("dp_sumsq", t.states[sSumsq].type, {K::State, sSumsq});
+    const TensorType flat{t.shardDType, {t.shardElems}};
+    P q{{K::Staging, 0}, ph("param_shard", flat, {K::Staging, 0}), ph("grad_shard", flat, {K::Staging, 1}), nullptr, {},
         {}};
-    for (int s : optState[i]) q.st.push_back(ph(t.states[s].stateKey + "_" + id, t.states[s].type, {K::State, s}));
+    for (int s : shardState) {
+      q.st.push_back(ph(t.states[s].stateKey + "_shard", flat, {K::State, s}));
+      q.stBind.push_back({K::State, s});
+    }
+    ps.push_back(q);
+  }
+  for (int i : zero ? std::vector<int>{} : t.params) {
+    const std::string id = ident(fph[i]->fqn);
+    P q{{K::Param, i}, ph("param_" + id, fph[i]->type(), {K::Param, i}),
+        ph("grad_" + id, fph[i]->type(), {K::Grad, gradOfParam[i]}),
+        spec.accumulate && !spec.dataParallel ? ph("accum_" + id, fph[i]->type(), {K::State, accum[i]}) : nullptr,
+        {}, {}};
+    for (int s : optState[i]) {
+      q.st.push_back(ph(t.states[s].stateKey + "_" + id, t.states[s].type, {K::State, s}));
+      q.stBind.push_back({K::State, s});
+    }
     ps.push_back(q);
   }
   std::vector<Node *> outs;
@@ -377,12 +414,26 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   // Total 2-norm as torch.nn.utils.get_total_norm: the norm of the per-gradient norms.
   const DType ldt = fouts[0]->type().dtype;
   Node *total = nullptr;
-  for (Node *gr : grads) {
-    Node *n = b.sqrt(b.cast(b.sumAll(b.mul(gr, gr)), ldt));
-    Node *sq = b.mul(n, n);
-    total = total ? b.add(total, sq) : sq;
+  if (zero) {
+    // ZeRO-1: the shardNorm graph's sum of squares of this shard, all-reduced by the train
+    // step before this graph runs (a sum in another order than the per-tensor norms below).
+    total = b.sqrt(sumsq);
+    GraphBuilder nb{t.shardNorm};
+    Node *g = t.shardNorm.addPlaceholder("grad_shard", TensorType{t.shardDType, {t.shardElems}}, InputRole::UserInput);
+    Node *sc = t.shardNorm.addPlaceholder("dp_grad_scale", t.states[sDpScale].type, InputRole::UserInput);
+    t.normInputs = {{K::Staging, 1}, {K::State, sDpScale}};
+    Node *gs = nb.mul(g, nb.cast(sc, g->type().dtype));
+    t.shardNorm.setOutputs({nb.cast(nb.sumAll(nb.mul(gs, gs)), ldt)});
+    t.normOutputs = {{K::State, sSumsq}};
+    t.shardNorm.verify();
+  } else {
+    for (Node *gr : grads) {
+      Node *n = b.sqrt(b.cast(b.sumAll(b.mul(gr, gr)), ldt));
+      Node *sq = b.mul(n, n);
+      total = total ? b.add(total, sq) : sq;
+    }
+    total = b.sqrt(total);
   }
-  total = b.sqrt(total);
   if (hMax >= 0) {
     // clip_coef = max_norm / (total_norm + 1e-6), clamped to 1, multiplies every gradient.
     Node *coef = b.div(b.cast(H[hMax], ldt), b.call("add", "aten.add.Scalar", {total, 1e-6}));
@@ -428,10 +479,10 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
         Node *buf = q.st[0];
         Node *upd = b.add(b.mul(buf, S(H[hMom])), b.mul(gr, S(b.oneMinus(H[hDamp]))));
         Node *nb = keep(b.where(first, gr, upd), buf);
-        out(nb, {K::State, optState[q.input][0]});
+        out(nb, q.stBind[0]);
         gr = spec.nesterov ? b.add(gr, b.mul(nb, S(H[hMom]))) : nb;
       }
-      out(keep(b.add(param, b.mul(gr, S(b.neg(lr)))), param), {K::Param, q.input});
+      out(keep(b.add(param, b.mul(gr, S(b.neg(lr)))), param), q.bind);
       continue;
     }
     if (wd && spec.kind == OptimizerKind::AdamW) param = b.mul(param, S(decay)); // param.mul_(1 - lr * wd)
@@ -448,17 +499,17 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
     // Each state's new value is an output written in place as soon as it is defined, so what
     // comes after reads the new values (equal to m1, v1 on a step that is not skipped).
     Node *mOut = keep(m1, m), *vOut = keep(v1, v);
-    out(mOut, {K::State, optState[q.input][0]});
-    out(vOut, {K::State, optState[q.input][1]});
+    out(mOut, q.stBind[0]);
+    out(vOut, q.stBind[1]);
     Node *second = vOut;
     if (spec.amsgrad) {
       second = keep(b.call("maximum", "aten.maximum.default", {q.st[2], vOut}), q.st[2]);
-      out(second, {K::State, optState[q.input][2]});
+      out(second, q.stBind[2]);
     }
     // denom = (sqrt(.) / bias_correction2_sqrt) + eps; param.addcdiv_(exp_avg, denom, value=-step_size).
     Node *denom = b.add(b.div(b.sqrt(second), S(bc2Sqrt)), S(H[hEps]));
     Node *p1 = b.add(param, b.div(b.mul(S(stepSizeNeg), mOut), denom));
-    out(keep(p1, q.p), {K::Param, q.input});
+    out(keep(p1, q.p), q.bind);
   }
   // A node of its own, after every reader of the old count (first, the bias corrections):
   // it is written into the count's buffer when defined.
@@ -472,6 +523,15 @@ TrainStep buildTrainStep(const Program &p, const OptimizerSpec &spec) {
   return t;
 }
 
+int64_t zeroShardElems(const std::vector<int64_t> &numels, int64_t itemSize, int world) {
+  // Each gradient 64-byte aligned in its bucket; a bucket padded to world x A elements adds
+  // fewer than A to each rank's shard, and there are at most numels.size() buckets.
+  const int64_t A = 64 / itemSize;
+  int64_t total = 0;
+  for (int64_t n : numels) total += alignUp(std::max<int64_t>(n, 1), A);
+  return alignUp((total + world - 1) / world, A) + A * (int64_t)numels.size();
+}
+
 std::string printTrainStep(const TrainStep &t) {
   std::ostringstream os;
   os << "# aotc: optimizer " << t.spec.str() << "\n";
@@ -479,6 +539,7 @@ std::string printTrainStep(const TrainStep &t) {
   if (t.spec.skipNonfinite) os << "# aotc: skip_nonfinite\n";
   if (t.spec.accumulate) os << "# aotc: grad_accumulation\n";
   if (t.spec.dataParallel) os << "# aotc: data_parallel bucket " << t.spec.bucketBytes << " bytes\n";
+  if (t.spec.zeroWorld) os << "# aotc: zero1 world " << t.spec.zeroWorld << " shard " << t.shardElems << " elements\n";
   for (const HyperParam &h : t.hypers) os << "# aotc: hyper " << h.name << " = " << num(h.value) << "\n";
   os << "# aotc: state " << t.stateBytes << " bytes\n";
   for (const StateTensor &s : t.states)
@@ -486,6 +547,7 @@ std::string printTrainStep(const TrainStep &t) {
   os << "class TrainStep(torch.nn.Module):\n";
   os << printGraphCode(t.update, "update");
   if (t.spec.accumulate) os << "\n" << printGraphCode(t.accumulate, "accumulate");
+  if (t.spec.zeroWorld) os << "\n" << printGraphCode(t.shardNorm, "shard_norm");
   return os.str();
 }
 

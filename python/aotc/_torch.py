@@ -426,14 +426,15 @@ def load_module(library, weights=None, name=None):
 
 def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
             optimizer=None, clip_grad_norm=None, skip_nonfinite=False, grad_accumulation=False,
-            data_parallel=None, on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
+            data_parallel=None, world_size=None, on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
     """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
     CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
     partitioner: 'min-cut' (aotc's default) or 'default'; optimizer: an --optimizer text
     ('adamw:lr=1e-3,weight_decay=0.01'), with clip_grad_norm / skip_nonfinite /
     grad_accumulation, gives the module train_step; data_parallel: True (25 MB buckets) or a
     bucket size in MB compiles the step for set_communicator (--data-parallel, docs/
-    distributed.md); on_nonfinite: 'warn', 'raise' or
+    distributed.md), 'zero1' or 'zero1:MB' with world_size=N shards the optimizer state over
+    exactly N ranks (ZeRO-1, --world-size); on_nonfinite: 'warn', 'raise' or
     'skip' (CompiledModule.on_nonfinite); share_weights: a module (e.g. the
     train-mode export's) whose parameters and buffers this one uses, by FQN;
     derivatives: extra rule files; flags: further aotc flags. Raises CompileError with
@@ -450,7 +451,9 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
     if data_parallel is True:
         fl.append("--data-parallel")
     elif data_parallel is not None and data_parallel is not False:
-        fl.append(f"--data-parallel={data_parallel}")  # aotc checks the value (MB > 0)
+        fl.append(f"--data-parallel={data_parallel}")  # aotc checks the value (MB > 0, zero1[:MB])
+    if world_size is not None:
+        fl.append(f"--world-size={int(world_size)}")
     if requires_grad:
         fl.append("--requires-grad=" + ",".join(requires_grad))
     if freeze:

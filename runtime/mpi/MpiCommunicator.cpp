@@ -1,7 +1,8 @@
 //===- MpiCommunicator.cpp - abi.h's aotc_comm over MPI ---------------------===//
 //
 // This file implements MpiCommunicator (aotc/mpi.h). The object's all-reduces are
-// MPI_Iallreduce(MPI_IN_PLACE, ..., MPI_SUM); Open MPI 4.1 does not progress them on its own
+// MPI_Iallreduce(MPI_IN_PLACE, ..., MPI_SUM), ZeRO-1's reduce-scatters and all-gathers
+// MPI_Ireduce_scatter_block and MPI_Iallgather; Open MPI 4.1 does not progress them on its own
 // ("OMPI progress: no"), so progress() tests every active request, which the train step calls
 // between its kernels. Blocking calls are non-blocking ones waited for with a deadline, so a
 // missing rank gives an error, not a hang. Errors are returned (MPI_ERRORS_RETURN on the
@@ -68,6 +69,12 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
   table_.allreduce = [](void *s, void *buf, int64_t n, int32_t dt) { return self(s)->allreduce(buf, n, dt); };
   table_.abort = [](void *s, int32_t code, const char *) { MPI_Abort(self(s)->comm_, code); };
   table_.error = [](void *s) { return self(s)->error_.c_str(); };
+  table_.reduce_scatter_start = [](void *s, const void *send, void *recv, int64_t n, int32_t dt, int64_t *req) {
+    return self(s)->startCollective(Collective::ReduceScatter, send, recv, n, dt, req);
+  };
+  table_.allgather_start = [](void *s, const void *send, void *recv, int64_t n, int32_t dt, int64_t *req) {
+    return self(s)->startCollective(Collective::Allgather, send, recv, n, dt, req);
+  };
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -88,8 +95,21 @@ int MpiCommunicator::fail(const std::string &what, int code) {
 }
 
 int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *request) {
+  return startCollective(Collective::Allreduce, buf, buf, count, dtype, request);
+}
+
+int MpiCommunicator::startCollective(Collective what, const void *send, void *buf, int64_t count, int32_t dtype,
+                                     int64_t *request) {
+  static const char *const kName[] = {"all-reduce", "reduce-scatter", "all-gather"};
   MPI_Datatype t = mpiType(dtype);
-  if (t == MPI_DATATYPE_NULL) return fail("all-reduce of dtype " + std::to_string(dtype) + " (not f32, f64, i64)", 0);
+  if (t == MPI_DATATYPE_NULL)
+    return fail(std::string(kName[(int)what]) + " of dtype " + std::to_string(dtype) + " (not f32, f64, i64)", 0);
+  // A reduce-scatter or all-gather is one MPI call: its layout (rank r's count at r x count)
+  // cannot be split into pieces the way an in-place all-reduce can.
+  if (what != Collective::Allreduce && count > kPiece)
+    return fail(std::string(kName[(int)what]) + " of " + std::to_string(count) + " elements a rank (at most " +
+                    std::to_string(kPiece) + ")",
+                0);
   size_t slot = 0;
   while (slot < requests_.size() && requests_[slot].active) ++slot;
   if (slot == requests_.size()) requests_.emplace_back();
@@ -102,14 +122,23 @@ int MpiCommunicator::start(void *buf, int64_t count, int32_t dtype, int64_t *req
   for (int64_t off = 0; off < count || off == 0; off += kPiece) {
     int n = (int)std::min<int64_t>(kPiece, count - off);
     r.parts.push_back(MPI_REQUEST_NULL);
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(buf) + off * size, n, t, MPI_SUM, comm_, &r.parts.back());
+    int rc = what == Collective::ReduceScatter
+                 ? MPI_Ireduce_scatter_block(send, buf, n, t, MPI_SUM, comm_, &r.parts.back())
+             : what == Collective::Allgather
+                 ? MPI_Iallgather(send, n, t, buf, n, t, comm_, &r.parts.back())
+                 : MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(buf) + off * size, n, t, MPI_SUM, comm_,
+                                  &r.parts.back());
     // On failure the slot stays active (never reused: earlier pieces may be in flight).
-    if (rc != MPI_SUCCESS) return fail("MPI_Iallreduce of " + std::to_string(count) + " elements", rc);
-    if (count == 0) break;
+    if (rc != MPI_SUCCESS)
+      return fail(std::string(kName[(int)what]) + " of " + std::to_string(count) + " elements", rc);
+    if (count == 0 || what != Collective::Allreduce) break;
   }
+  // Each rank's contribution: an all-reduce's count, a reduce-scatter's size x count, an
+  // all-gather's count.
+  const int64_t bytes = count * size * (what == Collective::ReduceScatter ? table_.size : 1);
   ++stats_.started;
-  stats_.bytes += count * size;
-  r.bytes = count * size;
+  stats_.bytes += bytes;
+  r.bytes = bytes;
   *request = (int64_t)slot;
   return 0;
 }
@@ -170,7 +199,8 @@ int MpiCommunicator::wait(int64_t request) {
   if (!r.done) {
     // A request that failed or timed out stays active: its slot is never reused (its parts
     // may still be in flight); the job is being aborted anyway.
-    if (int rc = waitParts(r.parts, "an all-reduce of the train step")) return rc;
+    if (int rc = waitParts(r.parts, "a collective (all-reduce, reduce-scatter or all-gather) of the train step"))
+      return rc;
   }
   r.active = false;
   return 0;

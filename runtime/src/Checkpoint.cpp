@@ -52,16 +52,19 @@ SafetensorsFile Trainer::checkpoint() const {
                                                        in_[i], d.bytes));
   }
   const int64_t n = steps();
+  if (zeroWorld() > 0 && !comm_)
+    throw RuntimeError(progName(p) + ": a ZeRO-1 trainer's checkpoint gathers every rank's shard: set its communicator "
+                                     "first (and call save() or checkpoint() on every rank)",
+                       AOTC_RT_ERROR_STATE);
   nlohmann::json names = nlohmann::json::array();
+  const std::vector<OptimizerTensor> ot = optimizerTensors();
   for (int k = 0; k < t.num_params; ++k) {
     const std::string fqn = p.inputs[t.param_inputs[k]].name;
     names.push_back(fqn);
     if (n == 0) continue; // torch's state is empty before the first step
-    for (int s = 0; s < t.num_state; ++s) {
-      const aotc_state_desc &d = t.state[s];
-      if (d.kind == AOTC_STATE_OPTIMIZER && d.param_input == t.param_inputs[k])
-        f.tensors.emplace_back(d.name, stateTensor(d.name));
-    }
+    for (const OptimizerTensor &o : ot)
+      if (o.paramInput == t.param_inputs[k])
+        f.tensors.emplace_back(o.name, o.shard ? gatherShard(o) : stateTensor(o.name));
     if (isAdam(t)) f.tensors.emplace_back("optimizer.state." + fqn + ".step", Tensor::full(DType::F32, {}, (double)n));
   }
   nlohmann::json hy = nlohmann::json::object();
@@ -109,24 +112,33 @@ SafetensorsFile Trainer::checkpoint() const {
 }
 
 void Trainer::save(const std::string &path) const {
-  if (comm_ && comm_->rank != 0) return; // data parallel: every rank holds the same state; rank 0 writes it
+  // Data parallel: every rank holds the same state; rank 0 writes it. ZeRO-1: every rank takes
+  // part in gathering the shards first.
+  if (comm_ && comm_->rank != 0 && zeroWorld() == 0) return;
   if (accumulating())
     throw RuntimeError(path + ": cannot save in the middle of a gradient accumulation (call step() first)",
                        AOTC_RT_ERROR_STATE);
   SafetensorsFile f = checkpoint();
+  if (comm_ && comm_->rank != 0) return;
   std::vector<NamedTensorRef> refs;
   for (auto &[name, t] : f.tensors) refs.push_back({name, &t});
   writeSafetensors(path, refs, f.metadata);
 }
 
 void Trainer::load(const std::string &path) {
+  if (!comm_ && zeroWorld() > 0)
+    throw RuntimeError(path + ": a ZeRO-1 trainer loads a checkpoint into every rank's shard: set its communicator "
+                              "first (and call load() on every rank)",
+                       AOTC_RT_ERROR_STATE);
   if (!comm_) return restore(readSafetensors(path), path);
   // Data parallel: rank 0 reads and restores, then every rank takes its state; a failure on
   // rank 0 is every rank's (no rank waits for a broadcast that never comes).
   int32_t ok = 1;
   std::string why;
+  SafetensorsFile ck;
   if (comm_->rank == 0) try {
-      restore(readSafetensors(path), path);
+      ck = readSafetensors(path);
+      restore(ck, path);
     } catch (const RuntimeError &e) {
       ok = 0;
       why = e.what();
@@ -137,6 +149,7 @@ void Trainer::load(const std::string &path) {
     throw RuntimeError(comm_->rank == 0 ? why : path + ": rank 0 could not load the checkpoint (its message says why)",
                        AOTC_RT_ERROR_IO);
   broadcastFromRank0(true);
+  if (zeroWorld() > 0) broadcastShards(comm_->rank == 0 ? &ck : nullptr);
 }
 
 void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
@@ -145,6 +158,9 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   const std::string name = progName(p);
   if (accumulating())
     throw RuntimeError(what + ": cannot load a checkpoint in the middle of a gradient accumulation (call step() first)",
+                       AOTC_RT_ERROR_STATE);
+  if (zeroWorld() > 0 && !comm_)
+    throw RuntimeError(what + ": a ZeRO-1 trainer restores its shard of the optimizer state: set its communicator first",
                        AOTC_RT_ERROR_STATE);
   auto mismatch = [&](const std::string &tensor, const std::string &why) {
     throw RuntimeError(what + ": " + why + " (tensor '" + tensor + "'): the checkpoint is not one of " + name +
@@ -185,14 +201,15 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
   }
   bool hasState = false;
   for (auto &[n, x] : ck.tensors) hasState |= n.rfind("optimizer.state.", 0) == 0;
+  const std::vector<OptimizerTensor> ot = optimizerTensors();
   if (hasState)
     for (int k = 0; k < t.num_params; ++k) {
       const std::string fqn = p.inputs[t.param_inputs[k]].name;
-      for (int s = 0; s < t.num_state; ++s) {
-        const aotc_state_desc &d = t.state[s];
-        if (d.kind != AOTC_STATE_OPTIMIZER || d.param_input != t.param_inputs[k]) continue;
-        check(d.name, dtypeFromAbi(d.dtype), std::vector<int64_t>(d.shape, d.shape + d.rank));
-        expected.push_back(d.name);
+      const aotc_tensor_desc &pd = p.inputs[t.param_inputs[k]];
+      for (const OptimizerTensor &o : ot) {
+        if (o.paramInput != t.param_inputs[k]) continue;
+        check(o.name, dtypeFromAbi(pd.dtype), std::vector<int64_t>(pd.shape, pd.shape + pd.rank));
+        expected.push_back(o.name);
       }
       if (isAdam(t)) {
         check("optimizer.state." + fqn + ".step", DType::F32, {});
@@ -222,8 +239,7 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
     }
   // A step count without state tensors is only consistent for an optimizer that keeps none
   // (plain SGD: no momentum).
-  bool keepsState = false;
-  for (int s = 0; s < t.num_state; ++s) keepsState |= t.state[s].kind == AOTC_STATE_OPTIMIZER;
+  const bool keepsState = !ot.empty();
   if (!hasState && step != 0 && keepsState)
     throw RuntimeError(what + ": step " + std::to_string(step) + " but no optimizer state", AOTC_RT_ERROR_IO);
   // Hyperparameters: "hyper" (exact, aotc's) else torch's param_groups.
@@ -273,9 +289,14 @@ void Trainer::restore(const SafetensorsFile &ck, const std::string &what) {
       std::memcpy(in_[i], ck.get(d.name).data(), (size_t)d.bytes);
   }
   std::memset(state_.data(), 0, (size_t)state_.size());
+  for (const OptimizerTensor &o : ot)
+    if (hasState && o.resident)
+      std::memcpy(state_.data() + o.resident->offset, ck.get(o.name).data(), (size_t)o.resident->bytes);
+  // ZeRO-1: the shards are this rank's shares (load() gives every rank its own).
+  if (hasState && zeroWorld() > 0)
+    for (const OptimizerTensor &o : ot) scatterShard(o, ck.get(o.name));
   for (int s = 0; s < t.num_state; ++s) {
     const aotc_state_desc &d = t.state[s];
-    if (d.kind == AOTC_STATE_OPTIMIZER && hasState) std::memcpy(state_.data() + d.offset, ck.get(d.name).data(), (size_t)d.bytes);
     if (d.kind == AOTC_STATE_STEP) *reinterpret_cast<float *>(state_.data() + d.offset) = (float)step;
   }
   int r = rngStateIndex(p);

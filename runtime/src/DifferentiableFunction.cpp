@@ -164,6 +164,8 @@ EntryPointError entryPointError(const aotc_program &p, const char *entry, int rc
     msg += " (" + node + ")";
   } else if (rc == AOTC_ERROR_COMM) {
     node = "AOTC_ERROR_COMM: the communicator failed (data parallel)";
+  } else if (rc == AOTC_ERROR_NO_COMM) {
+    node = "AOTC_ERROR_NO_COMM: a ZeRO-1 object updates only with a communicator (--data-parallel=zero1)";
     msg += " (" + node + ")";
   } else if (rc > 0 && rc <= p.num_errors && p.errors) {
     node = p.errors[rc - 1] ? p.errors[rc - 1] : "";

@@ -125,6 +125,11 @@ double Trainer::call(uint32_t flags) {
   const aotc_program &p = *program_;
   if ((flags & AOTC_STEP_ACCUMULATE) && !p.train->grad_accumulation)
     throw RuntimeError(progName(p) + ": accumulate() needs an object compiled with --grad-accumulation");
+  if (!comm_ && !(flags & AOTC_STEP_ACCUMULATE) && zeroWorld() > 0)
+    throw RuntimeError(progName(p) + ": compiled with --data-parallel=zero1 --world-size=" + std::to_string(zeroWorld()) +
+                           ": its optimizer state is one rank's shard, so it updates only with a communicator of that "
+                           "many ranks (setCommunicator; docs/distributed.md)",
+                       AOTC_RT_ERROR_STATE);
   // Data parallel: rank 0's buffers (batch-norm statistics) before every update step, as DDP.
   if (comm_ && !(flags & AOTC_STEP_ACCUMULATE)) broadcastFromRank0(false);
   int rc = p.train->train_step(context_.get(), in_.data(), out_.data(), saved_.data(), state_.data(), hyper_.data(),

@@ -85,6 +85,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
     field("skip-nonfinite", o.skipNonfinite ? "1" : "0");
     field("grad-accumulation", o.gradAccumulation ? "1" : "0");
     if (!o.dataParallel.empty()) field("data-parallel", std::to_string(dataParallelBucketBytes(o.dataParallel)));
+    if (o.worldSize > 0) field("world-size", std::to_string(o.worldSize));
   }
   std::array<uint8_t, 32> d = h.final();
   static const char *hex = "0123456789abcdef";

@@ -51,7 +51,8 @@ struct CompileOptions {
   double clipGradNorm = 0;                ///< --clip-grad-norm; 0: off.
   bool skipNonfinite = false;             ///< --skip-nonfinite.
   bool gradAccumulation = false;          ///< --grad-accumulation.
-  std::string dataParallel;               ///< --data-parallel[=MB]: "" off, else the bucket size in MB ("25").
+  std::string dataParallel;               ///< --data-parallel[=MB|zero1[:MB]]: "" off, else the value ("25").
+  int worldSize = 0;                      ///< --world-size (zero1's rank count); 0: not given.
 };
 
 /// What runPipeline produces.
@@ -75,9 +76,11 @@ CompileResult runPipeline(const CompileOptions &opts);
 /// (`programName`, as resolved) and every option that changes the outputs.
 std::string buildId(const CompileOptions &opts, const std::string &programName);
 
-/// --data-parallel's value (megabytes, a positive number) in bytes; a user error otherwise
-/// (zero1, ZeRO-1 sharding, is named as not implemented).
+/// --data-parallel's bucket size in bytes: its value MB, zero1 (25) or zero1:MB, MB a positive
+/// number of megabytes; a user error otherwise.
 int64_t dataParallelBucketBytes(const std::string &value);
+/// --data-parallel's value asks for ZeRO-1 ("zero1" or "zero1:MB").
+bool dataParallelZero1(const std::string &value);
 
 /// "mlp.pt2" -> "mlp"; "my-model.fx.txt" -> "my_model"; "3d.json" -> "_3d":
 /// the file name up to its first '.', non-identifier characters replaced by '_'.

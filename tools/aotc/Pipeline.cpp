@@ -160,7 +160,15 @@ CompileResult runPipeline(const CompileOptions &o) {
     if (!o.dataParallel.empty()) {
       optim->dataParallel = true;
       optim->bucketBytes = dataParallelBucketBytes(o.dataParallel);
+      if (dataParallelZero1(o.dataParallel)) {
+        if (o.worldSize < 1)
+          userError("--data-parallel=" + o.dataParallel + " needs --world-size=N, the number of ranks the "
+                    "optimizer state is sharded over (a ZeRO-1 object runs on exactly N ranks)");
+        optim->zeroWorld = o.worldSize;
+      }
     }
+    if (o.worldSize > 0 && optim->zeroWorld == 0)
+      userError("--world-size is for --data-parallel=zero1 (plain --data-parallel runs on any number of ranks)");
     if (o.target != "cpu")
       userError("--optimizer: the train step is compiled for the CPU target only so far (docs/training.md); "
                 "use --target=cpu, or the forward/backward entry points of --target=" + o.target);
@@ -305,16 +313,16 @@ CompileResult runPipeline(const CompileOptions &o) {
   return r;
 }
 
+bool dataParallelZero1(const std::string &value) { return value == "zero1" || value.rfind("zero1:", 0) == 0; }
+
 int64_t dataParallelBucketBytes(const std::string &value) {
-  if (value == "zero1")
-    userError("--data-parallel=zero1 (sharded optimizer state) is not implemented yet; use --data-parallel[=MB] "
-              "(docs/distributed.md)");
+  const std::string mbText = !dataParallelZero1(value) ? value : value == "zero1" ? "25" : value.substr(6);
   char *end = nullptr;
   errno = 0;
-  double mb = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end || errno || !(mb > 0) || mb > 1e6)
-    userError("--data-parallel=" + value + ": the bucket size must be a number of megabytes in (0, 1e6], e.g. "
-              "--data-parallel=25");
+  double mb = std::strtod(mbText.c_str(), &end);
+  if (mbText.empty() || *end || errno || !(mb > 0) || mb > 1e6)
+    userError("--data-parallel=" + value + ": expected MB, zero1 or zero1:MB, the bucket size a number of megabytes "
+              "in (0, 1e6], e.g. --data-parallel=25 or --data-parallel=zero1:8");
   return std::max<int64_t>(64, (int64_t)(mb * 1024 * 1024));
 }
 

@@ -113,7 +113,12 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std:
   app.add_flag("--data-parallel{25}", o.dataParallel,
                "--optimizer: reduce the gradients over the ranks of a communicator (abi.h aotc_comm, "
                "e.g. aotc::rt::MpiCommunicator) in buckets of MB megabytes (default 25; the first 1), "
-               "each all-reduce started as soon as the backward finishes its bucket (docs/distributed.md)");
+               "each all-reduce started as soon as the backward finishes its bucket (docs/distributed.md); "
+               "zero1[:MB]: ZeRO-1, the optimizer state sharded over --world-size ranks");
+  app.add_option("--world-size", o.worldSize,
+                 "--data-parallel=zero1: the number of ranks N the optimizer state is sharded over (the object "
+                 "runs on exactly N ranks)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--constants", o.constants,
                  "Values of FX text's tensor constants (get_attr `c: \"f32[3]\" = self.c`): a "
                  "safetensors file, one tensor per attribute path; they go into the weights file")

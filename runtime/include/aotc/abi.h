@@ -108,9 +108,12 @@ extern "C" {
  *  appends the kernel table and profile_attach to aotc_program, which moves the fields of
  *  aotc_cuda_program after its base: a new major. Minor 1 (10.1) appends the data-parallel
  *  fields to aotc_train (num_buckets, buckets, set_comm; docs/distributed.md) and uses the
- *  context's word 4 for the communicator. */
+ *  context's word 4 for the communicator. Minor 2 (10.2) adds ZeRO-1 (--data-parallel=zero1):
+ *  aotc_comm's reduce_scatter_start and allgather_start, AOTC_STATE_SHARD, and aotc_train's
+ *  zero1_world and set_comm_zero1 (a ZeRO-1 object's set_comm is NULL, so a 10.1 runtime, whose
+ *  table lacks the two functions, refuses it instead of calling past its end). */
 #define AOTC_ABI_MAJOR 10
-#define AOTC_ABI_MINOR 1
+#define AOTC_ABI_MINOR 2
 #define AOTC_ABI_VERSION ((AOTC_ABI_MINOR << 16) | AOTC_ABI_MAJOR)
 /** The major / minor parts of an aotc_program::abi_version. */
 static inline uint32_t aotc_abi_major(uint32_t version) { return version & 0xFFFFu; }
@@ -197,6 +200,11 @@ static inline int aotc_output_takes_tangent(const aotc_tensor_desc *d) {
  *  in them: the caller must not step again but abort the job (aotc::rt::Trainer calls
  *  comm->abort). */
 #define AOTC_ERROR_COMM (-103)
+/** Return value of the train step of a ZeRO-1 object (--data-parallel=zero1, ABI 10.2) asked
+ *  to update without a communicator: its optimizer state is one rank's shard, so it cannot
+ *  step as one process (a micro-batch, AOTC_STEP_ACCUMULATE, needs none). Nothing was
+ *  updated; the forward and backward ran. */
+#define AOTC_ERROR_NO_COMM (-104)
 
 /** The ABI context of one object (opaque; see the top of this file). */
 typedef struct aotc_context aotc_context;
@@ -233,7 +241,13 @@ typedef enum aotc_state_kind {
                                    "dp.grad_scale" (f64 0-d: hyper grad_scale / world size, what
                                    the reduced gradient sum was multiplied by). */
   AOTC_STATE_ZEROS = 5        /**< "zeros.<output>": never written; the zero cotangent of a
-                                   differentiable output other than the loss. */
+                                   differentiable output other than the loss. */,
+  AOTC_STATE_SHARD = 6        /**< ZeRO-1 (ABI 10.2): a flat [S] tensor holding this rank's shard:
+                                   "optimizer.shard.<key>" (key as OPTIMIZER: this rank's share of
+                                   every parameter's state, laid out as its buckets' shares, see
+                                   aotc_train::zero1_world), or the train step's staging
+                                   "dp.shard.param" / "dp.shard.grad" (key ""). Rank-specific:
+                                   never broadcast; a checkpoint gathers the keyed ones. */
 } aotc_state_kind;
 
 typedef struct aotc_state_desc {
@@ -299,6 +313,16 @@ typedef struct aotc_comm {
   void (*abort)(void *self, int32_t code, const char *why);
   /** The text of the last error, or "" (valid until the next call). */
   const char *(*error)(void *self);
+  /* ABI 10.2 (ZeRO-1; read only by objects with aotc_train::zero1_world > 0). */
+  /** Starts a sum reduce-scatter: `send` holds size x count elements on every rank; rank r's
+   *  `recv` (count elements, not overlapping send) receives the sum over ranks of elements
+   *  [r count, (r + 1) count). *request as allreduce_start's. */
+  int (*reduce_scatter_start)(void *self, const void *send, void *recv, int64_t count, int32_t dtype,
+                              int64_t *request);
+  /** Starts an all-gather: rank r's `count` elements at `send` land at recv + r count on every
+   *  rank (recv holds size x count; send does not overlap it). */
+  int (*allgather_start)(void *self, const void *send, void *recv, int64_t count, int32_t dtype,
+                         int64_t *request);
 } aotc_comm;
 
 /** One all-reduce bucket of an object compiled with --data-parallel (ABI 10.1): gradients laid
@@ -341,7 +365,18 @@ typedef struct aotc_train {
   int32_t num_buckets;          /**< 0 without --data-parallel. */
   int32_t reserved2;            /**< 0 */
   const aotc_bucket_desc *buckets; /**< In the order their all-reduces start. */
-  aotc_set_comm_fn set_comm;    /**< NULL without --data-parallel. */
+  aotc_set_comm_fn set_comm;    /**< NULL without --data-parallel, and for ZeRO-1 (set_comm_zero1). */
+  /* ABI 10.2 (read only when the object's minor is >= 2): ZeRO-1 (--data-parallel=zero1). */
+  /** The number of ranks N the optimizer state is sharded over (--world-size), else 0. Each
+   *  bucket's count is a multiple of N x (64 / element size); rank r owns elements
+   *  [r count / N, (r + 1) count / N) of every bucket, which are laid end to end, bucket by
+   *  bucket, at the start of each AOTC_STATE_SHARD tensor (the rest of it is zero padding). The
+   *  step reduce-scatters the buckets, updates the shard, all-gathers the parameters. */
+  int32_t zero1_world;
+  int32_t reserved3;            /**< 0 */
+  /** ZeRO-1's set_comm: needs a 10.2 table (reduce_scatter_start, allgather_start) of exactly
+   *  zero1_world ranks; returns AOTC_ERROR_COMM for another size. NULL otherwise. */
+  aotc_set_comm_fn set_comm_zero1;
 } aotc_train;
 
 /** One kernel of an object, as `aotc --emit=kernels` lists it, with its static costs (ABI 10):

@@ -62,7 +62,9 @@ private:
     bool active = false, done = false;
     int64_t bytes = 0;
   };
+  enum class Collective { Allreduce, ReduceScatter, Allgather };
   int start(void *buf, int64_t count, int32_t dtype, int64_t *request);
+  int startCollective(Collective what, const void *send, void *buf, int64_t count, int32_t dtype, int64_t *request);
   int test(int64_t request, int32_t *done);
   int wait(int64_t request);
   void progress();

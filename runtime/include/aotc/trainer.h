@@ -148,6 +148,11 @@ public:
   /// error and aborts the whole job (comm->abort): the other ranks would wait for it forever.
   /// save() writes on rank 0 only; load() reads on rank 0 and broadcasts. NULL detaches. The
   /// table must outlive the trainer.
+  /// ZeRO-1 (an object compiled with --data-parallel=zero1 --world-size=N): comm must have
+  /// exactly N ranks and every update needs it; each rank keeps only its shard of the optimizer
+  /// state (never broadcast). save() and checkpoint() are then collective (every rank calls
+  /// them: the shards are all-gathered, rank 0 writes torch's per-parameter tensors), and load()
+  /// needs the communicator set (rank 0 reads, every rank takes its shard).
   void setCommunicator(const aotc_comm *comm);
   const aotc_comm *communicator() const { return comm_; }
 
@@ -179,6 +184,23 @@ private:
   int64_t nonfiniteOffset_ = -1; ///< state offset of status.nonfinite (-1: none)
   const aotc_comm *comm_ = nullptr;
   void broadcastFromRank0(bool everything);
+  /// ZeRO-1: the world size the object was compiled for (abi.h aotc_train::zero1_world), else 0.
+  int zeroWorld() const;
+  /// One optimizer state tensor as torch.optim has it ("optimizer.state.<fqn>.<key>"): where
+  /// it lives in the state area (`resident`, one tensor) or, ZeRO-1, spread over the ranks'
+  /// shard `shard` (an AOTC_STATE_SHARD descriptor).
+  struct OptimizerTensor {
+    std::string name;
+    int paramInput = -1;
+    const aotc_state_desc *resident = nullptr, *shard = nullptr;
+  };
+  std::vector<OptimizerTensor> optimizerTensors() const;
+  /// ZeRO-1: the optimizer tensor gathered from every rank's shard (collective), and this
+  /// rank's share of a full tensor written into its shard.
+  Tensor gatherShard(const OptimizerTensor &o) const;
+  void scatterShard(const OptimizerTensor &o, const Tensor &full);
+  /// ZeRO-1 load(): rank 0's checkpoint tensors (valid on rank 0) to every rank's shards.
+  void broadcastShards(const SafetensorsFile *ck);
   [[noreturn]] void abortJob(const std::string &what) const;
   void reportNonfinite(double loss, uint32_t flags);
 };

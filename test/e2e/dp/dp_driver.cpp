@@ -12,7 +12,8 @@
 //     shard RANKS-1 with the hyperparameter grad_scale = 1 / RANKS: the gradient DDP's mean
 //     over RANKS ranks would give. Writes OUT.
 //   dp_driver dp WEIGHTS FIXTURE STEPS OUT [FAULT | micro=M]      (under mpirun)
-//     Every rank trains on its shard with aotc::rt::MpiCommunicator; after every step the ranks'
+//     Every rank trains on its shard with aotc::rt::MpiCommunicator (the scratch poisoned with
+//     NaN bytes before each update step); after every step the ranks'
 //     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
 //     and prints the communicator's counters ("overlap: S started, C completed before the
 //     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
@@ -22,9 +23,14 @@
 //     only that one, parameters still identical). micro=M:
 //     each step is M micro-batches a rank (shards r M .. r M + M - 1: accumulate() then step())
 //     with grad_scale 1/M, which a reference over RANKS x M shards matches.
+//     save=K:PATH: every rank calls save(PATH) before step K (ZeRO-1 gathers the shards);
+//     load=PATH: every rank load()s PATH first and trains from its step count on; nocomm:
+//     step once without a communicator (a ZeRO-1 object must refuse: exit 1 with its error).
+//   dp_driver compare-checkpoints A B
+//     Every tensor of checkpoints A and B bit-identical, optimizer state among them.
 //   dp_driver compare A B TOL
-//     TOL 0: the per-step parameter hashes and the final parameters of A and B are bit-
-//     identical; else the final parameters agree within TOL (max |a-b| / max(|b|, 1)).
+//     TOL 0: the per-step parameter hashes (those both runs took) and the final parameters of A
+//     and B are bit-identical; else the final parameters agree within TOL (max |a-b| / max(|b|, 1)).
 //   dp_driver overlap-check OUT MIN
 //     OUT's counter "completed_before_wait" is at least MIN.
 // OUT (safetensors): hash i64[STEPS] (FNV-1a of all parameters after each step), param.<FQN>
@@ -139,19 +145,42 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
                  const std::string &fault) {
   aotc::rt::MpiCommunicator comm;
   Trainer t(kProg, w);
+  if (fault == "nocomm") {
+    // A ZeRO-1 object must refuse to update as one process.
+    auto b = shard(fx, 0, 0);
+    t.step(ptrs(b));
+    return fail("a step without a communicator did not fail");
+  }
   t.setCommunicator(comm.table());
   const int rank = comm.rank(), size = comm.size();
   Tensor hashes(aotc::rt::DType::I64, {steps});
   std::vector<int64_t> all((size_t)size);
   const int micro = fault.rfind("micro=", 0) == 0 ? std::stoi(fault.substr(6)) : 1;
+  // save=K:PATH: a checkpoint after K steps (every rank calls save()); load=PATH: start from a
+  // checkpoint (its step count; earlier steps' hashes stay 0, which compare skips).
+  int saveAt = -1, first = 0;
+  std::string ckpt;
+  if (fault.rfind("save=", 0) == 0) {
+    saveAt = std::stoi(fault.substr(5));
+    ckpt = fault.substr(fault.find(':') + 1);
+  }
+  if (fault.rfind("load=", 0) == 0) {
+    t.load(fault.substr(5));
+    first = (int)t.steps();
+  }
   t.setHyper("grad_scale", 1.0 / micro); // the mean over micro-batches; the step divides by the ranks
-  for (int s = 0; s < steps; ++s) {
+  for (int s = 0; s < first; ++s) hashes.data<int64_t>()[s] = 0;
+  for (int s = first; s < steps; ++s) {
+    if (s == saveAt) t.save(ckpt);
     if (s == 3 && rank == 1 && fault == "kill") std::raise(SIGKILL);
     if (s == 3 && rank == 1 && fault == "hang") std::this_thread::sleep_for(std::chrono::seconds(600));
     for (int m = 0; m + 1 < micro; ++m) {
       auto b = shard(fx, s, rank * micro + m);
       t.accumulate(ptrs(b));
     }
+    // NaN bytes in the saved area and the train scratch (gradients, buckets, ZeRO-1's staging)
+    // must not change a bit of the step.
+    t.poisonScratch();
     const bool planted = s == 3 && rank == 1 && (fault == "fail" || fault == "nan");
     auto b = shard(fx, s, rank * micro + micro - 1, planted, fault == "nan");
     t.step(ptrs(b));
@@ -171,7 +200,7 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
            {"wait_seconds", st.waitSeconds}, {"bytes", (double)st.bytes}},
           out);
     std::printf("%s: %d ranks x %d steps, parameters identical on every rank after every step; overlap: %lld "
-                "all-reduces started, %lld completed before the wait, %.3f ms waiting per step\n",
+                "collectives started, %lld completed before the wait, %.3f ms waiting per step\n",
                 kProg.name, size, steps, (long long)st.started, (long long)st.completedBeforeWait,
                 1e3 * st.waitSeconds / steps);
   }
@@ -183,7 +212,7 @@ int compare(const std::string &a, const std::string &b, double tol) {
   if (tol == 0) {
     const Tensor &ha = A.get("hash"), &hb = B.get("hash");
     for (int64_t s = 0; s < std::min(ha.numel(), hb.numel()); ++s)
-      if (ha.data<int64_t>()[s] != hb.data<int64_t>()[s])
+      if (ha.data<int64_t>()[s] != hb.data<int64_t>()[s] && ha.data<int64_t>()[s] != 0 && hb.data<int64_t>()[s] != 0)
         return fail("the parameters differ after step " + std::to_string(s) + " (" + a + " vs " + b + ")");
     if (ha.numel() != hb.numel()) return fail("different step counts");
   }
@@ -220,6 +249,21 @@ int main(int argc, char **argv) {
       return dataParallel(aotc::rt::readWeights(kProg, argv[2]), aotc::rt::readSafetensors(argv[3]), std::stoi(argv[4]),
                           argv[5], argc == 7 ? argv[6] : "");
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
+    if (mode == "compare-checkpoints" && argc == 4) {
+      // Every tensor of two checkpoints bit-identical (the optimizer state in torch's names).
+      SafetensorsFile A = aotc::rt::readSafetensors(argv[2]), B = aotc::rt::readSafetensors(argv[3]);
+      if (A.tensors.size() != B.tensors.size()) return fail("the checkpoints hold different tensors");
+      int state = 0;
+      for (auto &[name, x] : A.tensors) {
+        const Tensor *y = B.find(name);
+        if (!y) return fail(name + " is missing from " + argv[3]);
+        if (x.bytes() != y->bytes() || std::memcmp(x.data(), y->data(), (size_t)x.bytes()) != 0)
+          return fail(name + " differs");
+        state += name.rfind("optimizer.state.", 0) == 0;
+      }
+      std::printf("compare-checkpoints: %zu tensors (%d optimizer state) bit-identical\n", A.tensors.size(), state);
+      return state > 0 ? 0 : fail("no optimizer state in the checkpoints");
+    }
     if (mode == "overlap-check" && argc == 4) {
       SafetensorsFile f = aotc::rt::readSafetensors(argv[2]);
       double c = std::stod(f.metadata.at("completed_before_wait")), s = std::stod(f.metadata.at("started"));

@@ -5,6 +5,8 @@
 #   run_dp.sh bitwise DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL [MIN_OVERLAP [MICRO]]
 #       reference (one process, NP x MICRO shards accumulated) vs NP ranks of MICRO micro-
 #       batches each (default 1); TOL 0: bit-identical
+#   run_dp.sh against REFDRIVER REFWEIGHTS DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL
+#       the same with the reference run by another object of the model (ZeRO-1's: plain)
 #   run_dp.sh mpmd DIR 'A ARGS' 'B ARGS'   rank 0 runs A, rank 1 runs B (expected to fail)
 #   run_dp.sh np NP DRIVER ARGS...        NP ranks of DRIVER ARGS (its exit status)
 set -uo pipefail
@@ -23,6 +25,15 @@ case "$mode" in
       "micro=$micro" || exit 1
     "$driver" compare "$dir/dp.safetensors" "$dir/ref.safetensors" "$tol" || exit 1
     if [ -n "$overlap" ]; then "$driver" overlap-check "$dir/dp.safetensors" "$overlap" || exit 1; fi
+    ;;
+  against)
+    # run_dp.sh against REFDRIVER REFWEIGHTS DRIVER WEIGHTS FIXTURE DIR NP STEPS TOL: as bitwise,
+    # the reference from another object of the same model (ZeRO-1 against plain data parallel's).
+    ref=$1 refweights=$2 driver=$3 weights=$4 fixture=$5 dir=$6 np=$7 steps=$8 tol=$9
+    mkdir -p "$dir"
+    timeout "$limit" "$ref" ref "$refweights" "$fixture" "$np" "$steps" "$dir/ref.safetensors" || exit 1
+    timeout "$limit" "${mpi[@]}" -np "$np" "$driver" dp "$weights" "$fixture" "$steps" "$dir/dp.safetensors" || exit 1
+    "$driver" compare "$dir/dp.safetensors" "$dir/ref.safetensors" "$tol" || exit 1
     ;;
   mpmd)
     dir=$1 a=$2 b=$3
