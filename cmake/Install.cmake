@@ -10,7 +10,8 @@
 # the consumer's find_library/find_package (aotcConfig.cmake), and the installed aotc finds
 # libaotc_kernels.so through $ORIGIN/../lib and LLVM's shared library through LLVM's
 # library directory as this configure found it (LLVM_LIBRARY_DIR).
-# Not installed: the CUDA runtime (runtime/cuda; not yet run on a GPU, docs/cuda.md).
+# Not installed: the CUDA runtime (runtime/cuda; not yet run on a GPU, docs/cuda.md) and the
+# NCCL communicator (runtime/nccl, aotc/nccl.h; tested against a fake only, docs/distributed.md).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(AOTC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/aotc)

@@ -43,6 +43,8 @@ HEADER_OWNER = {
     "runtime.h": "aotc_runtime", "safetensors.h": "aotc_runtime", "trainer.h": "aotc_runtime", "capi.h": "aotc_runtime",
     # The MPI communicator (runtime/mpi), a library of its own over the runtime.
     "mpi.h": "aotc_mpi",
+    # The NCCL communicator (runtime/nccl, dlopen'ed NCCL): its own library, with the CUDA toolkit.
+    "nccl.h": "aotc_nccl",
 }
 # Library -> its folder under lib/.
 LIB_DIR = {

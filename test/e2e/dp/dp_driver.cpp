@@ -26,6 +26,10 @@
 //     save=K:PATH: every rank calls save(PATH) before step K (ZeRO-1 gathers the shards);
 //     load=PATH: every rank load()s PATH first and trains from its step count on; nocomm:
 //     step once without a communicator (a ZeRO-1 object must refuse: exit 1 with its error).
+//   dp_driver nccl WEIGHTS FIXTURE RANKS STEPS OUT    (built with -DAOTC_DP_NCCL)
+//     RANKS threads, each a Trainer on its shard with an NcclCommunicator over test/nccl's
+//     fake (AOTC_NCCL_LIB / AOTC_CUDART_LIB); parameters identical on every rank after every
+//     step; rank 0's written as dp's are.
 //   dp_driver compare-checkpoints A B
 //     Every tensor of checkpoints A and B bit-identical, optimizer state among them.
 //   dp_driver compare A B TOL
@@ -39,6 +43,10 @@
 #include AOTC_E2E_HEADER
 
 #include "aotc/mpi.h"
+#ifdef AOTC_DP_NCCL
+#include "aotc/nccl.h"
+#include <memory>
+#endif
 #include "aotc/runtime.h"
 #include "aotc/safetensors.h"
 #include "aotc/trainer.h"
@@ -207,6 +215,52 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
   return 0;
 }
 
+#ifdef AOTC_DP_NCCL
+/// The ranks as threads of this process, each a Trainer with an NcclCommunicator (over the fake
+/// libnccl/libcudart of test/nccl: the buckets are host memory, staged through its "device"
+/// buffers): the NCCL table drives the real train step. Parameters must be equal on every rank
+/// after every step; rank 0's are written as `dp` writes them.
+int ncclThreads(const SafetensorsFile &w, const SafetensorsFile &fx, int ranks, int steps, const std::string &out) {
+  const aotc::rt::NcclUniqueId id = aotc::rt::NcclCommunicator::uniqueId();
+  std::vector<int64_t> hash((size_t)(ranks * steps), 0);
+  std::vector<std::string> errors((size_t)ranks);
+  Tensor hashes(aotc::rt::DType::I64, {steps});
+  std::unique_ptr<Trainer> keep;
+  std::vector<std::thread> ts;
+  for (int r = 0; r < ranks; ++r)
+    ts.emplace_back([&, r] {
+      try {
+        aotc::rt::NcclCommunicator comm(r, ranks, id);
+        auto t = std::make_unique<Trainer>(kProg, w);
+        t->setCommunicator(comm.table());
+        for (int s = 0; s < steps; ++s) {
+          t->poisonScratch();
+          auto b = shard(fx, s, r);
+          t->step(ptrs(b));
+          hash[(size_t)(r * steps + s)] = paramHash(*t);
+        }
+        t->setCommunicator(nullptr);
+        if (r == 0) keep = std::move(t);
+      } catch (const std::exception &e) {
+        errors[(size_t)r] = e.what();
+      }
+    });
+  for (auto &t : ts) t.join();
+  for (int r = 0; r < ranks; ++r)
+    if (!errors[(size_t)r].empty()) return fail("rank " + std::to_string(r) + ": " + errors[(size_t)r]);
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 1; r < ranks; ++r)
+      if (hash[(size_t)(r * steps + s)] != hash[(size_t)s])
+        return fail("step " + std::to_string(s) + ": rank " + std::to_string(r) + "'s parameters differ from rank 0's");
+    hashes.data<int64_t>()[s] = hash[(size_t)s];
+  }
+  write(*keep, hashes, {}, out);
+  std::printf("%s: %d NCCL ranks (threads, fake NCCL) x %d steps, parameters identical on every rank after every step\n",
+              kProg.name, ranks, steps);
+  return 0;
+}
+#endif
+
 int compare(const std::string &a, const std::string &b, double tol) {
   SafetensorsFile A = aotc::rt::readSafetensors(a), B = aotc::rt::readSafetensors(b);
   if (tol == 0) {
@@ -249,6 +303,11 @@ int main(int argc, char **argv) {
       return dataParallel(aotc::rt::readWeights(kProg, argv[2]), aotc::rt::readSafetensors(argv[3]), std::stoi(argv[4]),
                           argv[5], argc == 7 ? argv[6] : "");
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
+#ifdef AOTC_DP_NCCL
+    if (mode == "nccl" && argc == 7)
+      return ncclThreads(aotc::rt::readWeights(kProg, argv[2]), aotc::rt::readSafetensors(argv[3]), std::stoi(argv[4]),
+                         std::stoi(argv[5]), argv[6]);
+#endif
     if (mode == "compare-checkpoints" && argc == 4) {
       // Every tensor of two checkpoints bit-identical (the optimizer state in torch's names).
       SafetensorsFile A = aotc::rt::readSafetensors(argv[2]), B = aotc::rt::readSafetensors(argv[3]);
