@@ -1,7 +1,7 @@
 """Data parallel from Python (docs/distributed.md): the aotc.compile module under torch's
 DistributedDataParallel (gloo, 2 processes on loopback) against one process, and the compiled
-train_step under mpirun with aotc.MpiCommunicator against one process accumulating the same
-shards. Shard r is the MLP's golden batch changed per rank (x * (1 + 0.05 r), the targets
+train_step under mpirun with aotc.MpiCommunicator (plain and ZeRO-1) against one process
+accumulating the same shards. Shard r is the MLP's golden batch changed per rank (x * (1 + 0.05 r), the targets
 rolled by 7 r), so the ranks' gradients differ. Needs torch (run_torch_tests.sh) and, for the
 second test, mpirun and libaotc_mpi.so (skipped with the reason otherwise).
 """
@@ -21,6 +21,8 @@ import aotc
 CACHE = os.environ.get("AOTC_DDP_CACHE") or testutil.work_dir("ddp-cache")
 _DT = {"f32": torch.float32, "i64": torch.int64}
 TRAIN = dict(optimizer="adamw:lr=0.001,weight_decay=0.01", grad_accumulation=True, data_parallel=0.01)
+# ZeRO-1 on 2 ranks: without clipping the same bits as plain data parallelism.
+TRAIN_Z1 = dict(TRAIN, data_parallel="zero1:0.01", world_size=2)
 STEPS = 5
 
 
@@ -44,12 +46,14 @@ def ddp_worker(rank, world, init_file, out):
 
 def mpi_worker(out):
     comm = aotc.MpiCommunicator()
-    m = aotc.compile(MLP_PT2, cache_dir=CACHE, **TRAIN)
-    m.set_communicator(comm)
-    for _ in range(STEPS):
-        m.train_step(*shard(comm.rank))
-    if comm.rank == 0:
-        torch.save({n: p.detach().clone() for n, p in m.named_parameters()}, out)
+    for suffix, train in (("", TRAIN), (".z1", TRAIN_Z1)):
+        m = aotc.compile(MLP_PT2, cache_dir=CACHE, **train)
+        m.set_communicator(comm)
+        for _ in range(STEPS):
+            m.train_step(*shard(comm.rank))
+        if comm.rank == 0:
+            torch.save({n: p.detach().clone() for n, p in m.named_parameters()}, out + suffix)
+        m.set_communicator(None)
     comm.close()
 
 
@@ -89,6 +93,7 @@ class DataParallelTest(unittest.TestCase):
             self.skipTest(f"{aotc._mpi.mpi_library()} not built (aotc without MPI)")
         work = testutil.work_dir("mpi-py")
         one = aotc.compile(MLP_PT2, cache_dir=CACHE, **TRAIN)
+        aotc.compile(MLP_PT2, cache_dir=CACHE, **TRAIN_Z1)  # built here, before two ranks want it
         one.set_hyperparameter("grad_scale", 0.5)
         for _ in range(STEPS):
             one.accumulate(*shard(0))
@@ -100,9 +105,10 @@ class DataParallelTest(unittest.TestCase):
                             "lo", "-np", "2", sys.executable, __file__, "mpi-worker", out], env=env, timeout=300,
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        got = torch.load(out)
-        for n, p in one.named_parameters():
-            self.assertTrue(torch.equal(got[n], p.detach()), f"{n}: 2 ranks differ from one process")
+        for suffix in ("", ".z1"):
+            got = torch.load(out + suffix)
+            for n, p in one.named_parameters():
+                self.assertTrue(torch.equal(got[n], p.detach()), f"{n}: 2 ranks{suffix} differ from one process")
 
 
 if __name__ == "__main__":

@@ -282,7 +282,8 @@ typedef int (*aotc_train_step_fn)(aotc_context *ctx, void *const *in, void *cons
 
 /** A communicator for data-parallel training (ABI 10.1; docs/distributed.md): a table of
  *  functions the caller fills and hands to a context with aotc_train::set_comm, so the object
- *  never links a communication library (aotc::rt::MpiCommunicator fills it from MPI). Every
+ *  never links a communication library (aotc::rt::MpiCommunicator fills it from MPI,
+ *  aotc::rt::NcclCommunicator from NCCL). Every
  *  function gets `self` first; those returning int return 0 on success, else an error whose
  *  text error(self) gives. The train step of an object compiled with --data-parallel calls
  *  allreduce_start right after the backward kernel that finishes a bucket's last gradient,
