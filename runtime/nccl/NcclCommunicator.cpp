@@ -332,10 +332,15 @@ NcclCommunicator::~NcclCommunicator() {
   Impl &m = *impl_;
   const Api &a = m.a;
   bool inFlight = false;
-  for (Impl::Request &r : m.requests) inFlight |= r.active && !r.done;
-  // A request still in flight belongs to a failed step: abort rather than wait for it.
-  if (m.stream && !inFlight) a.cudaStreamSynchronize(m.stream);
-  if (m.comm) inFlight ? a.ncclCommAbort(m.comm) : a.ncclCommDestroy(m.comm);
+  for (Impl::Request &r : m.requests) inFlight |= r.active && m.poll(r) == 0;
+  if (inFlight) {
+    // A request still in flight belongs to a failed step: abort rather than wait for it, and
+    // leave its events, buffers and stream (work queued behind it may still touch them).
+    if (m.comm) a.ncclCommAbort(m.comm);
+    return;
+  }
+  if (m.stream) a.cudaStreamSynchronize(m.stream);
+  if (m.comm) a.ncclCommDestroy(m.comm);
   for (Impl::Request &r : m.requests) {
     if (r.event) a.cudaEventDestroy(r.event);
     if (r.staging) a.cudaFree(r.staging);

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace aotc::rt {
 
@@ -58,13 +59,18 @@ SafetensorsFile Trainer::checkpoint() const {
                        AOTC_RT_ERROR_STATE);
   nlohmann::json names = nlohmann::json::array();
   const std::vector<OptimizerTensor> ot = optimizerTensors();
+  // ZeRO-1: each shard state gathered once (every rank takes part; n is the same on all).
+  std::map<const aotc_state_desc *, std::vector<unsigned char>> gathered;
+  if (n > 0)
+    for (const OptimizerTensor &o : ot)
+      if (o.shard && !gathered.count(o.shard)) gathered[o.shard] = gatherShardState(*o.shard);
   for (int k = 0; k < t.num_params; ++k) {
     const std::string fqn = p.inputs[t.param_inputs[k]].name;
     names.push_back(fqn);
     if (n == 0) continue; // torch's state is empty before the first step
     for (const OptimizerTensor &o : ot)
       if (o.paramInput == t.param_inputs[k])
-        f.tensors.emplace_back(o.name, o.shard ? gatherShard(o) : stateTensor(o.name));
+        f.tensors.emplace_back(o.name, o.shard ? cutShard(o, gathered.at(o.shard)) : stateTensor(o.name));
     if (isAdam(t)) f.tensors.emplace_back("optimizer.state." + fqn + ".step", Tensor::full(DType::F32, {}, (double)n));
   }
   nlohmann::json hy = nlohmann::json::object();

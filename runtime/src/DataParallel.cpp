@@ -114,17 +114,21 @@ std::vector<Trainer::OptimizerTensor> Trainer::optimizerTensors() const {
   return out;
 }
 
-Tensor Trainer::gatherShard(const OptimizerTensor &o) const {
+std::vector<unsigned char> Trainer::gatherShardState(const aotc_state_desc &sd) const {
+  std::vector<unsigned char> all((size_t)(comm_->size * sd.bytes));
+  int64_t req = -1;
+  if (comm_->allgather_start(comm_->self, state_.data() + sd.offset, all.data(), sd.numel, sd.dtype, &req) != 0 ||
+      comm_->wait(comm_->self, req) != 0)
+    abortJob("gathering the optimizer state '" + std::string(sd.name) + "' failed: " + comm_->error(comm_->self));
+  return all;
+}
+
+Tensor Trainer::cutShard(const OptimizerTensor &o, const std::vector<unsigned char> &all) const {
   const aotc_program &p = *program_;
   const aotc_state_desc &sd = *o.shard;
   const aotc_tensor_desc &pd = p.inputs[o.paramInput];
   const int world = comm_->size;
   const int64_t isz = sd.bytes / std::max<int64_t>(sd.numel, 1);
-  std::vector<unsigned char> all((size_t)(world * sd.bytes));
-  int64_t req = -1;
-  if (comm_->allgather_start(comm_->self, state_.data() + sd.offset, all.data(), sd.numel, sd.dtype, &req) != 0 ||
-      comm_->wait(comm_->self, req) != 0)
-    abortJob("gathering the optimizer state '" + o.name + "' failed: " + comm_->error(comm_->self));
   Tensor t(dtypeFromAbi(pd.dtype), std::vector<int64_t>(pd.shape, pd.shape + pd.rank));
   auto *dst = static_cast<unsigned char *>(t.data());
   for (int r = 0; r < world; ++r)
@@ -203,6 +207,15 @@ void Trainer::setCommunicator(const aotc_comm *comm) {
     throw RuntimeError(name + ": data-parallel training needs an object compiled with --data-parallel "
                               "(docs/distributed.md)",
                        AOTC_RT_ERROR_STATE);
+  if (zero && (!comm->reduce_scatter_start || !comm->allgather_start))
+    throw RuntimeError(name + ": a ZeRO-1 object needs a communicator table with reduce_scatter_start and "
+                              "allgather_start (abi.h 10.2; build the table with this abi.h)",
+                       AOTC_RT_ERROR_STATE);
+  if (zero && shardRank_ >= 0 && shardRank_ != comm->rank && steps() > 0)
+    throw RuntimeError(name + ": this trainer's optimizer state is rank " + std::to_string(shardRank_) +
+                           "'s ZeRO-1 shard; the communicator makes it rank " + std::to_string(comm->rank) +
+                           " (save() and load() to move state between rank layouts)",
+                       AOTC_RT_ERROR_STATE);
   if (zero && comm->size != zero)
     throw RuntimeError(name + ": compiled with --data-parallel=zero1 --world-size=" + std::to_string(zero) +
                            " (its optimizer state is sharded over " + std::to_string(zero) +
@@ -236,6 +249,7 @@ void Trainer::setCommunicator(const aotc_comm *comm) {
   if (setComm(context_.get(), comm) != 0)
     throw RuntimeError(name + ": set_comm refused the context", AOTC_RT_ERROR_ABI);
   comm_ = comm;
+  if (zero) shardRank_ = comm->rank;
   broadcastFromRank0(true);
 }
 

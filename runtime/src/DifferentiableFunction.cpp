@@ -164,6 +164,7 @@ EntryPointError entryPointError(const aotc_program &p, const char *entry, int rc
     msg += " (" + node + ")";
   } else if (rc == AOTC_ERROR_COMM) {
     node = "AOTC_ERROR_COMM: the communicator failed (data parallel)";
+    msg += " (" + node + ")";
   } else if (rc == AOTC_ERROR_NO_COMM) {
     node = "AOTC_ERROR_NO_COMM: a ZeRO-1 object updates only with a communicator (--data-parallel=zero1)";
     msg += " (" + node + ")";

@@ -242,12 +242,11 @@ typedef enum aotc_state_kind {
                                    the reduced gradient sum was multiplied by). */
   AOTC_STATE_ZEROS = 5        /**< "zeros.<output>": never written; the zero cotangent of a
                                    differentiable output other than the loss. */,
-  AOTC_STATE_SHARD = 6        /**< ZeRO-1 (ABI 10.2): a flat [S] tensor holding this rank's shard:
-                                   "optimizer.shard.<key>" (key as OPTIMIZER: this rank's share of
-                                   every parameter's state, laid out as its buckets' shares, see
-                                   aotc_train::zero1_world), or the train step's staging
-                                   "dp.shard.param" / "dp.shard.grad" (key ""). Rank-specific:
-                                   never broadcast; a checkpoint gathers the keyed ones. */
+  AOTC_STATE_SHARD = 6        /**< ZeRO-1 (ABI 10.2): "optimizer.shard.<key>", a flat [S] tensor
+                                   (key as OPTIMIZER) holding this rank's share of every
+                                   parameter's state, laid out as its buckets' shares (see
+                                   aotc_train::zero1_world). Rank-specific: never broadcast; a
+                                   checkpoint gathers it into per-parameter tensors. */
 } aotc_state_kind;
 
 typedef struct aotc_state_desc {
@@ -376,7 +375,11 @@ typedef struct aotc_train {
   int32_t zero1_world;
   int32_t reserved3;            /**< 0 */
   /** ZeRO-1's set_comm: needs a 10.2 table (reduce_scatter_start, allgather_start) of exactly
-   *  zero1_world ranks; returns AOTC_ERROR_COMM for another size. NULL otherwise. */
+   *  zero1_world ranks; returns AOTC_ERROR_COMM for another size. NULL otherwise. aotc_comm has
+   *  no size field (minor versions append), so a table built with an older abi.h reaches past
+   *  its end here: build the table with this header (the runtime's MpiCommunicator and
+   *  NcclCommunicator are; Trainer::setCommunicator refuses a table whose two functions are
+   *  NULL). */
   aotc_set_comm_fn set_comm_zero1;
 } aotc_train;
 

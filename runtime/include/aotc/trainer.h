@@ -183,6 +183,7 @@ private:
   int64_t calls_ = 0, nonfiniteSteps_ = 0;
   int64_t nonfiniteOffset_ = -1; ///< state offset of status.nonfinite (-1: none)
   const aotc_comm *comm_ = nullptr;
+  int shardRank_ = -1; ///< ZeRO-1: the rank whose shard state_ holds (-1: none yet).
   void broadcastFromRank0(bool everything);
   /// ZeRO-1: the world size the object was compiled for (abi.h aotc_train::zero1_world), else 0.
   int zeroWorld() const;
@@ -195,9 +196,11 @@ private:
     const aotc_state_desc *resident = nullptr, *shard = nullptr;
   };
   std::vector<OptimizerTensor> optimizerTensors() const;
-  /// ZeRO-1: the optimizer tensor gathered from every rank's shard (collective), and this
-  /// rank's share of a full tensor written into its shard.
-  Tensor gatherShard(const OptimizerTensor &o) const;
+  /// ZeRO-1: a shard state gathered from every rank (collective: rank r's at r x bytes), one
+  /// optimizer tensor cut out of that, and this rank's share of a full tensor written into its
+  /// shard.
+  std::vector<unsigned char> gatherShardState(const aotc_state_desc &sd) const;
+  Tensor cutShard(const OptimizerTensor &o, const std::vector<unsigned char> &all) const;
   void scatterShard(const OptimizerTensor &o, const Tensor &full);
   /// ZeRO-1 load(): rank 0's checkpoint tensors (valid on rank 0) to every rank's shards.
   void broadcastShards(const SafetensorsFile *ck);
