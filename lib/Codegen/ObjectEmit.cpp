@@ -368,7 +368,7 @@ struct EntryBuilder {
     returnIfFailed(b.CreateCall(fwd, {cx, in, out, saved, scratch}), "forward");
     // Cotangents: 1 for the loss (output 0), the state area's zeros for the other differentiable
     // outputs, NULL for the rest.
-    const int nOut = (int)kp.outputs.size(), nGrad = (int)kp.grads.size();
+    const int nOut = (int)kp.outputs.size();
     auto *tangents = b.CreateAlloca(llvm::ArrayType::get(ptr, std::max(nOut, 1)), nullptr, "tangents");
     const DType ldt = kp.outputs[0].type.dtype;
     llvm::Constant *one = ldt == DType::F64 ? (llvm::Constant *)llvm::ConstantFP::get(b.getDoubleTy(), 1.0)
@@ -461,6 +461,17 @@ struct EntryBuilder {
   /// Returns AOTC_ERROR_COMM when the communicator's call returned non-zero.
   void returnIfCommFailed(Value *rc, const std::string &label) {
     cg::returnIfNonZero(b, rc, label, b.getInt32(AOTC_ERROR_COMM));
+  }
+  /// The request slot of bucket i's collective (an i64 in the step's frame).
+  Value *requestSlot(const DataParallel &dp, size_t i) {
+    return b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i);
+  }
+  /// comm->wait on bucket i's request; AOTC_ERROR_COMM when it fails.
+  void waitRequest(const DataParallel &dp, size_t i, const std::string &label) {
+    Value *req = b.CreateAlignedLoad(b.getInt64Ty(), requestSlot(dp, i), llvm::Align(8));
+    Value *rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(), b.getInt64Ty()}, false),
+                             commField(dp.comm, kWait), {commField(dp.comm, kSelf), req});
+    returnIfCommFailed(rc, label);
   }
   /// `void <name>.dp_add_<dt>(dst, src, n)`: dst[i] += src[i] (the accumulators into a bucket).
   llvm::Function *addFunction(DType dt) {
@@ -560,7 +571,7 @@ struct EntryBuilder {
           });
         emitIf(dp.communicate, "bucket" + std::to_string(i) + ".start", [&] {
           Value *buf = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), scratch, bk.offset);
-          Value *req = b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i);
+          Value *req = requestSlot(dp, i);
           Value *rc;
           if (const int zw = tp.spec.zeroWorld) {
             // ZeRO-1: this rank's share of the sum lands in its place in the gradient shard.
@@ -592,15 +603,8 @@ struct EntryBuilder {
   /// state dp.grad_scale = hyper grad_scale / world size (1 without communication).
   void waitForBuckets(const DataParallel &dp, Value *state, Value *hyper) {
     const TrainPlan &tp = kp.train;
-    llvm::Type *ptr = b.getPtrTy();
     emitIf(dp.communicate, "wait", [&] {
-      for (size_t i = 0; i < tp.buckets.size(); ++i) {
-        Value *req = b.CreateAlignedLoad(
-            b.getInt64Ty(), b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i), llvm::Align(8));
-        Value *rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {ptr, b.getInt64Ty()}, false),
-                                 commField(dp.comm, kWait), {commField(dp.comm, kSelf), req});
-        returnIfCommFailed(rc, "bucket" + std::to_string(i) + ".wait");
-      }
+      for (size_t i = 0; i < tp.buckets.size(); ++i) waitRequest(dp, i, "bucket" + std::to_string(i) + ".wait");
     });
     Value *world = b.CreateSIToFP(commFieldOrOne(dp), b.getDoubleTy());
     int h = -1;
@@ -675,17 +679,12 @@ struct EntryBuilder {
       rc = b.CreateCall(collectiveType(), commField(dp.comm, kAllgatherStart),
                         {commField(dp.comm, kSelf), at(scratch, pShard + bk.shardOffset * itemSize(bk.dtype)),
                          at(scratch, bk.offset), b.getInt64(bk.count / zw), b.getInt32((int)bk.dtype),
-                         b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i)});
+                         requestSlot(dp, i)});
       returnIfCommFailed(rc, "gather" + std::to_string(i) + ".start");
     }
     for (size_t i = 0; i < tp.buckets.size(); ++i) {
-      const GradBucket &bk = tp.buckets[i];
-      Value *req = b.CreateAlignedLoad(
-          b.getInt64Ty(), b.CreateConstInBoundsGEP2_64(dp.requests->getAllocatedType(), dp.requests, 0, i), llvm::Align(8));
-      rc = b.CreateCall(llvm::FunctionType::get(b.getInt32Ty(), {ptr, b.getInt64Ty()}, false), commField(dp.comm, kWait),
-                        {commField(dp.comm, kSelf), req});
-      returnIfCommFailed(rc, "gather" + std::to_string(i) + ".wait");
-      for (int j : bk.grads)
+      waitRequest(dp, i, "gather" + std::to_string(i) + ".wait");
+      for (int j : tp.buckets[i].grads)
         b.CreateMemCpy(paramOfGrad(in, j), llvm::Align(AOTC_ALIGNMENT), at(scratch, tp.gradOffsets[j]),
                        llvm::Align(AOTC_ALIGNMENT), b.getInt64(kp.grads[j].type.bytes()));
     }

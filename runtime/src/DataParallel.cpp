@@ -81,7 +81,7 @@ std::vector<ShardRun> shardRuns(const aotc_program &p, int input, int rank) {
   int64_t base = 0;
   for (int b = 0; b < t.num_buckets; ++b) {
     const aotc_bucket_desc &bk = t.buckets[b];
-    const int64_t isz = bk.dtype == AOTC_F64 ? 8 : 4, share = bk.count / world;
+    const int64_t isz = itemSize(dtypeFromAbi(bk.dtype)), share = bk.count / world;
     int64_t o = 0; // the gradient's first element in the bucket
     for (int g = 0; g < bk.num_grads; ++g) {
       const aotc_tensor_desc &gd = p.grads[bk.grads[g]];
