@@ -18,8 +18,10 @@ NOW PASSING and dropped from the list by --update-expected, which rewrites it).
 --expect-mismatch: every selected sample with a gradient must fail by a wrong value (used
 with a deliberately wrong --derivatives rule; empty gradients cannot fail, proving the comparison can fail).
 
+--sample-cap N: only the first N samples of each op and dtype (the sanitizer suites' part).
+
 Usage: run_conformance.py --aotc AOTC [--dir test/conformance] [--work-dir W] [--jobs 2]
-         [--results results.jsonl] [--only OP,...] [--derivatives FILE]
+         [--results results.jsonl] [--only OP,...] [--sample-cap N] [--derivatives FILE]
          [--expected-failures FILE [--update-expected]] [--expect-mismatch] [-v]
 """
 import argparse
@@ -228,12 +230,16 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--results", default=None)
     ap.add_argument("--only", default="", help="comma-separated ops under test")
+    ap.add_argument("--sample-cap", type=int, default=None,
+                    help="run only the first N samples of each op and dtype (the sanitizer suites)")
     ap.add_argument("--derivatives", action="append", default=[])
     ap.add_argument("--expected-failures", default=None)
     ap.add_argument("--update-expected", action="store_true")
     ap.add_argument("--expect-mismatch", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    if args.update_expected and (args.sample_cap is not None or args.only):
+        ap.error("--update-expected rewrites the whole list: run every sample (no --only, no --sample-cap)")
     args.work_dir = os.path.abspath(args.work_dir or os.path.join(os.getcwd(), "conformance-work"))
     args.results = args.results or os.path.join(args.work_dir, "results.jsonl")
     shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -253,7 +259,7 @@ def main():
         if e["skip"]:
             lines.append({"kind": "op", "op": op, "status": "skip", "reason": e["skip"]})
     for sid, s in manifest["samples"].items():
-        if only and s["op"] not in only:
+        if (only and s["op"] not in only) or not summarize.in_cap(sid, args.sample_cap):
             continue
         s["counts_for"] = [t for t in s["targets"] if t in ops]
         if s["skip"]:
@@ -296,6 +302,8 @@ def main():
         known = read_list(args.expected_failures)
         if only:
             known = {k for k in known if manifest["samples"].get(k, {}).get("op") in only}
+        if args.sample_cap is not None:
+            known = {k for k in known if k in manifest["samples"] and summarize.in_cap(k, args.sample_cap)}
         if args.update_expected:
             with open(args.expected_failures, "w") as f:
                 f.write("# Conformance samples expected to fail (test/conformance/run_conformance.py\n"

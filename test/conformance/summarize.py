@@ -13,8 +13,11 @@ With --manifest (ctest conformance.summary) it also checks the results against t
 manifest and exits 1 on any problem: every sample and every skipped op of the manifest has
 exactly one result, a sample is skipped exactly when the manifest skips it, every status is
 pass/fail/skip, and (with --expected-failures) no sample fails that the list does not name.
+With --sample-cap N the results are those of `run_conformance.py --sample-cap N` (the first N
+samples of each op and dtype, the sanitizer suites) and are checked against that part.
 
-Usage: summarize.py results.jsonl [--by-cause] [--ops] [--manifest DIR [--expected-failures FILE]]
+Usage: summarize.py results.jsonl [--by-cause] [--ops]
+                    [--manifest DIR [--expected-failures FILE] [--sample-cap N]]
 """
 import argparse
 import collections
@@ -51,15 +54,26 @@ def cause(r):
     return re.sub(r"\[[\d, ]*\]", "[…]", msg)
 
 
-def check(lines, manifest, expected):
-    """Problems of results `lines` against `manifest` (manifest.json's content)."""
+def in_cap(sid, cap):
+    """Whether sample `sid` (<op>.<overload>.<dtype>.<index>) is among the first `cap` samples
+    of its op and dtype; every sample when `cap` is None (the sanitizer suites run a cap)."""
+    return cap is None or int(sid.rsplit(".", 1)[1]) < cap
+
+
+def check(lines, manifest, expected, cap=None):
+    """Problems of results `lines` against `manifest` (manifest.json's content); with `cap`,
+    against the manifest's first `cap` samples of each op and dtype."""
     problems = []
     seen = collections.Counter(r["id"] for r in lines if r["kind"] == "sample")
     for sid, s in manifest["samples"].items():
+        if not in_cap(sid, cap):
+            continue
         if seen[sid] != 1:
             problems.append(f"sample {sid}: {seen[sid]} results, expected 1")
     for sid in sorted(set(seen) - set(manifest["samples"])):
         problems.append(f"sample {sid}: not in the manifest")
+    for sid in sorted(x for x in seen if x in manifest["samples"] and not in_cap(x, cap)):
+        problems.append(f"sample {sid}: beyond --sample-cap {cap}")
     skipped_ops = collections.Counter(r["op"] for r in lines if r["kind"] == "op")
     for op, e in manifest["ops"].items():
         if bool(e["skip"]) != (skipped_ops[op] == 1):
@@ -87,6 +101,8 @@ def main():
     ap.add_argument("--ops", action="store_true")
     ap.add_argument("--manifest", help="folder with manifest.json: check the results against it")
     ap.add_argument("--expected-failures", help="with --manifest: the allowed failures")
+    ap.add_argument("--sample-cap", type=int, default=None,
+                    help="with --manifest: the results are of the first N samples of each op and dtype")
     a = ap.parse_args()
     with open(a.results) as f:
         lines = [json.loads(l) for l in f if l.strip()]
@@ -112,7 +128,7 @@ def main():
         if a.expected_failures:
             with open(a.expected_failures) as f:
                 expected = {l.split("#")[0].strip() for l in f if l.split("#")[0].strip()}
-        problems = check(lines, manifest, expected)
+        problems = check(lines, manifest, expected, a.sample_cap)
         for p in problems:
             print(f"error: {p}")
         print(f"checked against {a.manifest}/manifest.json: {len(problems)} problem"
