@@ -6,6 +6,7 @@
 # and sets <var>_OBJECT, <var>_HEADER, <var>_WEIGHTS, <var>_DIR in the caller's scope.
 # Add ${<var>_OBJECT} and ${<var>_HEADER} to an executable's sources and
 # ${<var>_DIR} to its include directories to link the compiled training step.
+# AOTC_HOST_AOTC, when set, is the aotc that compiles (the sanitizer suites: the normal build's).
 # In a sanitizer build (AOTC_SANITIZER) CPU models are compiled with --sanitize=<mode>, so
 # the generated code runs instrumented in every test that links it; NOSANITIZE opts out
 # (an object compared byte for byte with a plain one, or linked without the runtime).
@@ -28,10 +29,16 @@ function(aotc_model var)
   set(_hdr ${A_DIR}/${A_NAME}.h)
   set(_wts ${A_DIR}/${A_NAME}.weights.safetensors)
   file(MAKE_DIRECTORY ${A_DIR})
+  # AOTC_HOST_AOTC (the sanitizer suites: the normal build's aotc) compiles the model if set.
+  if(AOTC_HOST_AOTC)
+    set(_aotc ${AOTC_HOST_AOTC})
+  else()
+    set(_aotc aotc)
+  endif()
   add_custom_command(
     OUTPUT ${_obj} ${_hdr} ${_wts}
-    COMMAND $<TARGET_FILE:aotc> ${A_SOURCE} -o ${_obj} --name ${A_NAME} ${A_FLAGS}
-    DEPENDS aotc ${A_SOURCE} ${A_DEPENDS}
+    COMMAND ${_aotc} ${A_SOURCE} -o ${_obj} --name ${A_NAME} ${A_FLAGS}
+    DEPENDS ${_aotc} ${A_SOURCE} ${A_DEPENDS}
     COMMENT "aotc ${A_SOURCE} -> ${_obj}"
     VERBATIM)
   set_source_files_properties(${_obj} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)

@@ -12,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 
 #include <unistd.h>
@@ -26,9 +27,19 @@ inline std::string readFile(const std::string &path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-/// A per-process scratch path (ctest runs test cases of several build trees in parallel).
+/// A per-process scratch path (ctest runs test cases of several build trees in parallel),
+/// removed when the test program exits.
 inline std::string tempPath(const std::string &name) {
-  return "/tmp/aotc_capture_test_" + std::to_string(::getpid()) + "_" + name;
+  struct Removal {
+    std::set<std::string> paths;
+    ~Removal() {
+      for (const auto &p : paths) std::remove(p.c_str());
+    }
+  };
+  static Removal removal;
+  std::string path = "/tmp/aotc_capture_test_" + std::to_string(::getpid()) + "_" + name;
+  removal.paths.insert(path);
+  return path;
 }
 
 inline void writeFile(const std::string &path, const std::string &bytes) {
