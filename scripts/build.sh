@@ -19,7 +19,7 @@ esac
 if [ -n "$san" ]; then
   cfg=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only"
        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" "-DAOTC_SANITIZE=$san")
-  # The instrumented aotc runs at build time too (test/cuda's kernel listings).
+  # The address build's instrumented aotc runs at build time too (test/cuda's kernel listings).
   # shellcheck source=sanitizer-env.sh
   source "$root/scripts/sanitizer-env.sh"
 fi
@@ -31,18 +31,29 @@ configure() { # $1: build folder, then cmake -D options; configures once
       -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
   fi
 }
+build=${AOTC_BUILD_DIR:-$default_build}
 if [ -n "$san" ]; then
   # The sanitizer suites' models are compiled by the normal build's aotc (AOTC_HOST_AOTC),
-  # brought up to date here; the thread build then builds no compiler (docs/testing.md
-  # "Sanitizer suites").
+  # brought up to date here (and by the tree's aotc_host target on every build); the thread
+  # build then builds no compiler (docs/testing.md "Sanitizer suites").
+  host_cfg=()
   if [ -z "${AOTC_HOST_AOTC:-}" ]; then
-    configure "$root/build" -DCMAKE_BUILD_TYPE=Release
+    if [ "$(cd "$build" 2>/dev/null && pwd)" = "$root/build" ]; then
+      echo "build.sh: AOTC_BUILD_DIR=$build is the normal build's folder, which compiles the sanitizer build's models" >&2
+      exit 2
+    fi
     (unset AOTC_SANITIZE ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS OMP_TOOL_LIBRARIES
+     configure "$root/build" -DCMAKE_BUILD_TYPE=Release
      cmake --build "$root/build" -j "${AOTC_JOBS:-2}" --target aotc)
     AOTC_HOST_AOTC=$root/build/tools/aotc/aotc
+    host_cfg=("-DAOTC_HOST_BUILD_DIR=$root/build")
   fi
-  cfg+=("-DAOTC_HOST_AOTC=$AOTC_HOST_AOTC")
+  host_cfg+=("-DAOTC_HOST_AOTC=$AOTC_HOST_AOTC")
+  cfg+=("${host_cfg[@]}")
+  # A folder configured before (or with another aotc) takes this one.
+  if [ -f "$build/CMakeCache.txt" ] && ! grep -qxF "AOTC_HOST_AOTC:FILEPATH=$AOTC_HOST_AOTC" "$build/CMakeCache.txt"; then
+    cmake "$build" "${host_cfg[@]}" > /dev/null
+  fi
 fi
-build=${AOTC_BUILD_DIR:-$default_build}
 configure "$build" "${cfg[@]}"
 cmake --build "$build" -j "${AOTC_JOBS:-2}"

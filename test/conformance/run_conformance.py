@@ -18,7 +18,8 @@ NOW PASSING and dropped from the list by --update-expected, which rewrites it).
 --expect-mismatch: every selected sample with a gradient must fail by a wrong value (used
 with a deliberately wrong --derivatives rule; empty gradients cannot fail, proving the comparison can fail).
 
---sample-cap N: only the first N samples of each op and dtype (the sanitizer suites' part).
+--sample-cap N: only the first N samples of each op, overload and dtype that run (and the
+skipped ones before them; summarize.capped): the sanitizer suites' part.
 
 Usage: run_conformance.py --aotc AOTC [--dir test/conformance] [--work-dir W] [--jobs 2]
          [--results results.jsonl] [--only OP,...] [--sample-cap N] [--derivatives FILE]
@@ -231,13 +232,15 @@ def main():
     ap.add_argument("--results", default=None)
     ap.add_argument("--only", default="", help="comma-separated ops under test")
     ap.add_argument("--sample-cap", type=int, default=None,
-                    help="run only the first N samples of each op and dtype (the sanitizer suites)")
+                    help="run only the first N samples of each op, overload and dtype (the sanitizer suites)")
     ap.add_argument("--derivatives", action="append", default=[])
     ap.add_argument("--expected-failures", default=None)
     ap.add_argument("--update-expected", action="store_true")
     ap.add_argument("--expect-mismatch", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    if args.sample_cap is not None and args.sample_cap < 1:
+        ap.error("--sample-cap must be at least 1")
     if args.update_expected and (args.sample_cap is not None or args.only):
         ap.error("--update-expected rewrites the whole list: run every sample (no --only, no --sample-cap)")
     args.work_dir = os.path.abspath(args.work_dir or os.path.join(os.getcwd(), "conformance-work"))
@@ -258,8 +261,9 @@ def main():
             continue
         if e["skip"]:
             lines.append({"kind": "op", "op": op, "status": "skip", "reason": e["skip"]})
+    taken = summarize.capped(manifest["samples"], args.sample_cap)
     for sid, s in manifest["samples"].items():
-        if (only and s["op"] not in only) or not summarize.in_cap(sid, args.sample_cap):
+        if (only and s["op"] not in only) or sid not in taken:
             continue
         s["counts_for"] = [t for t in s["targets"] if t in ops]
         if s["skip"]:
@@ -303,7 +307,7 @@ def main():
         if only:
             known = {k for k in known if manifest["samples"].get(k, {}).get("op") in only}
         if args.sample_cap is not None:
-            known = {k for k in known if k in manifest["samples"] and summarize.in_cap(k, args.sample_cap)}
+            known = {k for k in known if k in taken}
         if args.update_expected:
             with open(args.expected_failures, "w") as f:
                 f.write("# Conformance samples expected to fail (test/conformance/run_conformance.py\n"

@@ -14,7 +14,8 @@ manifest and exits 1 on any problem: every sample and every skipped op of the ma
 exactly one result, a sample is skipped exactly when the manifest skips it, every status is
 pass/fail/skip, and (with --expected-failures) no sample fails that the list does not name.
 With --sample-cap N the results are those of `run_conformance.py --sample-cap N` (the first N
-samples of each op and dtype, the sanitizer suites) and are checked against that part.
+samples of each op, overload and dtype that run, the sanitizer suites) and are checked against
+that part.
 
 Usage: summarize.py results.jsonl [--by-cause] [--ops]
                     [--manifest DIR [--expected-failures FILE] [--sample-cap N]]
@@ -54,25 +55,42 @@ def cause(r):
     return re.sub(r"\[[\d, ]*\]", "[…]", msg)
 
 
-def in_cap(sid, cap):
-    """Whether sample `sid` (<op>.<overload>.<dtype>.<index>) is among the first `cap` samples
-    of its op and dtype; every sample when `cap` is None (the sanitizer suites run a cap)."""
-    return cap is None or int(sid.rsplit(".", 1)[1]) < cap
+def capped(samples, cap):
+    """The ids of `samples` (manifest.json's "samples") that a run with --sample-cap `cap`
+    takes: per op, overload and dtype (the id less its trailing index), the first `cap` that
+    the manifest does not skip, by index (a group's indices need not start at 0), and its
+    skipped ones before them; every id when `cap` is None (the sanitizer suites run a cap)."""
+    if cap is None:
+        return set(samples)
+    groups = collections.defaultdict(list)
+    for sid in samples:
+        head, index = sid.rsplit(".", 1)
+        groups[head].append((int(index), sid))
+    taken = set()
+    for members in groups.values():
+        ran = 0
+        for _, sid in sorted(members):
+            if ran == cap:
+                break
+            taken.add(sid)
+            ran += not samples[sid]["skip"]
+    return taken
 
 
 def check(lines, manifest, expected, cap=None):
     """Problems of results `lines` against `manifest` (manifest.json's content); with `cap`,
-    against the manifest's first `cap` samples of each op and dtype."""
+    against the part of it a --sample-cap `cap` run takes (capped())."""
     problems = []
     seen = collections.Counter(r["id"] for r in lines if r["kind"] == "sample")
+    taken = capped(manifest["samples"], cap)
     for sid, s in manifest["samples"].items():
-        if not in_cap(sid, cap):
+        if sid not in taken:
             continue
         if seen[sid] != 1:
             problems.append(f"sample {sid}: {seen[sid]} results, expected 1")
     for sid in sorted(set(seen) - set(manifest["samples"])):
         problems.append(f"sample {sid}: not in the manifest")
-    for sid in sorted(x for x in seen if x in manifest["samples"] and not in_cap(x, cap)):
+    for sid in sorted(x for x in seen if x in manifest["samples"] and x not in taken):
         problems.append(f"sample {sid}: beyond --sample-cap {cap}")
     skipped_ops = collections.Counter(r["op"] for r in lines if r["kind"] == "op")
     for op, e in manifest["ops"].items():
@@ -104,6 +122,8 @@ def main():
     ap.add_argument("--sample-cap", type=int, default=None,
                     help="with --manifest: the results are of the first N samples of each op and dtype")
     a = ap.parse_args()
+    if a.sample_cap is not None and a.sample_cap < 1:
+        ap.error("--sample-cap must be at least 1")
     with open(a.results) as f:
         lines = [json.loads(l) for l in f if l.strip()]
     line, per_op = summarize(lines)

@@ -3,8 +3,10 @@
 
 Scans the compiler's sources (lib/, tools/aotc/, include/aotc/ under --root) for a thread of
 their own (std::thread, std::jthread, std::async, pthread_create, OpenMP pragmas, LLVM's
-thread pools and parallel algorithms) and for an MLIRContext constructed without
-MLIRContext::Threading::DISABLED (MLIR's passes would run on a thread pool). Prints each
+thread pools, task dispatchers and parallel algorithms, ORC's concurrent compilation,
+enableMultithreading) and for an MLIRContext made without MLIRContext::Threading::DISABLED
+(its default: MLIR's passes would run on a thread pool), default-constructed, by make_unique
+or new included. A constructor may span lines. Prints each
 finding as file:line: and exits 1 if there is one; with --expect N (the negative control)
 exits 0 iff there are exactly N. docs/testing.md "Sanitizer suites".
 """
@@ -13,21 +15,31 @@ import os
 import re
 import sys
 
+# A thread of the compiler's own: the standard library's, POSIX's, OpenMP's, LLVM's thread
+# pools (DefaultThreadPool, StdThreadPool, ThreadPoolInterface, ...) and parallel algorithms,
+# ORC's concurrent compilation.
 THREADS = re.compile(r"std::(thread|jthread|async)\b|\bpthread_create\b|#\s*pragma\s+omp\b|"
-                     r"\bThreadPool\b|\bllvm::parallel\w*|\bparallelFor\w*\b|std::execution::par")
-CONTEXT = re.compile(r"\bMLIRContext\s+\w+\s*[({]([^;]*)")
+                     r"\w*ThreadPool\w*|\bllvm::parallel\w*|\bparallelFor\w*\b|std::execution::par|"
+                     r"\bsetNumCompileThreads\b|\bsetSupportConcurrentCompilation\b|"
+                     r"\w*TaskDispatcher\b|\benableMultithreading\s*\(")
+# An MLIRContext made: a named object, a temporary, make_unique/new. Its arguments run to the
+# end of the statement (a constructor may span lines).
+CONTEXT = re.compile(r"\bMLIRContext\s+\w+\s*(;|[({])|make_unique\s*<\s*(mlir::)?MLIRContext\s*>|"
+                     r"\bnew\s+(mlir::)?MLIRContext\b")
 
 
 def scan(path):
     found = []
     with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            code = line.split("//", 1)[0]
-            m = THREADS.search(code)
-            if m:
-                found.append(f"{path}:{n}: a thread of the compiler's own ({m.group(0)})")
-            m = CONTEXT.search(code)
-            if m and "Threading::DISABLED" not in m.group(1):
+        lines = [l.split("//", 1)[0] for l in f]
+    for n, code in enumerate(lines, 1):
+        m = THREADS.search(code)
+        if m:
+            found.append(f"{path}:{n}: a thread of the compiler's own ({m.group(0)})")
+        m = CONTEXT.search(code)
+        if m:
+            statement = "".join(lines[n - 1:n + 5])[m.start():].split(";", 1)[0]
+            if "Threading::DISABLED" not in statement:
                 found.append(f"{path}:{n}: an MLIRContext without MLIRContext::Threading::DISABLED")
     return found
 
@@ -41,6 +53,9 @@ def main():
     dirs = [d for d in dirs if os.path.isdir(d)] or [a.root]
     files = sorted(os.path.join(dp, f) for d in dirs for dp, _, fs in os.walk(d) for f in fs
                    if f.endswith((".cpp", ".h", ".hpp", ".inc")))
+    if not files:
+        print(f"error: no C++ sources under {a.root}")
+        return 1
     found = [x for p in files for x in scan(p)]
     for x in found:
         print(x)
