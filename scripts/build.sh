@@ -51,8 +51,14 @@ if [ -n "$san" ]; then
   host_cfg+=("-DAOTC_HOST_AOTC=$AOTC_HOST_AOTC")
   cfg+=("${host_cfg[@]}")
   # A folder configured before (or with another aotc) takes this one.
-  if [ -f "$build/CMakeCache.txt" ] && ! grep -qxF "AOTC_HOST_AOTC:FILEPATH=$AOTC_HOST_AOTC" "$build/CMakeCache.txt"; then
-    cmake "$build" "${host_cfg[@]}" > /dev/null
+  if [ -f "$build/CMakeCache.txt" ]; then
+    for d in "${host_cfg[@]}"; do
+      kv=${d#-D}
+      if ! grep -q "^${kv%%=*}:[A-Z]*=${kv#*=}\$" "$build/CMakeCache.txt"; then
+        cmake "$build" "${host_cfg[@]}" > /dev/null
+        break
+      fi
+    done
   fi
 fi
 configure "$build" "${cfg[@]}"
