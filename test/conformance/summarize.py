@@ -120,7 +120,7 @@ def main():
     ap.add_argument("--manifest", help="folder with manifest.json: check the results against it")
     ap.add_argument("--expected-failures", help="with --manifest: the allowed failures")
     ap.add_argument("--sample-cap", type=int, default=None,
-                    help="with --manifest: the results are of the first N samples of each op and dtype")
+                    help="with --manifest: the results are of the first N samples of each op, overload and dtype")
     a = ap.parse_args()
     if a.sample_cap is not None and a.sample_cap < 1:
         ap.error("--sample-cap must be at least 1")
