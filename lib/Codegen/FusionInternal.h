@@ -140,6 +140,12 @@ std::vector<int> kernelWrites(const TKernel &k);
 /// iteration), then removes stores to scratch buffers nobody reads.
 void mergeKernels(std::vector<TKernel> &ks, const std::vector<Buffer> &buffers);
 
+/// Index-set splitting (IndexSplit.cpp): a pure map kernel whose values compare a loop index
+/// with constants (slice_scatter, select_scatter) is cut along that index where the
+/// comparisons change, one map phase per piece, each with its selects folded. Returns false
+/// (k unchanged) when the kernel does not qualify.
+bool splitIndexSets(TKernel &k);
+
 /// Flattens tree kernels into Kernels.h form (CSE per phase); the schedule pass decides how a
 /// target runs them (Schedule.h).
 Kernel flattenKernel(const TKernel &tk, const std::string &name);
