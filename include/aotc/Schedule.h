@@ -148,7 +148,8 @@ struct KernelSchedule {
   /// outer dim): TargetInfo::columnLanes for a column reduction whose innermost outer extent
   /// it divides, else 1. Each iteration still folds in its own order.
   int64_t lanes = 1;
-  /// CPU column reductions (instead of lanes): the innermost outer dim in blocks of this many
+  /// CPU column reductions (instead of lanes) and column scatters (isColumnScatter): the
+  /// innermost outer dim in blocks of this many
   /// iterations, 0 when off. The block's loop runs innermost, inside each phase's inner loops,
   /// with the block's accumulators and registers in arrays on the stack: every inner step
   /// reads a contiguous row segment of the block (a vector loop) instead of one column down a
@@ -194,6 +195,14 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t);
 /// (KernelSchedule::lanes); the CUDA schedule puts neighbouring columns on neighbouring lanes
 /// (GpuMapping::ColumnBlock, docs/cuda.md). An analysis of the kernel's accesses, not a policy.
 bool isColumnReduction(const Kernel &k);
+
+/// A Loop kernel of one map phase over an inner domain whose stores all accumulate into an
+/// element with coefficient 1 on the innermost outer variable, every other access moving by 0
+/// or 1 element with it: a column scatter such as an embedding's gradient (scatter_add along
+/// the tokens, parallel over the columns). The CPU schedule runs it in blocks
+/// (KernelSchedule::block): per inner step, a row segment of the block is read and updated;
+/// each target element still receives its values in inner-loop order.
+bool isColumnScatter(const Kernel &k);
 
 /// `in` itself when it is scheduled, else a copy in `storage` scheduled for `t` (for callers
 /// handed a program straight from planProgram, such as unit tests).

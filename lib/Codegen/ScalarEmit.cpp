@@ -801,11 +801,23 @@ void ScalarEmitter::emitBlockBody(ValueRange outerIvs, int64_t block) {
     const Phase &p = k_.phases[pi];
     ph_ = &p;
     phase_ = (int)pi;
-    if (p.reductions.empty()) { // after-fold stores (the schedule allows no other map phase)
-      AOTC_ASSERT(p.inner.empty(), "block schedule with a map phase over an inner domain");
+    if (p.reductions.empty() && p.inner.empty()) { // after-fold stores
       forLanes([&](Value l) {
         enter(l, {});
         for (auto &st : p.stores) store(st);
+      });
+      continue;
+    }
+    if (p.reductions.empty()) { // a column scatter (isColumnScatter): the block's lanes innermost
+      SmallVector<Value> lbs, ubs, steps;
+      innerBounds(p, -1, {}, {}, lbs, ubs, steps);
+      scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location, ValueRange ivs) {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+        forLanes([&](Value l) {
+          enter(l, ivs);
+          for (auto &st : p.stores) store(st);
+        });
       });
       continue;
     }

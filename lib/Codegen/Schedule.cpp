@@ -85,6 +85,21 @@ bool isColumnReduction(const Kernel &k) {
   return strided;
 }
 
+bool isColumnScatter(const Kernel &k) {
+  if (k.kind != Kernel::Kind::Loop || k.outer.empty() || k.phases.size() != 1) return false;
+  const Phase &p = k.phases[0];
+  if (!p.reductions.empty() || p.inner.empty() || p.stores.empty()) return false;
+  const size_t last = k.outer.size() - 1;
+  // Every store accumulates into an element that moves with the last outer variable (so the
+  // block's iterations never share a target within one inner step), and every buffer access
+  // moves with it by 0 or 1 element (a segment of a row, or a value shared by the block).
+  for (auto &st : p.stores)
+    if (!st.accumulate || p.accesses[st.access].coef[last] != 1) return false;
+  for (auto &a : p.accesses)
+    if (a.buffer >= 0 && a.coef[last] != 0 && a.coef[last] != 1) return false;
+  return true;
+}
+
 int splitDimOf(const Phase &p) {
   for (size_t d = 0; d < p.inner.size(); ++d)
     if (p.inner[d] > 1) return (int)d;
@@ -151,6 +166,12 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   bool accumulates = false;
   for (auto &ph : k.phases)
     for (auto &st : ph.stores) accumulates |= st.accumulate;
+  // ... and a column scatter (an embedding's gradient: for each column, every token's row
+  // added into its target row) runs columnBlock columns innermost per token, so a step reads
+  // and updates a contiguous row segment instead of one element in a cache line of its own.
+  if (accumulates && s.lanes == 1 && s.block == 0 && t.columnBlock > 0 && !k.outer.empty() &&
+      k.outer.back() % t.columnBlock == 0 && isColumnScatter(k))
+    s.block = t.columnBlock;
   const Phase *last = nullptr; // the last phase with an inner loop
   for (auto &ph : k.phases)
     if (!ph.inner.empty()) last = &ph;
