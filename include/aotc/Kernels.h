@@ -352,6 +352,10 @@ struct FusionOptions {
   /// Plan the eval graph (KernelProgram::eval): CPU targets; the CUDA target has no eval
   /// entry point yet, so its plan (errors, scratch) leaves it out.
   bool eval = true;
+  /// Index-set splitting of map kernels (lib/Codegen/IndexSplit.cpp): CPU targets; the CUDA
+  /// target maps only single-phase map kernels to its elementwise launch (GpuLaunch.cpp), so
+  /// a split kernel would run a thread per row there.
+  bool splitIndexSets = true;
 };
 /// Bytes between two planned buffers in a checked arena.
 constexpr int64_t kArenaRedzone = 64;

@@ -276,6 +276,7 @@ Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
   checkTargetSupport(p, opts.target);
   FusionOptions fusion = opts.fusion;
   fusion.eval = fusion.eval && opts.target != "cuda";
+  fusion.splitIndexSets = fusion.splitIndexSets && opts.target != "cuda";
   KernelProgram kp = planProgram(*prog, fusion);
   kp.name = opts.name;
   Artifact a;

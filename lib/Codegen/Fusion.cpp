@@ -982,7 +982,7 @@ void GraphFuser::run() {
     if (k.dead) continue;
     // Pure map kernels of rank >= 2: cut where index comparisons change (IndexSplit.cpp),
     // else the last dim becomes the sequential inner loop.
-    const bool split = opts_.fuse && splitIndexSets(k);
+    const bool split = opts_.fuse && opts_.splitIndexSets && splitIndexSets(k);
     if (!split && k.kind == Kernel::Kind::Loop && k.phases.size() == 1 && !k.phases[0].isReduce() &&
         k.phases[0].inner.empty() && k.outer.size() >= 2 && !k.noMerge) {
       k.phases[0].inner = {k.outer.back()};

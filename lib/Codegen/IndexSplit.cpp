@@ -19,8 +19,11 @@
 // with the untaken side of each select dropped), so outputs are bit-identical.
 //
 // Only kernels it can split without loss are taken: one map phase, no
-// accumulating store (their store order is part of the result), and d >= 1 so
-// the outer loop that a target runs in parallel stays.
+// accumulating store (their store order is part of the result), no checked index
+// (a gather's bounds check must run wherever it ran before), at least kMinOuter
+// iterations of the outer loop that a target runs in parallel, and integer
+// arithmetic that fits in int64 (else nothing is folded). CPU targets only
+// (FusionOptions::splitIndexSets).
 //===----------------------------------------------------------------------===//
 #include "FusionInternal.h"
 
@@ -36,6 +39,9 @@ namespace {
 
 /// At most this many pieces per kernel (each is a phase with a loop of its own).
 constexpr int64_t kMaxPieces = 16;
+/// At least this many outer iterations must stay: the loop a target splits across its
+/// threads (a [1, 512, 768] scatter on dim 1 keeps its 512 parallel rows instead).
+constexpr int64_t kMinOuter = 64;
 
 bool isCompare(ScalarOp op) {
   return op == ScalarOp::Eq || op == ScalarOp::Ne || op == ScalarOp::Lt || op == ScalarOp::Le ||
@@ -50,9 +56,14 @@ struct Affine {
   std::vector<int64_t> coef;
 };
 
+/// Overflow-checked int64 arithmetic: false when the result does not fit (the caller gives
+/// up: no fold, no cut).
+bool addOk(int64_t a, int64_t b, int64_t &r) { return !__builtin_add_overflow(a, b, &r); }
+bool mulOk(int64_t a, int64_t b, int64_t &r) { return !__builtin_mul_overflow(a, b, &r); }
+
 /// e as an affine function of the loop variables (rank `rank`), if it is one: an Index
 /// without data-dependent terms, an integer constant, and sums, differences, negations and
-/// constant multiples of those.
+/// constant multiples of those; nullopt also when a coefficient or offset overflows.
 std::optional<Affine> affineOf(const ERef &e, size_t rank) {
   if (!isIntType(e->type)) return std::nullopt;
   switch (e->op) {
@@ -62,9 +73,9 @@ std::optional<Affine> affineOf(const ERef &e, size_t rank) {
     return Affine{e->addr.offset, e->addr.coef};
   case ScalarOp::Neg: {
     auto a = affineOf(e->args[0], rank);
-    if (!a) return std::nullopt;
-    a->offset = -a->offset;
-    for (auto &c : a->coef) c = -c;
+    if (!a || !mulOk(a->offset, -1, a->offset)) return std::nullopt;
+    for (auto &c : a->coef)
+      if (!mulOk(c, -1, c)) return std::nullopt;
     return a;
   }
   case ScalarOp::Add:
@@ -72,8 +83,10 @@ std::optional<Affine> affineOf(const ERef &e, size_t rank) {
     auto a = affineOf(e->args[0], rank), b = affineOf(e->args[1], rank);
     if (!a || !b) return std::nullopt;
     const int64_t s = e->op == ScalarOp::Add ? 1 : -1;
-    a->offset += s * b->offset;
-    for (size_t k = 0; k < rank; ++k) a->coef[k] += s * b->coef[k];
+    int64_t t = 0;
+    if (!mulOk(s, b->offset, t) || !addOk(a->offset, t, a->offset)) return std::nullopt;
+    for (size_t k = 0; k < rank; ++k)
+      if (!mulOk(s, b->coef[k], t) || !addOk(a->coef[k], t, a->coef[k])) return std::nullopt;
     return a;
   }
   case ScalarOp::Mul: {
@@ -84,22 +97,25 @@ std::optional<Affine> affineOf(const ERef &e, size_t rank) {
     };
     if (!isConst(*a) && !isConst(*b)) return std::nullopt;
     if (!isConst(*a)) std::swap(a, b);
-    for (auto &c : b->coef) c *= a->offset;
-    b->offset *= a->offset;
+    for (auto &c : b->coef)
+      if (!mulOk(c, a->offset, c)) return std::nullopt;
+    if (!mulOk(b->offset, a->offset, b->offset)) return std::nullopt;
     return b;
   }
   default: return std::nullopt;
   }
 }
 
-/// The range [lo, hi] of an affine value over the domain `ext` (every extent >= 1).
-std::pair<int64_t, int64_t> rangeOf(const Affine &a, const Shape &ext) {
+/// The range [lo, hi] of an affine value over the domain `ext` (every extent >= 1); nullopt
+/// when a bound does not fit in int64.
+std::optional<std::pair<int64_t, int64_t>> rangeOf(const Affine &a, const Shape &ext) {
   int64_t lo = a.offset, hi = a.offset;
   for (size_t k = 0; k < ext.size(); ++k) {
-    const int64_t span = a.coef[k] * (ext[k] - 1);
-    (span < 0 ? lo : hi) += span;
+    int64_t span = 0;
+    if (!mulOk(a.coef[k], ext[k] - 1, span) || !addOk(span < 0 ? lo : hi, span, span < 0 ? lo : hi))
+      return std::nullopt;
   }
-  return {lo, hi};
+  return std::make_pair(lo, hi);
 }
 
 bool compare(ScalarOp op, int64_t x, int64_t y) {
@@ -124,19 +140,19 @@ std::optional<Cut> cutOf(const EExpr &cmp, const Shape &ext) {
   const size_t rank = ext.size();
   auto a = affineOf(cmp.args[0], rank), b = affineOf(cmp.args[1], rank);
   if (!a || !b) return std::nullopt;
-  // a - b = off + c * v
+  // a - b = off + c * v, and its range must fit (the truth at v is then exact below)
   Affine diff = *a;
-  diff.offset -= b->offset;
+  if (__builtin_sub_overflow(diff.offset, b->offset, &diff.offset)) return std::nullopt;
   int vars = 0;
   Cut cut;
   for (size_t k = 0; k < rank; ++k) {
-    diff.coef[k] -= b->coef[k];
+    if (__builtin_sub_overflow(diff.coef[k], b->coef[k], &diff.coef[k])) return std::nullopt;
     if (diff.coef[k] != 0 && ext[k] > 1) {
       ++vars;
       cut.var = k;
     }
   }
-  if (vars != 1) return std::nullopt;
+  if (vars != 1 || !rangeOf(diff, ext)) return std::nullopt;
   const int64_t c = diff.coef[cut.var], n = ext[cut.var];
   auto truth = [&](int64_t v) { return compare(cmp.op, diff.offset + c * v, 0); };
   if (cmp.op == ScalarOp::Eq || cmp.op == ScalarOp::Ne) {
@@ -193,11 +209,18 @@ public:
     for (auto &d : a.dyn) {
       d.value = run(d.value);
       auto aff = affineOf(d.value, ext_.size());
-      if (aff) {
-        auto [lo, hi] = rangeOf(*aff, ext_);
-        if (d.error < 0 || (lo >= 0 && hi < d.bound)) {
-          a.offset += d.stride * aff->offset;
-          for (size_t k = 0; k < a.coef.size(); ++k) a.coef[k] += d.stride * aff->coef[k];
+      auto range = aff ? rangeOf(*aff, ext_) : std::nullopt;
+      if (range) {
+        auto [lo, hi] = *range;
+        EAddr folded = a;
+        bool ok = d.error < 0 || (lo >= 0 && hi < d.bound);
+        int64_t t = 0;
+        ok = ok && mulOk(d.stride, aff->offset, t) && addOk(folded.offset, t, folded.offset);
+        for (size_t k = 0; ok && k < a.coef.size(); ++k)
+          ok = mulOk(d.stride, aff->coef[k], t) && addOk(folded.coef[k], t, folded.coef[k]);
+        if (ok) {
+          a.offset = folded.offset;
+          a.coef = folded.coef;
           continue;
         }
       }
@@ -226,9 +249,10 @@ private:
     }
     if (isCompare(e->op)) {
       auto a = affineOf(args[0], ext_.size()), b = affineOf(args[1], ext_.size());
-      if (a && b) {
-        auto [alo, ahi] = rangeOf(*a, ext_);
-        auto [blo, bhi] = rangeOf(*b, ext_);
+      auto ra = a ? rangeOf(*a, ext_) : std::nullopt, rb = b ? rangeOf(*b, ext_) : std::nullopt;
+      if (ra && rb) {
+        auto [alo, ahi] = *ra;
+        auto [blo, bhi] = *rb;
         // Decided when the comparison has one truth at every corner of both ranges.
         if (alo == ahi && blo == bhi) return boolConst(compare(e->op, alo, blo));
         if (e->op == ScalarOp::Lt || e->op == ScalarOp::Ge) {
@@ -275,6 +299,15 @@ bool splitIndexSets(TKernel &k) {
   if (p.isReduce() || !p.inner.empty()) return false;
   for (auto &s : p.stores)
     if (s.accumulate) return false;
+  // A checked index (a gather's) must stay evaluated where it was: folding a select drops
+  // its untaken side, and with it a bounds check that reports a bad index.
+  bool checked = false;
+  forEachNode(p, [&](const EExpr &e) {
+    for (auto &d : e.addr.dyn) checked |= d.error >= 0;
+  });
+  for (auto &s : p.stores)
+    for (auto &d : s.addr.dyn) checked |= d.error >= 0;
+  if (checked) return false;
   const Shape &ext = k.outer;
   for (int64_t n : ext)
     if (n < 1) return false;
@@ -289,6 +322,7 @@ bool splitIndexSets(TKernel &k) {
   for (auto &[var, at] : cuts)
     if (var >= 1 && !at.empty()) d = var;
   if (d == 0 || (int64_t)cuts[d].size() + 1 > kMaxPieces) return false;
+  if (numelOf(Shape(ext.begin(), ext.begin() + d)) < kMinOuter) return false;
 
   std::vector<int64_t> bounds = {0};
   bounds.insert(bounds.end(), cuts[d].begin(), cuts[d].end());

@@ -12,8 +12,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
 from aotc import _safetensors as st  # noqa: E402
 
-SHAPES = {"q": [4, 6, 8], "k": [4, 8, 6], "v": [4, 6, 8], "r": [4, 5, 7], "s": [4, 7],
-          "w": [6, 9], "u": [6, 4], "y": [6, 9], "z": [2, 9]}
+SHAPES = {"q": [16, 6, 8], "k": [16, 8, 6], "v": [16, 6, 8], "r": [64, 5, 7], "s": [64, 7],
+          "w": [64, 9], "u": [64, 4], "y": [64, 9], "z": [2, 9]}
 
 
 def f32(v):
@@ -35,7 +35,7 @@ def inputs():
 def references(x):
     q, k, v = x["q"], x["k"], x["v"]
     qkv = []
-    for b in range(4):
+    for b in range(16):
         for i in range(6):
             for j in range(24):
                 if j < 8:
@@ -46,11 +46,11 @@ def references(x):
                     val = v[(b * 6 + i) * 8 + (j - 16)]
                 qkv.append(val + 0.0)
     sel = [x["s"][b * 7 + c] if i == 3 else x["r"][(b * 5 + i) * 7 + c]
-           for b in range(4) for i in range(5) for c in range(7)]
+           for b in range(64) for i in range(5) for c in range(7)]
     # w[:, 1:9:2] = u: columns 1, 3, 5, 7
     stp = [x["u"][i * 4 + (j - 1) // 2] if j in (1, 3, 5, 7) else x["w"][i * 9 + j]
-           for i in range(6) for j in range(9)]
-    rows = [x["z"][(i - 1) * 9 + j] if 1 <= i < 3 else x["y"][i * 9 + j] for i in range(6) for j in range(9)]
+           for i in range(64) for j in range(9)]
+    rows = [x["z"][(i - 1) * 9 + j] if 1 <= i < 3 else x["y"][i * 9 + j] for i in range(64) for j in range(9)]
     return {"output_0": qkv, "output_1": sel, "output_2": stp, "output_3": rows}
 
 
