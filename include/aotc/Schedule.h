@@ -200,8 +200,10 @@ bool isColumnReduction(const Kernel &k);
 /// element with coefficient 1 on the innermost outer variable, every other access moving by 0
 /// or 1 element with it: a column scatter such as an embedding's gradient (scatter_add along
 /// the tokens, parallel over the columns). The CPU schedule runs it in blocks
-/// (KernelSchedule::block): per inner step, a row segment of the block is read and updated;
-/// each target element still receives its values in inner-loop order.
+/// (KernelSchedule::block): per inner step, a row segment of the block is read and updated.
+/// The bits are kept because outer iterations are independent (Kernels.h: none writes an
+/// element another writes or reads), so each target element still receives its values in
+/// inner-loop order; the predicate only picks the layouts where blocking pays.
 bool isColumnScatter(const Kernel &k);
 
 /// `in` itself when it is scheduled, else a copy in `storage` scheduled for `t` (for callers

@@ -90,9 +90,11 @@ bool isColumnScatter(const Kernel &k) {
   const Phase &p = k.phases[0];
   if (!p.reductions.empty() || p.inner.empty() || p.stores.empty()) return false;
   const size_t last = k.outer.size() - 1;
-  // Every store accumulates into an element that moves with the last outer variable (so the
-  // block's iterations never share a target within one inner step), and every buffer access
-  // moves with it by 0 or 1 element (a segment of a row, or a value shared by the block).
+  // Outer iterations are independent (Kernels.h): no two write one element and none reads
+  // what another writes, so running a block of them lane by lane inside the inner loop keeps
+  // every element's own sequence of updates, and with it the bits. What the block needs on
+  // top is locality: every store accumulates at coefficient 1 on the last outer variable and
+  // every buffer access moves with it by 0 or 1 element (a row segment, or a shared value).
   for (auto &st : p.stores)
     if (!st.accumulate || p.accesses[st.access].coef[last] != 1) return false;
   for (auto &a : p.accesses)
