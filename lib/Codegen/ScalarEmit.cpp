@@ -797,6 +797,19 @@ void ScalarEmitter::emitBlockBody(ValueRange outerIvs, int64_t block) {
     memo_.clear();
     checked_.clear();
   };
+  // Phase p's inner loops with the block's lanes innermost: body(l) at each (inner step, lane).
+  auto forInnerLanes = [&](const Phase &p, const std::function<void(Value)> &body) {
+    SmallVector<Value> lbs, ubs, steps;
+    innerBounds(p, -1, {}, {}, lbs, ubs, steps);
+    scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location, ValueRange ivs) {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+      forLanes([&](Value l) {
+        enter(l, ivs);
+        body(l);
+      });
+    });
+  };
   for (size_t pi = 0; pi < k_.phases.size(); ++pi) {
     const Phase &p = k_.phases[pi];
     ph_ = &p;
@@ -809,15 +822,8 @@ void ScalarEmitter::emitBlockBody(ValueRange outerIvs, int64_t block) {
       continue;
     }
     if (p.reductions.empty()) { // a column scatter (isColumnScatter): the block's lanes innermost
-      SmallVector<Value> lbs, ubs, steps;
-      innerBounds(p, -1, {}, {}, lbs, ubs, steps);
-      scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location, ValueRange ivs) {
-        OpBuilder::InsertionGuard g(b_);
-        b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-        forLanes([&](Value l) {
-          enter(l, ivs);
-          for (auto &st : p.stores) store(st);
-        });
+      forInnerLanes(p, [&](Value) {
+        for (auto &st : p.stores) store(st);
       });
       continue;
     }
@@ -830,19 +836,12 @@ void ScalarEmitter::emitBlockBody(ValueRange outerIvs, int64_t block) {
       for (size_t i = 0; i < acc.size(); ++i)
         b_.create<memref::StoreOp>(loc_, reduceInit(p.reductions[i]), acc[i], ValueRange{l});
     });
-    SmallVector<Value> lbs, ubs, steps;
-    innerBounds(p, -1, {}, {}, lbs, ubs, steps);
-    scf::buildLoopNest(b_, loc_, lbs, ubs, steps, [&](OpBuilder &b, Location, ValueRange ivs) {
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-      forLanes([&](Value l) {
-        enter(l, ivs);
-        for (size_t i = 0; i < acc.size(); ++i) {
-          Value a = b_.create<memref::LoadOp>(loc_, acc[i], ValueRange{l}), none;
-          combine(p.reductions[i], a, none, inst(p.reductions[i].value), none, /*tree=*/false);
-          b_.create<memref::StoreOp>(loc_, a, acc[i], ValueRange{l});
-        }
-      });
+    forInnerLanes(p, [&](Value l) {
+      for (size_t i = 0; i < acc.size(); ++i) {
+        Value a = b_.create<memref::LoadOp>(loc_, acc[i], ValueRange{l}), none;
+        combine(p.reductions[i], a, none, inst(p.reductions[i].value), none, /*tree=*/false);
+        b_.create<memref::StoreOp>(loc_, a, acc[i], ValueRange{l});
+      }
     });
     for (auto &r : p.reductions)
       if (!regRows[r.reg]) regRows[r.reg] = row(k_.regTypes[r.reg]);
