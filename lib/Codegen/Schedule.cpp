@@ -172,7 +172,8 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   // added into its target row) runs columnBlock columns innermost per token, so a step reads
   // and updates a contiguous row segment instead of one element in a cache line of its own.
   if (accumulates && s.lanes == 1 && s.block == 0 && t.columnBlock > 0 && !k.outer.empty() &&
-      k.outer.back() % t.columnBlock == 0 && isColumnScatter(k))
+      k.outer.back() % t.columnBlock == 0 && numelOf(k.outer) * inner >= t.columnScatterMinElems &&
+      isColumnScatter(k))
     s.block = t.columnBlock;
   const Phase *last = nullptr; // the last phase with an inner loop
   for (auto &ph : k.phases)
