@@ -27,6 +27,8 @@
 //===----------------------------------------------------------------------===//
 #include "FusionInternal.h"
 
+#include "aotc/Diagnostics.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -191,7 +193,7 @@ void forEachNode(const TPhase &p, const std::function<void(const EExpr &)> &fn) 
 
 /// Folds what the domain `ext` decides: comparisons of affine values, the boolean
 /// operations and selects on constants, and data-dependent address terms that are affine
-/// (unchecked ones, or checked ones proven in range) into the address's coefficients.
+/// into the address's coefficients (all are unchecked: in range by construction).
 class Folder {
 public:
   explicit Folder(const Shape &ext) : ext_(ext) {}
@@ -207,15 +209,12 @@ public:
   void foldAddr(EAddr &a) {
     std::vector<EDyn> keep;
     for (auto &d : a.dyn) {
+      AOTC_ASSERT(d.error < 0, "index split: a checked index term (splitIndexSets refuses those)");
       d.value = run(d.value);
-      auto aff = affineOf(d.value, ext_.size());
-      auto range = aff ? rangeOf(*aff, ext_) : std::nullopt;
-      if (range) {
-        auto [lo, hi] = *range;
+      if (auto aff = affineOf(d.value, ext_.size())) {
         EAddr folded = a;
-        bool ok = d.error < 0 || (lo >= 0 && hi < d.bound);
         int64_t t = 0;
-        ok = ok && mulOk(d.stride, aff->offset, t) && addOk(folded.offset, t, folded.offset);
+        bool ok = mulOk(d.stride, aff->offset, t) && addOk(folded.offset, t, folded.offset);
         for (size_t k = 0; ok && k < a.coef.size(); ++k)
           ok = mulOk(d.stride, aff->coef[k], t) && addOk(folded.coef[k], t, folded.coef[k]);
         if (ok) {
