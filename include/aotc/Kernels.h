@@ -357,6 +357,9 @@ struct FusionOptions {
   /// a split kernel would run a thread per row there.
   bool splitIndexSets = true;
 };
+/// `o` as target `target` ("cpu", "cuda") takes it: eval and splitIndexSets off for CUDA.
+/// Defined in lib/Codegen/Codegen.cpp; every caller that plans for a target goes through it.
+FusionOptions fusionOptionsFor(FusionOptions o, const std::string &target);
 /// Bytes between two planned buffers in a checked arena.
 constexpr int64_t kArenaRedzone = 64;
 

@@ -267,6 +267,12 @@ void checkTargetSupport(const Program &p, const std::string &target) {
   dl.throwIfAny();
 }
 
+FusionOptions fusionOptionsFor(FusionOptions o, const std::string &target) {
+  o.eval = o.eval && target != "cuda";
+  o.splitIndexSets = o.splitIndexSets && target != "cuda";
+  return o;
+}
+
 Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
   CodegenOptions opts = optsIn;
   if (opts.name.empty()) opts.name = p.name;
@@ -274,10 +280,7 @@ Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
     userError("--name '" + opts.name + "' is not a valid C identifier");
   Program const *prog = &p;
   checkTargetSupport(p, opts.target);
-  FusionOptions fusion = opts.fusion;
-  fusion.eval = fusion.eval && opts.target != "cuda";
-  fusion.splitIndexSets = fusion.splitIndexSets && opts.target != "cuda";
-  KernelProgram kp = planProgram(*prog, fusion);
+  KernelProgram kp = planProgram(*prog, fusionOptionsFor(opts.fusion, opts.target));
   kp.name = opts.name;
   Artifact a;
   a.savedBytes = kp.savedBytes;

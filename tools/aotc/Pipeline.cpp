@@ -275,8 +275,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.sanitize = o.sanitize;
   cg.cpu = o.cpu == "host" ? hostCpuLevel() : o.cpu; // the build id hashes the level, below
   cg.fusion.checkedArena = o.sanitize == "address";
-  cg.fusion.eval = o.target != "cuda";
-  cg.fusion.splitIndexSets = o.target != "cuda"; // FusionOptions::splitIndexSets
+  cg.fusion = fusionOptionsFor(cg.fusion, o.target);
   checkTargetSupport(p, o.target);
   KernelProgram kp = planProgram(p, cg.fusion);
   if (train) planTrainStep(kp, *train, cg.fusion);
