@@ -7,17 +7,13 @@ which the block schedule keeps, so the outputs must equal them bit for bit. --pe
 one element of each output first: the negative control, which must fail."""
 import os
 import random
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
 from aotc import _safetensors as st  # noqa: E402
+from exact import bits_mismatch, f32  # noqa: E402
 
 T, D, V = 300, 128, 20
-
-
-def f32(v):
-    return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
 def inputs():
@@ -45,9 +41,9 @@ def main():
         got = out[name].tolist()
         if "--perturb" in sys.argv:
             got[idx[0] * D + 5] = f32(got[idx[0] * D + 5] * (1 + 2 ** -20)) + 1e-30
-        wrong = [i for i, (a, b) in enumerate(zip(got, ref)) if struct.pack("<f", a) != struct.pack("<f", b)]
-        if len(got) != len(ref) or wrong:
-            bad.append(f"{name}: {len(wrong)} of {len(ref)} elements differ (first at {wrong[:1]})")
+        miss = bits_mismatch(name, got, ref)
+        if miss:
+            bad.append(miss)
     print("column_scatter_check: " + ("; ".join(bad) if bad else "ok"))
     return 1 if bad else 0
 

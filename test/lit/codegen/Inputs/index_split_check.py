@@ -6,18 +6,14 @@ so the outputs must equal the references bit for bit. --perturb moves one elemen
 output first: the negative control, which must fail."""
 import os
 import random
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
 from aotc import _safetensors as st  # noqa: E402
+from exact import bits_mismatch, f32  # noqa: E402
 
 SHAPES = {"q": [16, 6, 8], "k": [16, 8, 6], "v": [16, 6, 8], "r": [64, 5, 7], "s": [64, 7],
           "w": [64, 9], "u": [64, 4], "y": [64, 9], "z": [2, 9]}
-
-
-def f32(v):
-    return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
 def numel(shape):
@@ -65,9 +61,9 @@ def main():
         got = out[name]
         if "--perturb" in sys.argv:
             got[len(got) // 2] += 1.0
-        wrong = [i for i, (g, w) in enumerate(zip(got, ref)) if struct.pack("<f", g) != struct.pack("<f", w)]
-        if len(got) != len(ref) or wrong:
-            bad.append(f"{name}: {len(wrong)} of {len(ref)} elements differ (first at {wrong[:1]})")
+        miss = bits_mismatch(name, got, ref)
+        if miss:
+            bad.append(miss)
     print("index_split_check: " + ("; ".join(bad) if bad else "ok"))
     return 1 if bad else 0
 

@@ -6,17 +6,13 @@ is 0. A fold that computed the comparison's range without overflow checks got co
 Exact comparison; --perturb moves one element first (the negative control)."""
 import os
 import random
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "python"))
 from aotc import _safetensors as st  # noqa: E402
+from exact import bits_mismatch, f32  # noqa: E402
 
 SHAPES = {"a": [64, 6], "b": [64, 3], "x": [64, 3], "y": [64, 10], "p": [1, 512, 8], "q": [1, 256, 8]}
-
-
-def f32(v):
-    return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
 def main():
@@ -31,8 +27,8 @@ def main():
     got = st.read(sys.argv[3]).tensors["output_0"].tolist()
     if "--perturb" in sys.argv:
         got[2] += 1.0
-    bad = [i for i, (g, w) in enumerate(zip(got, ref)) if struct.pack("<f", g) != struct.pack("<f", w)]
-    print("index_split_refused_check: " + (f"{len(bad)} elements differ (first at {bad[:1]})" if bad else "ok"))
+    bad = bits_mismatch("output_0", got, ref)
+    print("index_split_refused_check: " + (bad or "ok"))
     return 1 if bad else 0
 
 
