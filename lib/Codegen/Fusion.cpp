@@ -145,8 +145,10 @@ private:
     return (int)kg_.errors.size() - 1;
   }
 
-  /// The buffer a realized node should live in: its (first unclaimed) output slot, else scratch.
-  int homeFor(const Node *n, const std::string &suffix = "") {
+  /// The buffer a realized node should live in: its (first unclaimed) output slot, else
+  /// (viaView: for a caller whose buffer will hold exactly n's value, densely) the slot of a
+  /// reshape of n (viewSlotUser), else scratch. Read it back with loadAs(home, n's type).
+  int homeFor(const Node *n, const std::string &suffix = "", bool viaView = false) {
     auto it = outSlots_.find(n);
     if (it != outSlots_.end() && suffix.empty())
       for (int k : it->second)
@@ -154,7 +156,64 @@ private:
           claimed_[k] = true;
           return out_[k];
         }
+    if (viaView && suffix.empty())
+      if (int b = claimViewSlot(n); b >= 0) return b;
     return addBuffer(n->name + suffix, n->types.empty() ? TensorType{} : n->type());
+  }
+
+  /// The slot of viewSlotUser(n), claimed (that view's value is then the slot's contents),
+  /// or -1.
+  int claimViewSlot(const Node *n) {
+    if (const Node *u = viewSlotUser(n))
+      for (int k : outSlots_[u])
+        if (!claimed_[k]) {
+          claimed_[k] = true;
+          preRealized_[u] = out_[k];
+          return out_[k];
+        }
+    return -1;
+  }
+
+  /// A chain of view / reshape / _unsafe_view / alias / clone users of n (each of the same
+  /// dtype and element count as n, so n's dense row-major bytes are its value) ending at a
+  /// node with an unclaimed output slot: n stored there needs no copy into that slot (the
+  /// forward's saved `view` of a layer norm or GELU output, read by the next GEMM).
+  const Node *viewSlotUser(const Node *n) {
+    for (Node *u : users_[n]) {
+      if (!u->isCall() || u->types.size() != 1 || preRealized_.count(u) || u->tensorArg(0) != n) continue;
+      const OpLowering *l = findLowering(*u);
+      if (!l) continue;
+      const TensorType &ut = u->type(), &nt = n->type();
+      // expand to the same shape (export's expand before a bmm's view) is the identity too.
+      bool identity = false;
+      if (l->kind == LoweringKind::View && ut.shape == nt.shape) {
+        IndexMap m = l->view(*u, nt.shape, ut.shape), id = IndexMap::identity((int)nt.shape.size());
+        identity = m.m == id.m && m.c == id.c && m.newRank == id.newRank;
+      }
+      if (l->kind != LoweringKind::Reshape && l->kind != LoweringKind::Alias && l->kind != LoweringKind::Clone &&
+          !identity)
+        continue;
+      if (ut.dtype != nt.dtype || ut.numel() != nt.numel()) continue;
+      if (auto it = outSlots_.find(u); it != outSlots_.end())
+        for (int k : it->second)
+          if (!claimed_[k]) return u;
+      if (const Node *w = viewSlotUser(u)) return w;
+    }
+    return nullptr;
+  }
+
+  /// `buffer` read densely as a value of type t (t's element count, the buffer's dtype).
+  Val loadAs(int buffer, const TensorType &t) {
+    Val v;
+    v.type = TensorType{kg_.buffers[buffer].type.dtype, t.shape};
+    AOTC_ASSERT(v.type.numel() == kg_.buffers[buffer].type.numel(),
+                "codegen: buffer '" + kg_.buffers[buffer].name + "' read with another element count");
+    EAddr a;
+    a.buffer = buffer;
+    a.coef = contiguousStrides(v.type.shape);
+    v.e = mkLoad(v.type.dtype, std::move(a));
+    v.home = buffer;
+    return v;
   }
 
   /// Stores v densely into `buffer` with a map kernel; returns the loaded value.
@@ -171,13 +230,15 @@ private:
     k.ops = v.ops;
     if (k.ops.empty()) k.ops.push_back(opName.empty() ? "copy" : opName);
     ks_.push_back(std::move(k));
-    return loadOf(buffer);
+    return loadAs(buffer, v.type);
   }
 
-  /// Non-view users, looking through views.
-  void effectiveUsers(const Node *n, std::vector<Node *> &out) {
+  /// Non-view users, looking through views; with stopAtSlots, a view that is a graph output
+  /// is a user itself (it is stored in its slot, and its own users read it from there).
+  void effectiveUsers(const Node *n, std::vector<Node *> &out, bool stopAtSlots = false) {
     for (Node *u : users_[n]) {
-      if (u->isCall() && isViewTarget(u->target)) effectiveUsers(u, out);
+      if (u->isCall() && isViewTarget(u->target) && !(stopAtSlots && outSlots_.count(u)))
+        effectiveUsers(u, out, stopAtSlots);
       else out.push_back(u);
     }
   }
@@ -246,8 +307,10 @@ ERef GraphFuser::operand(const Node &n, size_t i, const Shape &out, DType t) {
 
 void GraphFuser::maybeRealize(const Node *n, Val &v) {
   bool mustStore = outSlots_.count(n) > 0;
+  // A GEMM behind a view that is a graph output reads that output's slot (the attention
+  // output's transpose, saved and read by the projection GEMM): n need not be stored too.
   std::vector<Node *> eff;
-  effectiveUsers(n, eff);
+  effectiveUsers(n, eff, true);
   bool feedsMatmul = false;
   for (Node *u : eff) feedsMatmul = feedsMatmul || readsBuffers(u);
   int cost = exprCost(v.e);
@@ -271,7 +334,7 @@ void GraphFuser::maybeRealize(const Node *n, Val &v) {
   if (numelOf(v.type.shape) == 1 && cost > 2)
     for (Node *u : eff) scalarIntoLoop = scalarIntoLoop || (u->isCall() && numelOf(u->type().shape) > 1);
   if (mustStore || feedsMatmul || shared || cost > 48 || unfused || scalarIntoLoop)
-    v = realizeInto(v, homeFor(n));
+    v = realizeInto(v, homeFor(n, "", true));
 }
 
 void GraphFuser::defineNode(const Node *n) {
@@ -349,9 +412,18 @@ void GraphFuser::defineView(const Node *n, const OpLowering &l) {
     if (numelOf(os) != numelOf(ns)) nodeError(*n, "codegen: view changes the number of elements");
     ERef e = reshape(in.e);
     if (!e) {
-      Val r2 = realizeInto(in, addBuffer(src->name + "_contig", in.type));
+      // A dense copy first; into n's own output slot when it has one (the same row-major
+      // bytes), which then needs no second copy.
+      const bool intoSlot = outSlots_.count(n) > 0;
+      int buf = intoSlot ? homeFor(n) : claimViewSlot(n);
+      Val r2 = realizeInto(in, buf >= 0 ? buf : addBuffer(src->name + "_contig", in.type));
       e = reshape(r2.e);
       v.ops.clear();
+      if (intoSlot) {
+        v.e = e;
+        vals_[n] = std::move(v);
+        return;
+      }
     }
     v.e = e;
   }
@@ -425,7 +497,7 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
     result = mkOp(ScalarOp::Div, red.accType, {result, mkConst(red.accType, (double)cnt)});
   }
   p.reds.push_back(red);
-  int home = homeFor(n);
+  int home = homeFor(n, "", true);
   TStore st;
   st.addr.buffer = home;
   auto strides = contiguousStrides(ot.shape);
@@ -440,7 +512,7 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   k.ops = in.ops;
   k.ops.push_back(b);
   ks_.push_back(std::move(k));
-  vals_[n] = loadOf(home);
+  vals_[n] = loadAs(home, ot);
 }
 
 GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int rank) {

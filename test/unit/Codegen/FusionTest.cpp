@@ -150,13 +150,22 @@ TEST_CASE("fusion: a pointwise chain is one kernel and views are indexing", "[fu
   auto &ops = kp.forward.kernels[0].ops;
   CHECK(ops == std::vector<std::string>{"add", "exp", "mul"});
   CHECK(kp.forward.scratchBytes == 0);
-  // A reshape that strides cannot express (flattening the transposed value) realizes first.
+  // A reshape that strides cannot express (flattening the transposed value) realizes first:
+  // into the view's own output slot when it is a graph output (one kernel writes it, no
+  // scratch), else into a dense scratch copy that the reshape then re-strides.
   Node *f = buildCall(g, "view_1", "aten.view.default", {e, std::vector<int64_t>{48}}, {});
   g.setOutputs({m, f});
   p.numForwardOutputs = 2;
   KernelProgram kp2 = planProgram(p);
   INFO(printKernels(kp2));
-  CHECK(kp2.forward.scratchBytes > 0);
+  CHECK(kp2.forward.scratchBytes == 0);
+  Node *s = buildCall(g, "sum", "aten.sum.default", {f}, {});
+  Node *c = buildCall(g, "mul_1", "aten.mul.Scalar", {f, 3.0}, {});
+  g.setOutputs({m, s, c});
+  p.numForwardOutputs = 3;
+  KernelProgram kp3 = planProgram(p);
+  INFO(printKernels(kp3));
+  CHECK(kp3.forward.scratchBytes > 0);
 }
 
 TEST_CASE("fusion: --no-fuse style planning gives one kernel per op", "[fusion]") {
