@@ -80,15 +80,19 @@ TargetInfo cudaTargetInfo();
 /// How a GEMM is split into independent blocks (a pure function of the shapes and the
 /// target, never of the thread count, so results do not depend on threads): `count` blocks of
 /// `size` rows of C (rows = true) or columns of C, per batch entry; the last block may be
-/// smaller. Each block is one single-threaded BLAS call; the count x batch blocks may run in
-/// parallel when `parallel` is set. The larger of m and n is split (the operand re-read by
-/// every block is then the smaller one) into at most gemmMaxBlocks blocks (a power of two is
-/// asked for; rounding the block size up to a multiple of gemmUnit may leave fewer) of at
-/// least gemmMinExtent rows or columns and gemmBlockMacs multiply-adds each.
+/// smaller. The count x batch blocks may run in parallel when `parallel` is set: each thread
+/// takes a contiguous share of them and makes one single-threaded BLAS call per batch entry
+/// for its run of blocks (MLIRGen.cpp buildGemmFunction), except that a last block smaller
+/// than gemmBlockMacs multiply-adds (`tailAlone`) is always a call of its own, as the BLAS
+/// may compute a small call with other kernels. The larger of m and n is split (the operand
+/// re-read by every call is then the smaller one) into at most gemmMaxBlocks blocks (a power
+/// of two is asked for; rounding the block size up to a multiple of gemmUnit may leave fewer)
+/// of at least gemmMinExtent rows or columns and gemmBlockMacs multiply-adds each.
 struct GemmBlocks {
   bool rows = true;
   int64_t size = 0, count = 1;
   bool parallel = false; ///< count * batch > 1 and at least gemmParallelMacs multiply-adds in total.
+  bool tailAlone = false; ///< The last block is smaller than `size` and than gemmBlockMacs.
 };
 GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t);
 

@@ -443,8 +443,9 @@ std::string printKernels(const KernelProgram &in) {
        "#   \"Schedules\"): parallel=N the outer N dims on the thread team, split=pI:PxR phase I's fold\n"
        "#   in P chunks of R rows on the team, else serial; lanes=N outer\n"
        "#   iterations per loop body; vector=dIxW the vector loop (iteration variable I, outer then inner)\n"
-       "#   and elements per register (multi: v2|v3|v4); a GEMM's blocks=COUNTxSIZE{rows|cols} single-\n"
-       "#   threaded library calls, parallel when they run on the team; cuda=<mapping> grid= block=\n";
+       "#   and elements per register (multi: v2|v3|v4); a GEMM's blocks=COUNTxSIZE{rows|cols} of C,\n"
+       "#   parallel when they run on the team, a single-threaded library call per thread's run of\n"
+       "#   blocks (last=alone: the small last block is a call of its own); cuda=<mapping> grid= block=\n";
   if (target.gpu)
     s += "# target cuda: mappings and launches of docs/cuda.md\n";
   else

@@ -65,6 +65,8 @@ GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t) {
   if (b.size >= d) b.size = std::max<int64_t>(d, 1);
   b.count = d == 0 ? 1 : (d + b.size - 1) / b.size;
   b.parallel = b.count * g.batch > 1 && macs * g.batch >= t.gemmParallelMacs;
+  const int64_t tail = d - (b.count - 1) * b.size;
+  b.tailAlone = b.count > 1 && tail < b.size && tail * (macs / std::max<int64_t>(d, 1)) < t.gemmBlockMacs;
   return b;
 }
 
@@ -253,7 +255,8 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
   if (k.kind == Kernel::Kind::Extern) {
     if (k.call.fn != ExternFn::Gemm) return "";
     if (s.gemm.count > 1)
-      os << "blocks=" << s.gemm.count << "x" << s.gemm.size << (s.gemm.rows ? "rows" : "cols");
+      os << "blocks=" << s.gemm.count << "x" << s.gemm.size << (s.gemm.rows ? "rows" : "cols")
+         << (s.gemm.tailAlone ? " last=alone" : "");
     if (s.gemm.parallel) os << sep() << "parallel";
     return os.str();
   }

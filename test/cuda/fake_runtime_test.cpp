@@ -147,6 +147,7 @@ struct KernelLine {
   uint32_t finalGrid = 0, finalBlock = 0; // split-row: the second kernel's launch
   std::string partials;                   // split-row: "scratch+<offset>"
   int64_t gemmBlocks = 1, m = 0, n = 0, batch = 1;
+  bool gemmParallel = false, gemmLastAlone = false; // the CPU schedule's `parallel`, `last=alone`
   std::vector<std::string> reads, writes;
   /// The distinct buffers read or written, in buffer-id order: the kernel's pointer arguments.
   std::vector<std::string> args;
@@ -220,6 +221,8 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.batch = num(line, "batch", 1);
       std::smatch bm;
       if (std::regex_search(line, bm, std::regex("[ []blocks=([0-9]+)x"))) k.gemmBlocks = std::stoll(bm[1]);
+      k.gemmParallel = std::regex_search(line, std::regex(" gemm .*schedule=\\[.*parallel\\]"));
+      k.gemmLastAlone = line.find(" last=alone") != std::string::npos;
       std::smatch fm;
       if (std::regex_search(line, fm, std::regex(" final=([0-9]+)x([0-9]+) partials=(scratch\\+[0-9]+)"))) {
         k.finalGrid = (uint32_t)std::stoul(fm[1]);
@@ -380,8 +383,10 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
       const aotc_cuda_gemm_desc &g = e.gemm;
       EXPECT(g.m == k.m && g.n == k.n && g.batch == k.batch, sym << ": m/n/batch vs text");
       EXPECT(g.allow_tf32 == 0, sym << ": TF32 without --allow-tf32");
-      // The CPU target's calls for this kernel: gemmBlocks x batch single-threaded calls.
-      int64_t calls = k.gemmBlocks * k.batch;
+      // The CPU target's calls for this kernel at 1 thread (MLIRGen.cpp buildGemmFunction): a
+      // parallel GEMM's one thread makes one call per batch entry for all its blocks, plus one
+      // for a last block that is alone; a serial one makes a call per block.
+      int64_t calls = k.batch * (k.gemmBlocks == 1 ? 1 : !k.gemmParallel ? k.gemmBlocks : k.gemmLastAlone ? 2 : 1);
       EXPECT(cpu + calls <= cpuCalls.size(), sym << ": the CPU made fewer BLAS calls");
       if (cpu + calls > cpuCalls.size()) return;
       std::vector<BlasCall> mine(cpuCalls.begin() + cpu, cpuCalls.begin() + cpu + calls);
@@ -429,7 +434,11 @@ int main(int argc, char **argv) {
   for (const char *graph : {"forward", "backward"})
     for (auto &k : text[graph].kernels)
       for (auto &c : cpuText[graph].kernels)
-        if (c.name == k.name) k.gemmBlocks = c.gemmBlocks;
+        if (c.name == k.name) {
+          k.gemmBlocks = c.gemmBlocks;
+          k.gemmParallel = c.gemmParallel;
+          k.gemmLastAlone = c.gemmLastAlone;
+        }
   for (const char *graph : {"forward", "backward"})
     for (auto &k : text[graph].kernels) {
       std::string sym = symbolPrefix(graph) + k.name;

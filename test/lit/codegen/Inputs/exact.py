@@ -1,6 +1,6 @@
-"""exact.py: what the codegen checkers that compare aotc's outputs with references bit for bit
-share (index_split_check.py, index_split_refused_check.py, column_scatter_check.py; each runs
-from this folder, so `import exact` finds it). Standard library only."""
+"""exact.py: what the codegen checkers share (index_split_check.py, index_split_refused_check.py,
+column_scatter_check.py, view_slots_check.py, gemm_runs_check.py; each runs from this folder, so
+`import exact` finds it): f32 rounding and the bit-for-bit comparison. Standard library only."""
 import struct
 
 
