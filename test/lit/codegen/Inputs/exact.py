@@ -1,6 +1,7 @@
 """exact.py: what the codegen checkers share (index_split_check.py, index_split_refused_check.py,
-column_scatter_check.py, view_slots_check.py, gemm_runs_check.py; each runs from this folder, so
-`import exact` finds it): f32 rounding and the bit-for-bit comparison. Standard library only."""
+column_scatter_check.py, view_slots_check.py, gemm_runs_check.py, pointwise_join_check.py; each
+runs from this folder, so `import exact` finds it): f32 rounding and the bit-for-bit comparison.
+Standard library only."""
 import struct
 
 
