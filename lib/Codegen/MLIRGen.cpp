@@ -203,7 +203,7 @@ static func::FuncOp declareOmpQuery(ModuleOp mod, StringRef name) {
 /// blocks and makes one call per batch entry for its run of blocks (GemmBlocks::tailAlone: a
 /// small last block is a call of its own): every call packs the operand the blocks share, so
 /// one call for a thread's blocks packs it once where a call per block packed it count / n
-/// times (nanoGPT large: 8 blocks of 128 rows ran at 63-75 % of one call's rate, 1 thread).
+/// times (a 2048^3 mm in 16 blocks: 169-184 -> 135-150 ms at 1 thread, 91-104 -> 71 at 2).
 /// Bit-identity across thread counts: every call covers blocks of >= gemmBlockMacs
 /// multiply-adds, or exactly the small last block as before, and OpenBLAS's level-3 driver
 /// computes each element of C the same way whatever rows or columns the call covers (its K
