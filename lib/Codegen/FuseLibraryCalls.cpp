@@ -10,6 +10,15 @@
 
 namespace aotc::fusion {
 
+/// A library call's kernel over the node's output domain: extern, never merged.
+static TKernel externKernel(const Shape &outer) {
+  TKernel k;
+  k.kind = Kernel::Kind::Extern;
+  k.noMerge = true;
+  k.outer = outer;
+  return k;
+}
+
 GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int rank) {
   Val v = val(arg);
   const Shape &S = v.type.shape;
@@ -87,9 +96,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
       transpose = m.newRank == 2 && m.m == std::vector<std::vector<int64_t>>{{0, 1}, {1, 0}} &&
                   m.c == std::vector<int64_t>{0, 0};
     }
-    if (transpose && outSlots_.count(u))
-      for (int k : outSlots_[u])
-        if (!claimed_[k]) tu = u;
+    if (transpose && freeSlot(u) >= 0) tu = u;
   }
   int home = tu ? homeFor(tu) : homeFor(n);
   if (tu) {
@@ -98,9 +105,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     oa.trans = !oa.trans;
     ob.trans = !ob.trans;
   }
-  TKernel k;
-  k.kind = Kernel::Kind::Extern;
-  k.noMerge = true;
+  TKernel k = externKernel(ot.shape);
   GemmDesc gd;
   gd.dtype = ot.dtype;
   gd.a = oa.buffer;
@@ -124,7 +129,6 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   gd.strideC = gd.m * gd.n;
   gd.alpha = 1.0;
   gd.beta = 0.0;
-  k.outer = ot.shape;
   // addmm: C = beta*bias + alpha*op(A)op(B). When the result only feeds
   // generated kernels (no graph output, no other GEMM), the GEMM runs with
   // beta=0 and `+ beta*bias` becomes part of the value its consumers inline
@@ -244,10 +248,7 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   std::tie(d.a, d.offA) = denseOperand(A);
   std::tie(d.b, d.offB) = denseOperand(B);
   d.c = homeFor(n);
-  TKernel k;
-  k.kind = Kernel::Kind::Extern;
-  k.noMerge = true;
-  k.outer = ot.shape;
+  TKernel k = externKernel(ot.shape);
   d.error = newError(*n, "the convolution failed in libaotc_kernels (the value is aotc_conv's status, "
                          "aotc/kernels.h; the ABI context's error text says why)");
   k.call = convCall(d);
@@ -300,10 +301,7 @@ void GraphFuser::defineFft(const Node *n) {
   }
   std::tie(d.in, d.offIn) = denseOperand(X);
   d.out = homeFor(n);
-  TKernel k;
-  k.kind = Kernel::Kind::Extern;
-  k.noMerge = true;
-  k.outer = ot.shape;
+  TKernel k = externKernel(ot.shape);
   d.error = newError(*n, "the FFT failed in libaotc_kernels (the value is aotc_fft's status, aotc/kernels.h)");
   k.call = fftCall(d);
   k.ops = v.ops;
@@ -341,10 +339,7 @@ void GraphFuser::defineLinalg(const Node *n, const OpLowering &l) {
     std::tie(*bufs[slot], *offs[slot]) = denseOperand(operands[i]);
   }
   d.out = homeFor(n);
-  TKernel k;
-  k.kind = Kernel::Kind::Extern;
-  k.noMerge = true;
-  k.outer = ot.shape;
+  TKernel k = externKernel(ot.shape);
   d.error = newError(*n, linalgErrorText(d));
   k.call = linalgCall(d);
   k.ops = v.ops;

@@ -82,6 +82,7 @@ struct IndexMap {
   std::vector<std::vector<int64_t>> m;
   std::vector<int64_t> c;
   int newRank = 0;
+  bool operator==(const IndexMap &) const = default;
   static IndexMap identity(int rank);
   /// Maps an operand of shape `from` broadcast (right-aligned) to shape `to`.
   static IndexMap broadcast(const Shape &from, const Shape &to);

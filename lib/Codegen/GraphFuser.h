@@ -89,29 +89,33 @@ private:
   /// (viaView: for a caller whose buffer will hold exactly n's value, densely) the slot of a
   /// reshape of n (viewSlotUser), else scratch. Read it back with loadAs(home, n's type).
   int homeFor(const Node *n, const std::string &suffix = "", bool viaView = false) {
-    auto it = outSlots_.find(n);
-    if (it != outSlots_.end() && suffix.empty())
-      for (int k : it->second)
-        if (!claimed_[k]) {
-          claimed_[k] = true;
-          return out_[k];
-        }
+    if (suffix.empty())
+      if (int k = freeSlot(n); k >= 0) {
+        claimed_[k] = true;
+        return out_[k];
+      }
     if (viaView && suffix.empty())
       if (int b = claimViewSlot(n); b >= 0) return b;
     return addBuffer(n->name + suffix, n->types.empty() ? TensorType{} : n->type());
   }
 
+  /// n's first unclaimed output slot (an index into out_), or -1.
+  int freeSlot(const Node *n) const {
+    if (auto it = outSlots_.find(n); it != outSlots_.end())
+      for (int k : it->second)
+        if (!claimed_[k]) return k;
+    return -1;
+  }
+
   /// The slot of viewSlotUser(n), claimed (that view's value is then the slot's contents),
   /// or -1.
   int claimViewSlot(const Node *n) {
-    if (const Node *u = viewSlotUser(n))
-      for (int k : outSlots_[u])
-        if (!claimed_[k]) {
-          claimed_[k] = true;
-          preRealized_[u] = out_[k];
-          return out_[k];
-        }
-    return -1;
+    const Node *u = viewSlotUser(n);
+    if (!u) return -1;
+    int k = freeSlot(u);
+    claimed_[k] = true;
+    preRealized_[u] = out_[k];
+    return out_[k];
   }
 
   /// A chain of view / reshape / _unsafe_view / alias / clone users of n (each of the same
@@ -125,18 +129,13 @@ private:
       if (!l) continue;
       const TensorType &ut = u->type(), &nt = n->type();
       // expand to the same shape (export's expand before a bmm's view) is the identity too.
-      bool identity = false;
-      if (l->kind == LoweringKind::View && ut.shape == nt.shape) {
-        IndexMap m = l->view(*u, nt.shape, ut.shape), id = IndexMap::identity((int)nt.shape.size());
-        identity = m.m == id.m && m.c == id.c && m.newRank == id.newRank;
-      }
+      const bool identity = l->kind == LoweringKind::View && ut.shape == nt.shape &&
+                            l->view(*u, nt.shape, ut.shape) == IndexMap::identity((int)nt.shape.size());
       if (l->kind != LoweringKind::Reshape && l->kind != LoweringKind::Alias && l->kind != LoweringKind::Clone &&
           !identity)
         continue;
       if (ut.dtype != nt.dtype || ut.numel() != nt.numel()) continue;
-      if (auto it = outSlots_.find(u); it != outSlots_.end())
-        for (int k : it->second)
-          if (!claimed_[k]) return u;
+      if (freeSlot(u) >= 0) return u;
       if (const Node *w = viewSlotUser(u)) return w;
     }
     return nullptr;

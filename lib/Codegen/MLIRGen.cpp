@@ -297,32 +297,26 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
     Value hi = b.create<arith::DivUIOp>(loc, b.create<arith::MulIOp>(loc, b.create<arith::AddIOp>(loc, tid, one), tot), nth);
     Value firstEntry = b.create<arith::DivUIOp>(loc, lo, cnt);
     Value endEntry = b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, hi, cnt), one), cnt);
-    const bool partialLast = gb.tailAlone;
     b.create<scf::ForOp>(
         loc, firstEntry, endEntry, one, ValueRange{}, [&](OpBuilder &ob, Location l, Value bi, ValueRange) {
           Value base = ob.create<arith::MulIOp>(l, bi, cnt);
           Value s = ob.create<arith::SubIOp>(l, ob.create<arith::MaxUIOp>(l, lo, base), base);
           Value e = ob.create<arith::SubIOp>(
               l, ob.create<arith::MinUIOp>(l, hi, ob.create<arith::AddIOp>(l, base, cnt)), base);
-          // Blocks [s, min(e, count - 1)) when the last block is to be alone, then that block.
-          Value wholeEnd = partialLast ? ob.create<arith::MinUIOp>(l, e, cidx(ob, gb.count - 1)).getResult() : e;
-          auto ifLess = [&](Value x, Value y, const std::function<void(OpBuilder &)> &then) {
-            Value c = ob.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, x, y);
-            ob.create<scf::IfOp>(l, c, [&](OpBuilder &tb, Location tl) {
-              then(tb);
+          // One call for blocks [x, y) of this entry when x < y.
+          auto callIfAny = [&](Value x, Value y) {
+            Value any = ob.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, x, y);
+            ob.create<scf::IfOp>(l, any, [&](OpBuilder &tb, Location tl) {
+              call(tb, bi, x, y);
               tb.create<scf::YieldOp>(tl);
             });
           };
-          ifLess(s, wholeEnd, [&](OpBuilder &tb) { call(tb, bi, s, wholeEnd); });
-          if (partialLast) {
-            Value lastB = cidx(ob, gb.count - 1);
-            Value c1 = ob.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, s, lastB);
-            Value c2 = ob.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, lastB, e);
-            Value c = ob.create<arith::AndIOp>(l, c1, c2);
-            ob.create<scf::IfOp>(l, c, [&](OpBuilder &tb, Location tl) {
-              call(tb, bi, lastB, cidx(tb, gb.count));
-              tb.create<scf::YieldOp>(tl);
-            });
+          if (!gb.tailAlone) {
+            callIfAny(s, e);
+          } else { // [s, min(e, last)), then [max(s, last), e): the last block alone
+            Value last = cidx(ob, gb.count - 1);
+            callIfAny(s, ob.create<arith::MinUIOp>(l, e, last));
+            callIfAny(ob.create<arith::MaxUIOp>(l, s, last), e);
           }
           ob.create<scf::YieldOp>(l);
         });
