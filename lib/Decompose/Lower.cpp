@@ -240,17 +240,23 @@ Vals varCorrection(Emitter &e, Node &n) {
   return {e.div(sq, std::max(0.0, (double)count - c))};
 }
 
-/// aotc::safe_softmax(x, dim): m = amax(x, dim) == -inf (every value -inf; a NaN makes the
-/// amax NaN, so the row is not masked and gives NaN, as torch);
-/// where(m, 0, _softmax(where(m, 0, x))): no 0/0 in the forward.
+/// aotc::safe_softmax(x, dim): a = amax(x, dim), m = (a == -inf) (every value -inf; a NaN
+/// makes a NaN, so the row is not masked and gives NaN, as torch);
+/// u = exp(x - where(m, 0, a)); where(m, 0, u / sum(u)). A masked row's u is exp(-inf) = 0, so
+/// its 0/0 is replaced by the final where. One max pass: this is torch's
+/// where(m, 0, _softmax(where(m, 0, x))) with amax(where(m, 0, x)) = where(m, 0, a) (m is
+/// constant along dim), which gives the same bits for every row.
 Vals safeSoftmax(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  int64_t dim = n.intArg(1);
-  DType dt = n.types[0].dtype;
-  Node *m = e.call("aten.eq.Scalar", {e.call("aten.amax.default", {x, std::vector<int64_t>{dim}, true}), -INFINITY});
-  Node *zero = e.scalarTensor(0.0, dt);
-  Node *y = e.call("aten._softmax.default", {e.call("aten.where.self", {m, zero, x}), dim, false});
-  return {e.call("aten.where.self", {m, zero, y})};
+  if (numelOf(x->type().shape) == 0) return {e.call("aten.clone.default", {x})}; // empty: nothing to normalize
+  int64_t r = x->type().rank();
+  std::vector<int64_t> dim = {r == 0 ? 0 : wrapDimAt(n, n.intArg(1), r)};
+  if (r == 0) dim.clear();
+  Node *a = e.call("aten.amax.default", {x, dim, true});
+  Node *m = e.call("aten.eq.Scalar", {a, -INFINITY});
+  Node *zero = e.scalarTensor(0.0, n.types[0].dtype);
+  Node *u = e.exp(e.sub(x, e.call("aten.where.self", {m, zero, a})));
+  return {e.call("aten.where.self", {m, zero, e.div(u, e.sum(u, dim, true))})};
 }
 
 /// logsumexp(x, dim, keepdim) (torch/_refs logsumexp):
@@ -331,7 +337,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form"},
     {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form"},
     {"aten._softmax.default",               softmax,            "exp(x - amax) / sum"},
-    {"aotc.safe_softmax.default",           safeSoftmax,        "where(m, 0, _softmax(where(m, 0, x))), m = (amax == -inf)"},
+    {"aotc.safe_softmax.default",           safeSoftmax,        "where(m, 0, u / sum(u)), u = exp(x - where(m, 0, a)), m = (a == -inf), a = amax"},
     {"aten._log_softmax.default",           logSoftmax,         "(x - amax) - log(sum(exp(x - amax)))"},
     {"aten._softmax_backward_data.default", softmaxBackward,    "g y - y sum(g y)"},
     {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},
