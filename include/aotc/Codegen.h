@@ -59,6 +59,9 @@ struct CodegenOptions {
   /// (the compiling machine's CPU and features). The driver turns its "host" into
   /// hostCpuLevel() first.
   std::string cpu = "multi";
+  /// CPU target: the library of f32 GEMMs, TargetInfo::gemmLibrary ("openblas", "auto",
+  /// "onednn").
+  std::string cpuGemm = "openblas";
   bool emitKernels = false;    ///< Fill Artifact::kernelsText.
   bool emitMLIR = false;       ///< Fill Artifact::mlirText (before lowering to LLVM dialect).
   bool emitLLVM = false;       ///< Fill Artifact::llvmText (optimized LLVM IR).

@@ -69,6 +69,11 @@ struct TargetInfo {
   /// phase of at least splitMinElems elements is cut into chunks of about splitChunkElems
   /// elements (whole rows of its split dim, splitDimOf), at most splitMaxParts.
   int64_t splitMinElems = 65536, splitChunkElems = 16384, splitMaxParts = 64;
+  /// The library of f32 GEMMs (GemmBlocks::library): "openblas" (the default), "auto" (the
+  /// measured rule of chooseGemmLibrary) or "onednn" (every f32 GEMM). f64 GEMMs are OpenBLAS's.
+  /// oneDNN's dnnl_sgemm allocates its packing buffers in every call, so an object with oneDNN
+  /// GEMMs has no allocation-free step: opt-in (docs/stage-codegen.md "GEMM libraries").
+  std::string gemmLibrary = "openblas";
 };
 
 /// The TargetInfo of a CPU level (CodegenOptions::cpu after the driver resolved "host":
@@ -88,13 +93,27 @@ TargetInfo cudaTargetInfo();
 /// re-read by every call is then the smaller one) into at most gemmMaxBlocks blocks (a power
 /// of two is asked for; rounding the block size up to a multiple of gemmUnit may leave fewer)
 /// of at least gemmMinExtent rows or columns and gemmBlockMacs multiply-adds each.
+enum class GemmLibrary {
+  OpenBlas, ///< cblas_[sd]gemm of the linked CBLAS (OpenBLAS)
+  OneDnn,   ///< aotc_onednn_sgemm (libaotc_kernels, aotc/kernels.h): oneDNN's dnnl_sgemm
+};
+const char *gemmLibraryName(GemmLibrary l); ///< "openblas", "onednn"
+
 struct GemmBlocks {
+  /// Which library computes the blocks. OpenBLAS: a thread's run of blocks is one call (see
+  /// above). oneDNN: every block is a call of its own, always: its results depend on the rows
+  /// and columns a call covers (dnnl_sgemm of a whole NT GEMM and of two row or column pieces
+  /// differ in the last bits for 44 of 150 random shapes), while a fixed block's call gives
+  /// the same bits at any thread count.
+  GemmLibrary library = GemmLibrary::OpenBlas;
   bool rows = true;
   int64_t size = 0, count = 1;
   bool parallel = false; ///< count * batch > 1 and at least gemmParallelMacs multiply-adds in total.
   bool tailAlone = false; ///< The last block is smaller than `size` and than gemmBlockMacs.
 };
 GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t);
+/// The CPU library of a GEMM under t.gemmLibrary (Schedule.cpp: the measured rule).
+GemmLibrary chooseGemmLibrary(const GemmDesc &g, const TargetInfo &t);
 
 /// How the CUDA target runs one Loop kernel; a function of the kernel's shapes only
 /// (never of the device's SM count). block = threads per block, grid = blocks (x only).

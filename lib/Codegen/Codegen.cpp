@@ -78,10 +78,12 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   tensorLines(os, "out", kp.outputs, &kp.inputs);
   os << " * Gradients (backward grads[], overwritten):\n";
   tensorLines(os, "grads", kp.grads);
-  bool convs = false, ffts = false, linalgs = false, specials = false;
-  for (const KernelGraph *kg : {&kp.forward, &kp.backward})
+  bool convs = false, ffts = false, linalgs = false, specials = false, dnnlGemms = false;
+  for (const KernelGraph *kg : {&kp.forward, &kp.backward, &kp.eval})
     for (const Kernel &k : kg->kernels) {
       convs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv;
+      dnnlGemms |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Gemm &&
+                   k.schedule.gemm.library == GemmLibrary::OneDnn;
       ffts |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft;
       linalgs |= k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Linalg;
       for (const Phase &ph : k.phases)
@@ -90,6 +92,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
   if (!cuda) {
     std::vector<std::string> uses;
     if (convs) uses.push_back("convolutions");
+    if (dnnlGemms) uses.push_back("oneDNN GEMMs");
     if (ffts) uses.push_back("FFTs");
     if (linalgs) uses.push_back("LAPACK factorizations");
     if (specials) uses.push_back("special functions");
@@ -98,7 +101,7 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
       kernelsLib += (i == 0 ? "libaotc_kernels (" : i + 1 == uses.size() ? " and " : ", ") + uses[i];
     if (!kernelsLib.empty()) kernelsLib += ", aotc/kernels.h), ";
     os << " * Run-time libraries: " << kernelsLib
-       << "OpenBLAS (cblas), LLVM libomp, " << (convs ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
+       << "OpenBLAS (cblas), LLVM libomp, " << (convs || dnnlGemms ? "oneDNN (libdnnl, through libaotc_kernels), " : "")
        << "libm (docs/abi.md; CMake: aotc_link_step, or aotc_add_model of an installed aotc).\n";
   }
   os << " * Saved area: " << kp.savedBytes << " bytes (written by forward, read by backward).\n"

@@ -208,7 +208,9 @@ static func::FuncOp declareOmpQuery(ModuleOp mod, StringRef name) {
 /// multiply-adds, or exactly the small last block as before, and OpenBLAS's level-3 driver
 /// computes each element of C the same way whatever rows or columns the call covers (its K
 /// blocking depends on K alone; its small-matrix kernels, chosen by m·n·k, stay below a
-/// block's size); the tests compare outputs at 1 and 2 threads byte for byte.
+/// block's size); the tests compare outputs at 1 and 2 threads byte for byte. A oneDNN GEMM
+/// (GemmBlocks::library) calls aotc_onednn_sgemm once per block instead: oneDNN's bits
+/// depend on the rows and columns a call covers.
 void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::string &sym) {
   const GemmDesc &g = k.call.gemm;
   for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
@@ -219,15 +221,18 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
   Type fp = g.dtype == DType::F64 ? (Type)Float64Type::get(ctx) : (Type)Float32Type::get(ctx);
   Type i32 = b.getI32Type();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  const char *blas = g.dtype == DType::F64 ? "cblas_dgemm" : "cblas_sgemm";
+  if (!k.schedule.valid) internalError("codegen: kernel " + k.name + " has no schedule");
+  const GemmBlocks &gb = k.schedule.gemm;
+  // oneDNN: aotc_onednn_sgemm (libaotc_kernels), cblas_sgemm's arguments; a call per block.
+  const bool dnnl = gb.library == GemmLibrary::OneDnn;
+  if (dnnl && g.dtype != DType::F32) internalError("codegen: oneDNN GEMM of " + k.name + " is not f32");
+  const char *blas = dnnl ? "aotc_onednn_sgemm" : g.dtype == DType::F64 ? "cblas_dgemm" : "cblas_sgemm";
   if (!mod.lookupSymbol(blas)) {
     auto fty = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                            {i32, i32, i32, i32, i32, i32, fp, ptr, i32, ptr, i32, fp, ptr, i32});
     b.setInsertionPointToStart(mod.getBody());
     b.create<LLVM::LLVMFuncOp>(loc, blas, fty);
   }
-  if (!k.schedule.valid) internalError("codegen: kernel " + k.name + " has no schedule");
-  const GemmBlocks &gb = k.schedule.gemm;
   const int64_t total = gb.count * g.batch;
   func::FuncOp tidFn, nthFn;
   if (total > 1 && gb.parallel) {
@@ -311,7 +316,12 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
               tb.create<scf::YieldOp>(tl);
             });
           };
-          if (!gb.tailAlone) {
+          if (dnnl) { // one call per block of [s, e)
+            ob.create<scf::ForOp>(l, s, e, one, ValueRange{}, [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
+              call(fb, bi, j, fb.create<arith::AddIOp>(fl, j, one));
+              fb.create<scf::YieldOp>(fl);
+            });
+          } else if (!gb.tailAlone) {
             callIfAny(s, e);
           } else { // [s, min(e, last)), then [max(s, last), e): the last block alone
             Value last = cidx(ob, gb.count - 1);

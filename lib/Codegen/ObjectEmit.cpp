@@ -721,7 +721,10 @@ struct EntryBuilder {
 
 /// The TargetInfo of a compile's options (CodegenOptions::target and cpu).
 TargetInfo targetInfoOf(const CodegenOptions &opts) {
-  return opts.target == "cuda" ? cudaTargetInfo() : cpuTargetInfo(opts.cpu);
+  if (opts.target == "cuda") return cudaTargetInfo();
+  TargetInfo t = cpuTargetInfo(opts.cpu);
+  t.gemmLibrary = opts.cpuGemm;
+  return t;
 }
 
 void emitObject(const KernelProgram &in, const CodegenOptions &opts, Artifact &out) {

@@ -67,7 +67,23 @@ GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t) {
   b.parallel = b.count * g.batch > 1 && macs * g.batch >= t.gemmParallelMacs;
   const int64_t tail = d - (b.count - 1) * b.size;
   b.tailAlone = b.count > 1 && tail < b.size && tail * (macs / std::max<int64_t>(d, 1)) < t.gemmBlockMacs;
+  if (!t.gpu) b.library = chooseGemmLibrary(g, t);
   return b;
+}
+
+const char *gemmLibraryName(GemmLibrary l) { return l == GemmLibrary::OneDnn ? "onednn" : "openblas"; }
+
+/// The library of a GEMM. f64: OpenBLAS (oneDNN has no f64 GEMM). f32 under "auto": oneDNN
+/// for op(A) @ B^T (transB alone: nn.Linear's forward, attention's q @ k^T), OpenBLAS
+/// otherwise. Measured one call per 128-row block against OpenBLAS's one call for the whole
+/// GEMM, 1 thread, AVX-512 Xeon (docs/stage-codegen.md "GEMM libraries"): NT 1024x256x768
+/// 138 vs 120 GFLOP/s, 1024x1024x256 121 vs 111, 1024x256x512 150 vs 122, batched
+/// 64 x 128x32x128 113 vs 75; NN at par (118 vs 119); TN mixed (768x1024x256: 104 vs 111,
+/// 1024x1024x256: 84 vs 109), so TN and NN stay OpenBLAS's.
+GemmLibrary chooseGemmLibrary(const GemmDesc &g, const TargetInfo &t) {
+  if (g.dtype != DType::F32 || t.gemmLibrary == "openblas") return GemmLibrary::OpenBlas;
+  if (t.gemmLibrary == "onednn") return GemmLibrary::OneDnn;
+  return g.transB && !g.transA ? GemmLibrary::OneDnn : GemmLibrary::OpenBlas;
 }
 
 bool isColumnReduction(const Kernel &k) {
@@ -258,6 +274,7 @@ std::string scheduleText(const Kernel &k, const TargetInfo &t) {
       os << "blocks=" << s.gemm.count << "x" << s.gemm.size << (s.gemm.rows ? "rows" : "cols")
          << (s.gemm.tailAlone ? " last=alone" : "");
     if (s.gemm.parallel) os << sep() << "parallel";
+    if (s.gemm.library != GemmLibrary::OpenBlas) os << sep() << "lib=" << gemmLibraryName(s.gemm.library);
     return os.str();
   }
   if (s.parallelDims > 0) os << "parallel=" << s.parallelDims;

@@ -214,7 +214,7 @@ def build_library(path, name=None, flags=(), derivatives=(), cache_dir=None, aot
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"name {name!r} is not a C identifier")
     flags = [str(f) for f in flags]
-    if not any(f.startswith("--cpu") for f in flags):
+    if not any(f == "--cpu" or f.startswith("--cpu=") for f in flags):
         # The library runs in this process: this machine's x86-64 level only (a third of the
         # multiversioned default's compile time); the CPU's feature flags enter the key, so a
         # cache shared with another machine never hands it code its CPU may lack.

@@ -390,12 +390,7 @@ static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void 
   return 0;
 }
 
-/* oneDNN's thread count. libdnnl calls omp_get_max_threads / omp_set_num_threads under
- * version OMP_1.0, which the first such definition in the global scope serves: LLVM's libomp
- * in aotc's own processes (this library's calls, under libomp's version VERSION, go there
- * too), but torch's libgomp in a process that imported torch first (docs/python.md
- * "Threads"). Both are set, so that oneDNN runs inline in either. */
-typedef struct omp_threads { int ours, theirs; } omp_threads;
+/* oneDNN's thread count (ConvInternal.h aotc_dnnl_threads_set). */
 static int (*dnnlGetThreads)(void);
 static void (*dnnlSetThreads)(int);
 static void findDnnlOmp(void) {
@@ -409,13 +404,14 @@ static void findDnnlOmp(void) {
   }
   __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
-static omp_threads setThreads(int n) {
-  omp_threads was = {omp_get_max_threads(), dnnlGetThreads ? dnnlGetThreads() : 0};
+aotc_dnnl_threads aotc_dnnl_threads_set(int n) {
+  findDnnlOmp();
+  aotc_dnnl_threads was = {omp_get_max_threads(), dnnlGetThreads ? dnnlGetThreads() : 0};
   omp_set_num_threads(n);
   if (dnnlSetThreads) dnnlSetThreads(n);
   return was;
 }
-static void restoreThreads(omp_threads was) {
+void aotc_dnnl_threads_restore(aotc_dnnl_threads was) {
   omp_set_num_threads(was.ours);
   if (dnnlSetThreads) dnnlSetThreads(was.theirs);
 }
@@ -428,10 +424,9 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
 
 int aotc_conv_dnnl(aotc_kernels_state *s, const aotc_conv_desc *d, const void *a, const void *b, void *c) {
   if (!s) return AOTC_KERNELS_ERROR_NO_STATE;
-  findDnnlOmp();
-  omp_threads was = setThreads(1);
+  aotc_dnnl_threads was = aotc_dnnl_threads_set(1);
   int rc = convChunked(s, d, a, b, c, was.ours < 1 ? 1 : was.ours);
-  restoreThreads(was);
+  aotc_dnnl_threads_restore(was);
   return rc;
 }
 
@@ -484,11 +479,11 @@ static int convChunked(aotc_kernels_state *s, const aotc_conv_desc *d, const voi
     conv_entry *e = n1 - n0 == lo ? small : large;
     int64_t t = 0;
     while (__atomic_exchange_n(&s->busy[t], 1, __ATOMIC_ACQUIRE)) t = (t + 1) % threads;
-    /* This thread's nthreads-var at 1 in both runtimes (setThreads): a worker's is its own. */
-    omp_threads saved = setThreads(1);
+    /* This thread's nthreads-var at 1 in both runtimes (aotc_dnnl_threads_set): a worker's is its own. */
+    aotc_dnnl_threads saved = aotc_dnnl_threads_set(1);
     float *out = wgrad ? (i == 0 ? (float *)c : s->partials + (i - 1) * wElems) : (float *)c + n0 * cs;
     failed |= runChunk(s, e, t, (const float *)a + n0 * as, (const float *)b + n0 * bs, out);
-    restoreThreads(saved);
+    aotc_dnnl_threads_restore(saved);
     __atomic_store_n(&s->busy[t], 0, __ATOMIC_RELEASE);
   }
   if (failed) {

@@ -13,7 +13,8 @@
 //    does (tools/bench/stream_triad.c's sizes, the ceiling of the benchmark docs);
 //  * a GEMM (and a convolution, through the GEMM of the same work): one cblas_sgemm /
 //    cblas_dgemm call of the process's OpenBLAS at that shape and transposes with OpenBLAS
-//    at that many threads, best of at least 3 calls and 20 ms; pinned back to 1 thread after.
+//    at that many threads, best of at least 3 calls and 20 ms; pinned back to 1 thread after;
+//    for f32, oneDNN's dnnl_sgemm too when the process has libdnnl, and the faster of the two.
 // The libraries are found with dlopen(RTLD_NOLOAD) first (what the process already has);
 // without them the report says which ceiling it lacks.
 //===----------------------------------------------------------------------===//
@@ -110,11 +111,15 @@ double triadBandwidth(int threads) {
   return measured[{threads, mib}] = 12.0 * (double)n / ((times[3] + times[4]) / 2);
 }
 
-/// FLOP/s of one library GEMM call at this shape (0 when there is no library).
+/// FLOP/s of one library GEMM call at this shape (0 when there is no library; f32: the faster
+/// of OpenBLAS and oneDNN when the process has oneDNN).
 class GemmCeilings {
 public:
   explicit GemmCeilings(int threads) : threads_(threads) {
     sgemm_ = librarySymbol("libopenblas.so.0", "cblas_sgemm");
+    // oneDNN's f32 GEMM, which objects call for some GEMMs (docs/stage-codegen.md "GEMM
+    // libraries"): an f32 ceiling is the better of the two libraries at the shape.
+    dnnlSgemm_ = librarySymbol("libdnnl.so.2", "dnnl_sgemm");
     dgemm_ = librarySymbol("libopenblas.so.0", "cblas_dgemm");
     setThreads_ = reinterpret_cast<void (*)(int)>(librarySymbol("libopenblas.so.0", "openblas_set_num_threads"));
     auto get = reinterpret_cast<int (*)()>(librarySymbol("libopenblas.so.0", "openblas_get_num_threads"));
@@ -124,6 +129,7 @@ public:
     if (setThreads_) setThreads_(before_); // the caller's setting (the runtime's is 1)
   }
   bool available() const { return sgemm_ && dgemm_; }
+  bool hasOneDnn() const { return dnnlSgemm_ != nullptr; }
   double rate(const aotc_kernel_desc &d) {
     std::lock_guard<std::mutex> lock(ceilingMutex);
     static std::map<std::tuple<int, int, int, int64_t, int64_t, int64_t>, double> measured;
@@ -160,18 +166,31 @@ private:
         reinterpret_cast<S>(sgemm_)(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, 1.0f, a32.data(), lda,
                                     b32.data(), ldb, 0.0f, c32.data(), ldc);
     };
-    call();
-    double best = 1e30, total = 0;
-    for (int r = 0; r < 200 && (r < 3 || total < 0.02); ++r) {
-      auto t0 = Clock::now();
-      call();
-      double s = seconds(t0, Clock::now());
-      best = std::min(best, s), total += s;
-    }
+    // dnnl_sgemm (row-major, 'N'/'T'; oneDNN threads itself on omp_get_max_threads(): this
+    // thread's libomp nthreads-var, the kernels' thread count).
+    using Dnnl = int (*)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t,
+                         float, float *, int64_t);
+    auto callDnnl = [&] {
+      reinterpret_cast<Dnnl>(dnnlSgemm_)(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a32.data(), lda, b32.data(),
+                                         ldb, 0.0f, c32.data(), ldc);
+    };
+    auto fastest = [](auto &&f) {
+      f();
+      double best = 1e30, total = 0;
+      for (int r = 0; r < 200 && (r < 3 || total < 0.02); ++r) {
+        auto t0 = Clock::now();
+        f();
+        double s = seconds(t0, Clock::now());
+        best = std::min(best, s), total += s;
+      }
+      return best;
+    };
+    double best = fastest(call);
+    if (!f64 && dnnlSgemm_) best = std::min(best, fastest(callDnnl));
     return 2.0 * (double)m * (double)n * (double)k / best;
   }
   int threads_;
-  void *sgemm_ = nullptr, *dgemm_ = nullptr;
+  void *sgemm_ = nullptr, *dgemm_ = nullptr, *dnnlSgemm_ = nullptr;
   void (*setThreads_)(int) = nullptr;
   int before_ = 1;
 };
@@ -233,7 +252,9 @@ void Profile::report() const {
   j["owner"] = owner;
   j["threads"] = threads;
   j["triad_gb_per_s"] = triad / 1e9;
-  j["gemm_library"] = gemm.available() ? "OpenBLAS cblas_sgemm/cblas_dgemm" : "";
+  j["gemm_library"] = !gemm.available()   ? ""
+                      : gemm.hasOneDnn() ? "the faster of OpenBLAS cblas_sgemm and oneDNN dnnl_sgemm; cblas_dgemm"
+                                         : "OpenBLAS cblas_sgemm/cblas_dgemm";
   nlohmann::json ks = nlohmann::json::array();
   for (const Row &r : rows) {
     const aotc_kernel_desc &d = p.kernels[r.index];
@@ -284,7 +305,9 @@ void Profile::report() const {
   }
   std::string out = "aotc profile: " + progName(p) + " (" + owner + "), " + std::to_string(threads) + " thread" +
                     (threads == 1 ? "" : "s") + "; ceilings: STREAM triad " + fmt("%.1f", triad / 1e9) +
-                    " GB/s, GEMMs: " + (gemm.available() ? "OpenBLAS at each shape" : "none (no OpenBLAS in the process)") +
+                    " GB/s, GEMMs: " + (!gemm.available()   ? "none (no OpenBLAS in the process)"
+                                         : gemm.hasOneDnn() ? "OpenBLAS and oneDNN at each shape"
+                                                            : "OpenBLAS at each shape") +
                     "\n";
   for (auto &[name, g] : graphs)
     out += "  " + name + ": " + std::to_string(g.second) + " calls, " +

@@ -3,7 +3,7 @@
 // Links one model twice: <m>_cuda.o (aotc --target=cuda) and <m>_cpu.o (the CPU
 // target), plus this file, which defines a *recording fake* of the runtime the
 // CUDA object imports (aotc_cuda_launch, aotc_cuda_matmul; abi.h) and of
-// cblas_sgemm/cblas_dgemm for the CPU object (a naive GEMM, so the CPU step
+// cblas_sgemm/cblas_dgemm and aotc_onednn_sgemm for the CPU object (a naive GEMM, so the CPU step
 // still computes). No GPU, no CUDA library: the CUDA entry points run on host
 // memory (256-byte aligned), and nothing they pass is dereferenced.
 //
@@ -131,6 +131,10 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
                  const float *B, int ldb, float beta, float *C, int ldc) {
   naiveGemm<float>(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
+void aotc_onednn_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc) {
+  naiveGemm<float>(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 void cblas_dgemm(int order, int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc) {
   naiveGemm<double>(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -148,6 +152,7 @@ struct KernelLine {
   std::string partials;                   // split-row: "scratch+<offset>"
   int64_t gemmBlocks = 1, m = 0, n = 0, batch = 1;
   bool gemmParallel = false, gemmLastAlone = false; // the CPU schedule's `parallel`, `last=alone`
+  bool gemmOneDnn = false;                          // ... and `lib=onednn`
   std::vector<std::string> reads, writes;
   /// The distinct buffers read or written, in buffer-id order: the kernel's pointer arguments.
   std::vector<std::string> args;
@@ -221,7 +226,8 @@ std::map<std::string, GraphText> parseKernels(const std::string &path) {
       k.batch = num(line, "batch", 1);
       std::smatch bm;
       if (std::regex_search(line, bm, std::regex("[ []blocks=([0-9]+)x"))) k.gemmBlocks = std::stoll(bm[1]);
-      k.gemmParallel = std::regex_search(line, std::regex(" gemm .*schedule=\\[.*parallel\\]"));
+      k.gemmParallel = std::regex_search(line, std::regex(" gemm .*schedule=\\[[^\\]]*parallel"));
+      k.gemmOneDnn = line.find(" lib=onednn") != std::string::npos;
       k.gemmLastAlone = line.find(" last=alone") != std::string::npos;
       std::smatch fm;
       if (std::regex_search(line, fm, std::regex(" final=([0-9]+)x([0-9]+) partials=(scratch\\+[0-9]+)"))) {
@@ -385,8 +391,11 @@ void checkGraph(const char *graph, const GraphText &gt, const Buffers &bufs, con
       EXPECT(g.allow_tf32 == 0, sym << ": TF32 without --allow-tf32");
       // The CPU target's calls for this kernel at 1 thread (MLIRGen.cpp buildGemmFunction): a
       // parallel GEMM's one thread makes one call per batch entry for all its blocks, plus one
-      // for a last block that is alone; a serial one makes a call per block.
-      int64_t calls = k.batch * (k.gemmBlocks == 1 ? 1 : !k.gemmParallel ? k.gemmBlocks : k.gemmLastAlone ? 2 : 1);
+      // for a last block that is alone; a serial one, and every oneDNN one, a call per block.
+      int64_t calls = k.batch * (k.gemmBlocks == 1                       ? 1
+                                 : !k.gemmParallel || k.gemmOneDnn ? k.gemmBlocks
+                                 : k.gemmLastAlone                 ? 2
+                                                                   : 1);
       EXPECT(cpu + calls <= cpuCalls.size(), sym << ": the CPU made fewer BLAS calls");
       if (cpu + calls > cpuCalls.size()) return;
       std::vector<BlasCall> mine(cpuCalls.begin() + cpu, cpuCalls.begin() + cpu + calls);
@@ -437,6 +446,7 @@ int main(int argc, char **argv) {
         if (c.name == k.name) {
           k.gemmBlocks = c.gemmBlocks;
           k.gemmParallel = c.gemmParallel;
+          k.gemmOneDnn = c.gemmOneDnn;
           k.gemmLastAlone = c.gemmLastAlone;
         }
   for (const char *graph : {"forward", "backward"})

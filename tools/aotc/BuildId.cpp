@@ -66,6 +66,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   field("name", programName);
   field("target", o.target);
   if (o.target == "cpu") field("cpu", o.cpu);
+  if (o.target == "cpu" && o.cpuGemm != "openblas") field("cpu-gemm", o.cpuGemm);
   if (o.target == "cuda") {
     field("cuda-arch", list(o.cudaArchs));
     field("cuda-toolkit", o.cudaToolkit);

@@ -37,6 +37,7 @@ struct CompileOptions {
   std::string cudaToolkit = "/usr/local/cuda";             ///< --cuda-toolkit.
   bool allowTf32 = false;                                  ///< --allow-tf32 (cuda GEMMs).
   std::string cpu = "multi";                               ///< --cpu (CPU target; Codegen.h).
+  std::string cpuGemm = "openblas";                       ///< --cpu-gemm (TargetInfo::gemmLibrary).
   std::vector<std::string> requiresGrad;  ///< --requires-grad
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)

@@ -274,6 +274,7 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.name = p.name;
   cg.sanitize = o.sanitize;
   cg.cpu = o.cpu == "host" ? hostCpuLevel() : o.cpu; // the build id hashes the level, below
+  cg.cpuGemm = o.cpuGemm;
   cg.fusion.checkedArena = o.sanitize == "address";
   cg.fusion = fusionOptionsFor(cg.fusion, o.target);
   checkTargetSupport(p, o.target);

@@ -58,6 +58,13 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std:
                  "native (this machine's CPU and features)")
       ->check(CLI::IsMember({"multi", "host", "native", "x86-64-v2", "x86-64-v3", "x86-64-v4"}))
       ->default_str(defaultCpu);
+  app.add_option("--cpu-gemm", o.cpuGemm,
+                 "CPU target: the library of f32 GEMMs: openblas; auto (oneDNN for A @ B^T, e.g. "
+                 "nn.Linear's forward, OpenBLAS for the rest: the measured rule of "
+                 "docs/stage-codegen.md \"GEMM libraries\"); or onednn (every f32 GEMM). oneDNN "
+                 "GEMMs call libaotc_kernels and allocate in every call (no allocation-free step)")
+      ->check(CLI::IsMember({"openblas", "auto", "onednn"}))
+      ->default_str("openblas");
   app.add_option_function<std::vector<std::string>>(
          "--cuda-arch",
          [&o](const std::vector<std::string> &v) {

@@ -220,6 +220,18 @@ enum {
 float aotc_special_f32(int32_t fn, float x, float n);
 double aotc_special_f64(int32_t fn, double x, double n);
 
+/* ---- f32 GEMMs through oneDNN -------------------------------------------------------------
+ * C = alpha op(A) op(B) + beta C with oneDNN's dnnl_sgemm (GemmDnnl.c), in cblas_sgemm's
+ * argument order and enum values: order 101 (row-major) or 102 (column-major), trans 111 (no)
+ * or 112 (yes); m, n, k >= 0 and leading dimensions as cblas. The GEMMs the compiler gives
+ * oneDNN call this (--cpu-gemm; docs/stage-codegen.md "GEMM libraries"); `aotc --emit=kernels`
+ * prints them `lib=onednn`. Always single-threaded: inside an OpenMP parallel region oneDNN
+ * sees it and runs inline; outside one, the calling thread's nthreads-var is 1 for the call.
+ * So a call's bits depend on its arguments alone, never on the thread count. Arguments oneDNN
+ * refuses (which the compiler never emits) fall back to cblas_sgemm. */
+void aotc_onednn_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
 #ifdef __cplusplus
 }
 #endif
