@@ -341,7 +341,16 @@ Value ScalarEmitter::inst(int id) {
     }
     break;
   case ScalarOp::Sqrt: r = b_.create<math::SqrtOp>(loc_, A()); break;
-  case ScalarOp::Erf: r = b_.create<math::ErfOp>(loc_, A()); break;
+  case ScalarOp::Erf:
+    r = b_.create<math::ErfOp>(loc_, A());
+    // MLIR's f32 approximation (MLIRGen.cpp) gives erf(-0) = +0: x itself at +-0, as libm
+    // and torch give it.
+    if (t == DType::F32) {
+      Value x = A();
+      Value zero = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, x, constOf(t, 0.0, 0));
+      r = b_.create<arith::SelectOp>(loc_, zero, x, r);
+    }
+    break;
   case ScalarOp::Sin: r = b_.create<math::SinOp>(loc_, A()); break;
   case ScalarOp::Cos: r = b_.create<math::CosOp>(loc_, A()); break;
   case ScalarOp::Log1p: r = b_.create<math::Log1pOp>(loc_, A()); break;

@@ -174,6 +174,9 @@ TEST_CASE("numeric: f32 tanh and erf (MLIR's rational approximations) over [-10,
   CHECK(r.outputs[0].data[n + 2] == 1.0);
   CHECK(r.outputs[0].data[n + 3] == -1.0);
   CHECK(std::signbit(r.outputs[0].data[n + 1]));
+  CHECK(r.outputs[1].data[n + 1] == 0.0); // erf(-0) = -0, as libm and torch
+  CHECK(std::signbit(r.outputs[1].data[n + 1]));
+  CHECK(!std::signbit(r.outputs[1].data[n]));
   CHECK(r.outputs[1].data[n + 2] == 1.0);
   CHECK(r.outputs[1].data[n + 3] == -1.0);
   RefTensor nan(DType::F32, {n + 7});
