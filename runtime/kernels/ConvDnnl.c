@@ -35,6 +35,7 @@
 #include <dnnl_debug.h>
 #include <dlfcn.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,16 +394,19 @@ static int runChunk(aotc_kernels_state *s, conv_entry *e, int64_t t, const void 
 /* oneDNN's thread count (ConvInternal.h aotc_dnnl_threads_set). */
 static int (*dnnlGetThreads)(void);
 static void (*dnnlSetThreads)(int);
-static void findDnnlOmp(void) {
-  static int done;
-  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+static void findDnnlOmpOnce(void) {
   void *g = dlvsym(RTLD_DEFAULT, "omp_get_max_threads", "OMP_1.0");
   void *st = dlvsym(RTLD_DEFAULT, "omp_set_num_threads", "OMP_1.0");
   if (g && st && g != (void *)omp_get_max_threads) {
     dnnlGetThreads = (int (*)(void))g;
     dnnlSetThreads = (void (*)(int))st;
   }
-  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+/* Once per process, whichever thread comes first (a GEMM's blocks call it from every worker
+ * of a parallel region at once). */
+static void findDnnlOmp(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, findDnnlOmpOnce);
 }
 aotc_dnnl_threads aotc_dnnl_threads_set(int n) {
   findDnnlOmp();

@@ -119,7 +119,8 @@ public:
     sgemm_ = librarySymbol("libopenblas.so.0", "cblas_sgemm");
     // oneDNN's f32 GEMM, which objects call for some GEMMs (docs/stage-codegen.md "GEMM
     // libraries"): an f32 ceiling is the better of the two libraries at the shape.
-    dnnlSgemm_ = librarySymbol("libdnnl.so.2", "dnnl_sgemm");
+    if (void *h = dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_NOLOAD)) // only when already loaded
+      dnnlSgemm_ = dlsym(h, "dnnl_sgemm");
     dgemm_ = librarySymbol("libopenblas.so.0", "cblas_dgemm");
     setThreads_ = reinterpret_cast<void (*)(int)>(librarySymbol("libopenblas.so.0", "openblas_set_num_threads"));
     auto get = reinterpret_cast<int (*)()>(librarySymbol("libopenblas.so.0", "openblas_get_num_threads"));
@@ -167,7 +168,8 @@ private:
                                     b32.data(), ldb, 0.0f, c32.data(), ldc);
     };
     // dnnl_sgemm (row-major, 'N'/'T'; oneDNN threads itself on omp_get_max_threads(): this
-    // thread's libomp nthreads-var, the kernels' thread count).
+    // thread's libomp nthreads-var, the kernels' thread count, in aotc's processes; in one
+    // where torch's libgomp serves libdnnl, that runtime's count: docs/profiling.md).
     using Dnnl = int (*)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t,
                          float, float *, int64_t);
     auto callDnnl = [&] {
