@@ -38,7 +38,11 @@ InputFormat detectFormat(const std::string &bytes);
 /// node's tensor_values meta against the inferred type. Parameters require grad,
 /// buffers and user inputs do not. buffer/user-input mutation outputs are
 /// recorded in Program::mutatedInputs. Result: stage "capture".
-Program readExportedProgram(const std::string &jsonText, const std::string &where);
+/// A dynamic export (torch.export.Dim) is read at the sizes `specialize` gives its symbols
+/// ("SYMBOL=N" or "INPUT:DIM=N"; lib/Capture/Sizes.h): its size computations and asserts are
+/// evaluated there and the result is static.
+Program readExportedProgram(const std::string &jsonText, const std::string &where,
+                            const std::vector<std::string> &specialize = {});
 
 /// Reads a .pt2 archive (libzip): the program from models/model.json and, when
 /// `weights` is non-null, the raw bytes of every Parameter/Buffer placeholder
@@ -49,7 +53,7 @@ Program readExportedProgram(const std::string &jsonText, const std::string &wher
 /// recognised and rejected with a re-export hint.
 /// A weight whose view expands its storage (stride 0) beyond `maxTensorBytes` is a user error.
 Program readPt2(const std::string &path, std::vector<Weight> *weights,
-                int64_t maxTensorBytes = kDefaultMaxTensorBytes);
+                int64_t maxTensorBytes = kDefaultMaxTensorBytes, const std::vector<std::string> &specialize = {});
 
 /// Applies --requires-grad / --freeze: each name is a placeholder name or a
 /// parameter/buffer FQN of `p.forward`. Unknown names, names in both lists and

@@ -23,6 +23,9 @@ struct CaptureOptions {
   std::vector<std::string> requiresGrad; ///< --requires-grad: names (FQN or placeholder) forced on.
   std::vector<std::string> freeze;       ///< --freeze: names forced off.
   int64_t maxTensorBytes = kDefaultMaxTensorBytes; ///< --max-tensor-bytes (bytes).
+  /// --specialize: "SYMBOL=N" / "INPUT:DIM=N", the size a dynamic export is compiled at
+  /// (docs/dynamic-shapes.md).
+  std::vector<std::string> specialize;
 };
 
 /// Stage 1 (lib/Capture). Reads a .pt2 archive, a bare ExportedProgram JSON, or

@@ -12,6 +12,7 @@
 // (unused ones `<node>_unused_<i>`); aotc re-creates the getitem nodes.
 //===----------------------------------------------------------------------===//
 #include "Complex.h"
+#include "Sizes.h"
 #include "aotc/Capture.h"
 #include "aotc/OpRegistry.h"
 
@@ -61,7 +62,8 @@ const char *scalarTypeName(int64_t v) {
 
 class Reader {
 public:
-  Reader(const json &j, std::string where) : j_(j), where_(std::move(where)), loc_{where_} {}
+  Reader(const json &j, std::string where, const std::vector<std::string> &specialize)
+      : j_(j), where_(std::move(where)), loc_{where_}, specialize_(specialize) {}
   Program run();
 
 private:
@@ -92,6 +94,11 @@ private:
   /// stack_trace), added to diags_; then every collected problem is thrown at once.
   void checkTargets(const json &nodes);
   void buildNode(const json &jn);
+  /// A node of dynamic_sizes::isSymbolicTarget: evaluated now at the --specialize values (its
+  /// result into symValues_, checked against the export's sym_*_values expression).
+  void buildSymbolic(const json &jn, const std::string &raw);
+  /// The value of an `as_sym_int` / `as_sym_float` / `as_sym_bool` union's content.
+  dynamic_sizes::Value symValue(const json &v, const json &jn, const std::string &ctx) const;
   /// torch.export's with_effects(token, op, args...) of an effectful op: only
   /// _linalg_check_errors(info, api, is_matrix), which becomes check_errors=True on the linalg
   /// op that computes `info` (a failed factorization is then an error of the entry point).
@@ -101,8 +108,12 @@ private:
   const json &j_;
   std::string where_;
   SourceLoc loc_;
+  const std::vector<std::string> &specialize_;
+  dynamic_sizes::Bindings bindings_;                   ///< Symbol values (Sizes.h).
+  std::map<std::string, dynamic_sizes::Value> symValues_; ///< Symbolic node results, evaluated.
   Program p_;
   const json *tensorValues_ = nullptr;
+  const json *graph_ = nullptr;
   std::map<std::string, Node *> values_; ///< JSON value name -> node.
   std::set<const Node *> complex_;       ///< Nodes holding a complex value's view_as_real (Complex.h).
   std::set<std::string> scalars_;        ///< Symbols _local_scalar_dense defines (item() values: 0-d tensors).
@@ -111,13 +122,6 @@ private:
   std::set<std::string> referenced_;     ///< Every name some node or output reads.
   DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
 };
-
-/// A JSON value for a message: scalars as JSON text, containers by their type name only
-/// (dump() recurses once per nesting level: a deeply nested hostile value would overflow
-/// the stack).
-static std::string scalarText(const json &v) {
-  return v.is_primitive() ? v.dump() : std::string(v.type_name());
-}
 
 void Reader::failNode(const json &jn, const std::string &msg) const {
   throw Error(Error::Kind::User, nodeDiag(jn, msg));
@@ -199,13 +203,21 @@ TensorType Reader::metaType(const std::string &name) const {
   if (!sizes.is_array()) fail(ctx + ".sizes: expected a list");
   for (const json &s : sizes) {
     auto [k, v] = unionOf(s, ctx + ".sizes");
+    int64_t n = 0;
     if (k == "as_expr") {
       std::string e = v->is_object() && v->contains("expr_str") && (*v)["expr_str"].is_string()
                           ? (*v)["expr_str"].get<std::string>() : "?";
-      fail("tensor '" + name + "': symbolic size '" + e + "': dynamic shapes not supported yet");
+      try {
+        n = SymExpr::parse(e).eval(bindings_.values);
+      } catch (const SymExprError &err) {
+        fail("tensor '" + name + "': size '" + e + "': " + err.what() +
+             (bindings_.values.empty() ? "" : " (a symbol outside range_constraints depends on data: aotc needs "
+                                             "every size known when compiling)"));
+      }
+    } else {
+      if (k != "as_int") fail(ctx + ".sizes: unexpected '" + k + "'");
+      n = jsonInt(*v, ctx + ".sizes");
     }
-    if (k != "as_int") fail(ctx + ".sizes: unexpected '" + k + "'");
-    int64_t n = jsonInt(*v, ctx + ".sizes");
     if (n < 0) fail(ctx + ".sizes: negative size");
     t.shape.push_back(n);
   }
@@ -268,7 +280,12 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     for (const json &x : list) {
       if (x.is_object()) { // as_sym_ints entries
         auto [kk, xv] = unionOf(x, ctx);
-        if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + scalarText(*xv) + "': dynamic shapes not supported yet");
+        if (kk == "as_name") {
+          dynamic_sizes::Value sv = symValue(x, jn, ctx);
+          if (!std::holds_alternative<int64_t>(sv)) failNode(jn, ctx + ": expected an integer, got " + dynamic_sizes::str(sv));
+          r.push_back(std::get<int64_t>(sv));
+          continue;
+        }
         if (kk != "as_int") failNode(jn, ctx + ": unexpected '" + kk + "'");
         r.push_back(jsonInt(*xv, ctx));
       } else {
@@ -316,8 +333,13 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     int64_t n;
     if (k == "as_sym_int") {
       auto [kk, xv] = unionOf(v, ctx);
-      if (kk == "as_name") failNode(jn, ctx + ": symbolic integer '" + scalarText(*xv) + "': dynamic shapes not supported yet");
-      n = jsonInt(*xv, ctx);
+      if (kk == "as_name") {
+        dynamic_sizes::Value sv = symValue(v, jn, ctx);
+        if (!std::holds_alternative<int64_t>(sv)) failNode(jn, ctx + ": expected an integer, got " + dynamic_sizes::str(sv));
+        n = std::get<int64_t>(sv);
+      } else {
+        n = jsonInt(*xv, ctx);
+      }
     } else {
       n = jsonInt(v, ctx);
     }
@@ -337,7 +359,11 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   if (k == "as_float" || k == "as_sym_float") {
     if (k == "as_sym_float") {
       auto [kk, xv] = unionOf(v, ctx);
-      if (kk == "as_name") failNode(jn, ctx + ": symbolic float: dynamic shapes not supported yet");
+      if (kk == "as_name") {
+        dynamic_sizes::Value sv = symValue(v, jn, ctx);
+        if (std::holds_alternative<bool>(sv)) failNode(jn, ctx + ": expected a float, got a bool");
+        return std::holds_alternative<double>(sv) ? std::get<double>(sv) : (double)std::get<int64_t>(sv);
+      }
       return jsonFloat(*xv, ctx);
     }
     double d = jsonFloat(v, ctx);
@@ -354,7 +380,11 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   if (k == "as_bool" || k == "as_sym_bool") {
     if (k == "as_sym_bool") {
       auto [kk, xv] = unionOf(v, ctx);
-      if (kk == "as_name") failNode(jn, ctx + ": symbolic bool: dynamic shapes not supported yet");
+      if (kk == "as_name") {
+        dynamic_sizes::Value sv = symValue(v, jn, ctx);
+        if (!std::holds_alternative<bool>(sv)) failNode(jn, ctx + ": expected a bool, got " + dynamic_sizes::str(sv));
+        return std::get<bool>(sv);
+      }
       if (!xv->is_boolean()) failNode(jn, ctx + ": expected a bool");
       return xv->get<bool>();
     }
@@ -477,11 +507,13 @@ void Reader::readNodes(const json &graph) {
     if (!outs.is_array()) failNode(jn, "'outputs' must be a list");
     for (const json &o : outs) {
       std::vector<std::string> names = refsOf(o);
-      bool item = jn.contains("target") && jn["target"].is_string() &&
-                  jn["target"].get<std::string>() == "torch.ops.aten._local_scalar_dense.default";
+      std::string tgt = jn.contains("target") && jn["target"].is_string() ? jn["target"].get<std::string>() : "";
+      bool item = tgt == "torch.ops.aten._local_scalar_dense.default";
       if (o.is_object() && o.size() == 1 && o.begin().key().rfind("as_sym_", 0) == 0) {
-        if (!item) failNode(jn, "symbolic result: dynamic shapes not supported yet");
-        for (const std::string &n : names) scalars_.insert(n);
+        if (!item && !dynamic_sizes::isSymbolicTarget(tgt))
+          failNode(jn, "a symbolic result of an op that is not a size computation: not supported");
+        if (item)
+          for (const std::string &n : names) scalars_.insert(n);
       }
       for (const std::string &n : names) {
         if (reserved_.count(n)) failNode(jn, "duplicate name '" + n + "'");
@@ -560,10 +592,11 @@ void Reader::readNodes(const json &graph) {
 
 /// Why capture cannot read `raw` (empty when it can).
 static std::string targetProblem(const std::string &raw) {
+  if (dynamic_sizes::isSymbolicTarget(raw)) return "";
   if (raw.rfind("torch.ops.higher_order.", 0) == 0) return "higher-order op '" + raw + "' is not supported";
   if (raw.rfind("torch.ops.", 0) != 0) {
     if (raw.rfind("_operator.", 0) == 0 || raw.rfind("torch.sym_", 0) == 0 || raw.rfind("math.", 0) == 0)
-      return "symbolic-shape op '" + raw + "': dynamic shapes not supported yet";
+      return "symbolic-shape op '" + raw + "' is not one aotc evaluates (Capture/Sizes.cpp lists them)";
     return "unknown op '" + raw + "'";
   }
   if (!OpRegistry::get().lookup(canonicalTarget(raw)) && !complex_values::isComplexOnlyTarget(canonicalTarget(raw))) {
@@ -586,6 +619,74 @@ static std::string effectProblem(const json &jn) {
   if (op->get<std::string>() != kCheckErrors)
     return "the effectful op '" + op->get<std::string>() + "' (with_effects) is not supported";
   return "";
+}
+
+dynamic_sizes::Value Reader::symValue(const json &v, const json &jn, const std::string &ctx) const {
+  auto [k, xv] = unionOf(v, ctx);
+  if (k == "as_int") return jsonInt(*xv, ctx);
+  if (k == "as_float") return jsonFloat(*xv, ctx);
+  if (k == "as_bool" && xv->is_boolean()) return xv->get<bool>();
+  if (k != "as_name" || !xv->is_string()) failNode(jn, ctx + ": unexpected '" + k + "'");
+  std::string name = xv->get<std::string>();
+  if (auto it = symValues_.find(name); it != symValues_.end()) return it->second;
+  if (scalars_.count(name))
+    failNode(jn, ctx + ": the value of item() ('" + name + "') used as a size: data-dependent (sizes must be known "
+                       "when compiling)");
+  failNode(jn, ctx + ": '" + name + "' is not the result of a size computation aotc evaluates");
+}
+
+void Reader::buildSymbolic(const json &jn, const std::string &raw) {
+  std::vector<dynamic_sizes::Arg> args;
+  for (const json &na : field(jn, "inputs", "node")) {
+    std::string ctx = "argument " + std::to_string(args.size());
+    auto [k, v] = unionOf(field(na, "arg", ctx), ctx);
+    if (k == "as_tensor") {
+      Node *t = ref(tensorName(*v, ctx), jn);
+      if (complex_.count(t)) failNode(jn, "the size of a complex tensor: not supported");
+      args.push_back(t->type().shape);
+    } else if (k == "as_int" || k == "as_float" || k == "as_bool") {
+      args.push_back(symValue(field(na, "arg", ctx), jn, ctx));
+    } else if (k == "as_sym_int" || k == "as_sym_float" || k == "as_sym_bool") {
+      args.push_back(symValue(*v, jn, ctx));
+    } else if (k == "as_string" && v->is_string()) {
+      args.push_back(v->get<std::string>());
+    } else if (k == "as_none") {
+      args.push_back(std::monostate{});
+    } else {
+      failNode(jn, ctx + ": unexpected '" + k + "' for a size computation");
+    }
+  }
+  std::optional<dynamic_sizes::Value> r;
+  try {
+    r = dynamic_sizes::evalSymbolic(raw, args);
+  } catch (const SymExprError &e) {
+    failNode(jn, std::string(e.what()) + (bindings_.values.empty() ? "" : " (at " + bindings_.str() + ")"));
+  }
+  const json &outs = field(jn, "outputs", "node");
+  if (!outs.is_array()) failNode(jn, "'outputs' must be a list");
+  if (!r) return;
+  std::vector<std::string> names = outs.size() == 1 ? refsOf(outs[0]) : std::vector<std::string>{};
+  if (names.size() != 1) failNode(jn, "expected one symbolic output");
+  symValues_[names[0]] = *r;
+  // The export's own expression for the value (sym_int_values / sym_bool_values) must agree.
+  for (const char *table : {"sym_int_values", "sym_bool_values"}) {
+    if (!graph_->contains(table) || !(*graph_)[table].is_object() || !(*graph_)[table].contains(names[0])) continue;
+    const json &e = (*graph_)[table][names[0]];
+    if (!e.is_object() || !e.contains("as_expr") || !e["as_expr"].is_object() || !e["as_expr"].contains("expr_str") ||
+        !e["as_expr"]["expr_str"].is_string())
+      continue;
+    std::string text = e["as_expr"]["expr_str"].get<std::string>();
+    int64_t mine = std::holds_alternative<bool>(*r) ? std::get<bool>(*r)
+                   : std::holds_alternative<int64_t>(*r) ? std::get<int64_t>(*r) : INT64_MIN;
+    try {
+      int64_t theirs = SymExpr::parse(text).eval(bindings_.values);
+      if (mine != theirs)
+        failNode(jn, "evaluates to " + dynamic_sizes::str(*r) + " but the export's expression '" + text + "' gives " +
+                         std::to_string(theirs) + " at " + bindings_.str() + ": an inconsistent export");
+    } catch (const SymExprError &err) {
+      failNode(jn, "cannot evaluate the export's expression '" + text + "': " + err.what());
+    }
+  }
 }
 
 void Reader::buildEffect(const json &jn) {
@@ -634,6 +735,7 @@ void Reader::buildNode(const json &jn) {
   if (!tj.is_string()) failNode(jn, "'target' must be a string");
   std::string raw = tj.get<std::string>();
   if (raw == kWithEffects) return buildEffect(jn);
+  if (dynamic_sizes::isSymbolicTarget(raw)) return buildSymbolic(jn, raw);
   if (std::string why = targetProblem(raw); !why.empty()) failNode(jn, why); // checkTargets reported it already
   std::string target = canonicalTarget(raw);
   const OpDef *def = OpRegistry::get().lookup(target);
@@ -842,6 +944,8 @@ Program Reader::run() {
   const json &tv = field(graph, "tensor_values", "graph");
   if (!tv.is_object()) fail("graph.tensor_values must be an object");
   tensorValues_ = &tv;
+  graph_ = &graph;
+  bindings_ = dynamic_sizes::bindSymbols(j_, specialize_, loc_);
   p_.stage = "capture";
   p_.origin = loc_;
   readInputs(graph, sig);
@@ -857,7 +961,8 @@ Program Reader::run() {
 
 } // namespace
 
-Program readExportedProgram(const std::string &text, const std::string &where) {
+Program readExportedProgram(const std::string &text, const std::string &where,
+                            const std::vector<std::string> &specialize) {
   json j;
   try {
     j = json::parse(text);
@@ -878,7 +983,7 @@ Program readExportedProgram(const std::string &text, const std::string &where) {
     userError(SourceLoc{where}, std::string("invalid JSON: ") + e.what());
   }
   try {
-    return Reader(j, where).run();
+    return Reader(j, where, specialize).run();
   } catch (const json::exception &e) {
     // Any shape the explicit checks missed: still a user error, never a crash.
     userError(SourceLoc{where}, std::string("malformed ExportedProgram JSON: ") + e.what());

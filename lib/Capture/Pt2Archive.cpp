@@ -132,7 +132,7 @@ class Pt2Reader {
 public:
   Pt2Reader(const std::string &path, int64_t maxWeightBytes)
       : path_(path), zip_(path), maxWeightBytes_(maxWeightBytes) {}
-  Program run(std::vector<Weight> *weights);
+  Program run(std::vector<Weight> *weights, const std::vector<std::string> &specialize);
 
 private:
   [[noreturn]] void fail(const std::string &msg) const { userError(SourceLoc{path_}, msg); }
@@ -315,7 +315,7 @@ Weight Pt2Reader::loadWeight(const Node &ph) {
   return w;
 }
 
-Program Pt2Reader::run(std::vector<Weight> *weights) {
+Program Pt2Reader::run(std::vector<Weight> *weights, const std::vector<std::string> &specialize) {
   const auto &names = zip_.names();
   if (names.empty()) fail("the .pt2 archive is empty");
   for (const std::string &n : names) {
@@ -347,7 +347,7 @@ Program Pt2Reader::run(std::vector<Weight> *weights) {
     modelName = member.substr(7, member.size() - 12);
   }
   std::string text = *zip_.read(root_ + member);
-  Program p = readExportedProgram(text, path_ + ":" + member);
+  Program p = readExportedProgram(text, path_ + ":" + member, specialize);
 
   // Weights and constants.
   std::string wcfg = "data/weights/" + modelName + "_weights_config.json";
@@ -370,9 +370,10 @@ Program Pt2Reader::run(std::vector<Weight> *weights) {
 
 } // namespace
 
-Program readPt2(const std::string &path, std::vector<Weight> *weights, int64_t maxTensorBytes) {
+Program readPt2(const std::string &path, std::vector<Weight> *weights, int64_t maxTensorBytes,
+                const std::vector<std::string> &specialize) {
   try {
-    return Pt2Reader(path, maxTensorBytes).run(weights);
+    return Pt2Reader(path, maxTensorBytes).run(weights, specialize);
   } catch (const nlohmann::json::exception &e) {
     userError(SourceLoc{path}, std::string("malformed archive metadata: ") + e.what());
   }

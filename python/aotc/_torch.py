@@ -424,11 +424,13 @@ def load_module(library, weights=None, name=None):
     return CompiledModule(Program(library, name), weights)
 
 
-def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=None,
+def compile(path, *, name=None, requires_grad=None, freeze=None, specialize=None, partitioner=None,
             optimizer=None, clip_grad_norm=None, skip_nonfinite=False, grad_accumulation=False,
             data_parallel=None, world_size=None, on_nonfinite="warn", share_weights=None, derivatives=(), flags=(), cache_dir=None, aotc_bin=None, force=False):
     """Compiles `path` with aotc (cached, see aotc.build_library) and returns a
     CompiledModule. requires_grad / freeze: names for --requires-grad / --freeze;
+    specialize: {symbol or 'input:dim': size} for a dynamic export (torch.export.Dim), compiled
+    at that size (--specialize, docs/dynamic-shapes.md);
     partitioner: 'min-cut' (aotc's default) or 'default'; optimizer: an --optimizer text
     ('adamw:lr=1e-3,weight_decay=0.01'), with clip_grad_norm / skip_nonfinite /
     grad_accumulation, gives the module train_step; data_parallel: True (25 MB buckets) or a
@@ -458,6 +460,8 @@ def compile(path, *, name=None, requires_grad=None, freeze=None, partitioner=Non
         fl.append("--requires-grad=" + ",".join(requires_grad))
     if freeze:
         fl.append("--freeze=" + ",".join(freeze))
+    if specialize:
+        fl.append("--specialize=" + ",".join(f"{k}={int(v)}" for k, v in sorted(specialize.items())))
     if partitioner:
         fl.append(f"--partitioner={partitioner}")
     b = build_library(path, name=name, flags=fl, derivatives=derivatives, cache_dir=cache_dir,

@@ -412,5 +412,27 @@ class Behaviour(unittest.TestCase):
         self.assertEqual(self.grads(m, self.x, self.t)[0], self.grads(self.m, self.x, self.t)[0])
 
 
+class DynamicExport(unittest.TestCase):
+    """A torch.export.Dim export (test/lit/capture/Inputs/dyn_lm.pt2, batch and sequence
+    symbols) compiled at one size with specialize= (docs/dynamic-shapes.md): loss and gradients
+    against torch's float64 golden at that size; another size is refused by the entry point."""
+
+    def test_specialized_lm(self):
+        inputs = os.path.join(testutil.SRC_ROOT, "test", "lit", "capture", "Inputs")
+        g = aotc.read_safetensors(os.path.join(inputs, "dyn_lm.b3t7.golden.safetensors"))
+        m = aotc.compile(os.path.join(inputs, "dyn_lm.pt2"), cache_dir=CACHE, specialize={"idx:0": 3, "idx:1": 7})
+        idx, tgt = as_torch(g["input.idx"]), as_torch(g["input.target"])
+        m.zero_grad()
+        loss = m(idx, tgt)
+        loss.backward()
+        self.assertLessEqual(rel(loss, as_torch(g["ref.output_0"])), 1e-5)
+        for n, p in m.named_parameters():
+            self.assertLessEqual(rel(p.grad, as_torch(g["ref.grad." + n])), 1e-5, n)
+        with self.assertRaisesRegex(Exception, r"\[3, 7\]|3, 7"):
+            m(idx[:, :6], tgt[:, :6])
+        with self.assertRaisesRegex(aotc.CompileError, "sizes depend on symbols with no value"):
+            aotc.compile(os.path.join(inputs, "dyn_lm.pt2"), cache_dir=CACHE)
+
+
 if __name__ == "__main__":
     unittest.main()

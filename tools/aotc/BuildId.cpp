@@ -74,6 +74,7 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   }
   field("requires-grad", list(o.requiresGrad));
   field("freeze", list(o.freeze));
+  if (!o.specialize.empty()) field("specialize", list(o.specialize));
   field("f64", o.f64 ? "1" : "0");
   field("max-tensor-bytes", std::to_string(o.maxTensorBytes));
   field("sanitize", o.sanitize);

@@ -199,8 +199,12 @@ CompileResult runPipeline(const CompileOptions &o) {
   bool named = false; // the text carried a `# aotc: name` header
   InputFormat format = InputFormat::Unknown; // --start-from reads aotc's IR, not FX text
   if (from < 0) {
-    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes}, &r.weights, &format);
+    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes, o.specialize}, &r.weights,
+                &format);
   } else {
+    if (!o.specialize.empty())
+      userError("--specialize applies when capturing a torch.export program; --start-from=" + o.startFrom +
+                " reads aotc IR, whose sizes are static");
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
     if (p.stage != o.startFrom)

@@ -94,6 +94,10 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std:
                  "Inputs (FQN or placeholder name) that get a gradient")
       ->delimiter(',');
   app.add_option("--freeze", o.freeze, "Inputs that get no gradient")->delimiter(',');
+  app.add_option("--specialize", o.specialize,
+                 "A dynamic export (torch.export.Dim) compiled at one size per symbol: SYMBOL=N or INPUT:DIM=N "
+                 "(docs/dynamic-shapes.md)")
+      ->delimiter(',');
   app.add_option("--max-tensor-bytes", o.maxTensorBytes,
                  "Largest tensor (bytes) the input may declare: a value, an input, a weight once "
                  "its view is expanded; larger is a user error naming it")

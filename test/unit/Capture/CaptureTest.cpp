@@ -85,12 +85,14 @@ json *findNode(json &j, const std::string &outName) {
 }
 
 /// Captures an edited MLP model.json written as a bare JSON file.
-std::string jsonError(const std::function<void(json &)> &edit) {
+std::string jsonError(const std::function<void(json &)> &edit, const std::vector<std::string> &specialize = {}) {
   json j = mlpModelJson();
   edit(j);
   std::string path = tempPath("edited.json");
   writeFile(path, j.dump());
-  return userErrorOf([&] { capture(path, {}); });
+  CaptureOptions o;
+  o.specialize = specialize;
+  return userErrorOf([&] { capture(path, o); });
 }
 
 /// Raw tensor bytes from a safetensors file (the golden), validated minimally.
@@ -279,7 +281,27 @@ TEST_CASE("JSON errors: malformed and unsupported programs", "[capture][errors]"
                    j["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0] =
                        json{{"as_expr", {{"expr_str", "Symbol('s0')"}, {"hint", {{"as_int", 64}}}}}};
                  }),
-                 "tensor 'x': symbolic size 'Symbol('s0')': dynamic shapes not supported yet"));
+                 "dynamic export: sizes depend on symbols with no value:\n  s0 in [0, inf]: x:0"));
+  // --specialize: a derived input dim names its symbol; at s0=32 the size 2*s0 is read and
+  // then disagrees with the graph's static meta of x's users (64 rows).
+  auto twice = [](json &j) {
+    j["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0] =
+        json{{"as_expr", {{"expr_str", "Mul(Integer(2), Symbol('s0', integer=True))"}, {"hint", {{"as_int", 64}}}}}};
+    j["range_constraints"] = {{"s0", {{"min_val", 1}, {"max_val", 32}}}};
+  };
+  CHECK(contains(jsonError(twice, {"x:0=64"}), "--specialize 'x:0=64': input 'x' dim 0 is '2*s0': give the value of its symbol"));
+  CHECK(contains(jsonError(twice, {"s0=33"}), "s0=33 is outside the range the export allows, [1, 32]"));
+  CHECK(contains(jsonError(twice, {"s0=31"}), "exported meta of"));
+  {
+    json j = mlpModelJson();
+    twice(j);
+    std::string path = tempPath("twice.json");
+    writeFile(path, j.dump());
+    CaptureOptions o;
+    o.specialize = {"s0=32"};
+    Program p = capture(path, o);
+    CHECK(p.forward.placeholders()[4]->type().shape == Shape{64, 784});
+  }
   CHECK(contains(jsonError([](json &j) { j["verifiers"] = {"TRAINING"}; }),
                  "TRAINING dialect (torch.export.export output); aotc needs Core ATen: re-export with "
                  "`ep = ep.run_decompositions()`"));

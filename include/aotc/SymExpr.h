@@ -1,0 +1,75 @@
+//===- SymExpr.h - Integer expressions over size symbols --------*- C++ -*-===//
+//
+// A size (or a size condition) of a dynamic torch.export program: an integer or
+// boolean expression over symbols such as `s77`. torch.export writes them as
+// `as_expr.expr_str` (tensor sizes, sym_int_values, sym_bool_values) in one of
+// two forms (../shared/reference/distributed-dynamic.md B.4):
+//   * sympy srepr (torch >= 2.6): `Mul(Integer(2), Symbol('s77', positive=True, integer=True))`
+//   * sympy str (torch <= 2.5):   `2*s77`, `s0 - 1`, `(s0//2)`, `Mod(s0, 2)`, `Ne(s0, 13)`
+// parse() reads both. Integer semantics are Python's and torch.utils._sympy's:
+// FloorDiv and Mod round toward negative infinity, CleanDiv is exact; every
+// operation is checked for int64 overflow. Booleans evaluate to 0 or 1.
+// docs/dynamic-shapes.md says where the pipeline uses them.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace aotc {
+
+class SymExpr {
+public:
+  enum class Op {
+    Int, Sym,                         // leaves: value_, name_
+    Add, Mul, Pow, FloorDiv, Mod, CleanDiv, Max, Min, // integer
+    Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not,            // boolean (0 / 1)
+  };
+
+  /// Parses either form; throws SymExprError naming the offset and what was expected, or the
+  /// function sympy wrote that aotc does not evaluate (Rational, IntTrueDiv, ...).
+  static SymExpr parse(const std::string &text);
+  static SymExpr integer(int64_t v);
+  static SymExpr symbol(std::string name);
+
+  /// The value with every symbol bound by `lookup` (nullopt: unbound, an error naming it).
+  /// Throws SymExprError on an unbound symbol, division or modulo by zero, a negative power or
+  /// int64 overflow.
+  int64_t eval(const std::function<std::optional<int64_t>(const std::string &)> &lookup) const;
+  int64_t eval(const std::map<std::string, int64_t> &values) const;
+
+  /// sympy str() form with full parentheses where precedence needs them: `2*s77 - 1`.
+  std::string str() const;
+  void collectSymbols(std::set<std::string> &out) const;
+  Op op() const { return op_; }
+  bool isSymbol() const { return op_ == Op::Sym; }
+  bool isBoolean() const;
+  const std::string &name() const { return name_; } ///< Sym only.
+
+private:
+  SymExpr(Op op) : op_(op) {}
+  friend class SymExprParser;
+  Op op_;
+  int depth_ = 1; ///< Tree height, bounded (kMaxDepth in SymExpr.cpp): eval and str recurse.
+  int64_t value_ = 0;
+  std::string name_;
+  std::vector<SymExpr> args_;
+};
+
+struct SymExprError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Python's int64 `//`, `%` (rounding toward negative infinity) and `**` (exponent >= 0);
+/// SymExprError on division by zero, a negative exponent or overflow.
+int64_t pyFloorDiv(int64_t a, int64_t b);
+int64_t pyMod(int64_t a, int64_t b);
+int64_t pyPow(int64_t base, int64_t exp);
+
+} // namespace aotc

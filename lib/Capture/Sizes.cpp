@@ -1,0 +1,346 @@
+//===- Sizes.cpp - The symbolic sizes of a dynamic torch.export --------------===//
+//
+// Sizes.h. The symbol facts (range_constraints, `as_expr` sizes, the node kinds)
+// are torch 2.15's (../shared/reference/distributed-dynamic.md B.4, measured on
+// tools/export/gen_dynamic_cases.py's archives).
+//===----------------------------------------------------------------------===//
+#include "Sizes.h"
+
+#include <cmath>
+#include <set>
+
+namespace aotc::dynamic_sizes {
+
+using json = nlohmann::json;
+
+std::string Range::str() const {
+  return "[" + std::to_string(min) + ", " + (max ? std::to_string(*max) : std::string("inf")) + "]";
+}
+
+std::string Bindings::str() const {
+  std::string s;
+  for (auto &[k, v] : values) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+namespace {
+
+/// A user input dimension whose size is symbolic.
+struct SymDim {
+  std::string input;
+  size_t dim;
+  std::string exprStr; ///< As written (srepr or str).
+  std::optional<SymExpr> expr;
+};
+
+std::optional<int64_t> intOrNull(const json &v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned()) return (int64_t)std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX);
+  return std::nullopt; // null, "inf", a float infinity: unbounded
+}
+
+std::optional<int64_t> parseInt(const std::string &s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return std::nullopt;
+  for (size_t k = i; k < s.size(); ++k)
+    if (!std::isdigit((unsigned char)s[k])) return std::nullopt;
+  return std::stoll(s);
+}
+
+} // namespace
+
+Bindings bindSymbols(const json &program, const std::vector<std::string> &specialize, const SourceLoc &loc) {
+  Bindings b;
+  DiagnosticList diags;
+  if (program.contains("range_constraints") && program["range_constraints"].is_object())
+    for (auto &[name, rc] : program["range_constraints"].items()) {
+      Range r;
+      if (rc.is_object()) {
+        if (rc.contains("min_val")) r.min = intOrNull(rc["min_val"]).value_or(0);
+        if (rc.contains("max_val")) r.max = intOrNull(rc["max_val"]);
+      }
+      b.ranges[name] = r;
+    }
+
+  // The user inputs' symbolic dims (graph.inputs in order, their tensor_values sizes).
+  std::vector<SymDim> dims;
+  std::set<std::string> symbols; // every symbol a graph input's size reads
+  const json *graph = nullptr;
+  if (program.contains("graph_module") && program["graph_module"].is_object() &&
+      program["graph_module"].contains("graph"))
+    graph = &program["graph_module"]["graph"];
+  if (graph && graph->is_object() && graph->contains("inputs") && (*graph)["inputs"].is_array() &&
+      graph->contains("tensor_values") && (*graph)["tensor_values"].is_object()) {
+    const json &tv = (*graph)["tensor_values"];
+    for (const json &in : (*graph)["inputs"]) {
+      if (!in.is_object() || !in.contains("as_tensor") || !in["as_tensor"].is_object() ||
+          !in["as_tensor"].contains("name") || !in["as_tensor"]["name"].is_string())
+        continue; // readInputs reports malformed inputs
+      std::string name = in["as_tensor"]["name"].get<std::string>();
+      if (!tv.contains(name) || !tv[name].is_object() || !tv[name].contains("sizes") || !tv[name]["sizes"].is_array())
+        continue;
+      const json &sizes = tv[name]["sizes"];
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        const json &s = sizes[d];
+        if (!s.is_object() || !s.contains("as_expr")) continue;
+        const json &e = s["as_expr"];
+        SymDim sd{name, d, e.is_object() && e.contains("expr_str") && e["expr_str"].is_string()
+                               ? e["expr_str"].get<std::string>() : "", std::nullopt};
+        try {
+          sd.expr = SymExpr::parse(sd.exprStr);
+          sd.expr->collectSymbols(symbols);
+        } catch (const SymExprError &err) {
+          diags.error(loc, "input '" + name + "' dim " + std::to_string(d) + ": cannot read its size '" + sd.exprStr +
+                               "': " + err.what());
+        }
+        dims.push_back(std::move(sd));
+      }
+    }
+  }
+
+  auto rangeOf = [&](const std::string &sym) {
+    auto it = b.ranges.find(sym);
+    return it == b.ranges.end() ? Range{} : it->second;
+  };
+  // --specialize entries.
+  for (const std::string &entry : specialize) {
+    std::string where = "--specialize '" + entry + "': ";
+    size_t eq = entry.rfind('=');
+    std::optional<int64_t> value = eq == std::string::npos ? std::nullopt : parseInt(entry.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0 || !value) {
+      diags.error(loc, where + "expected SYMBOL=N or INPUT:DIM=N with an integer N");
+      continue;
+    }
+    std::string lhs = entry.substr(0, eq), sym;
+    if (size_t colon = lhs.rfind(':'); colon != std::string::npos) {
+      std::string input = lhs.substr(0, colon);
+      std::optional<int64_t> dim = parseInt(lhs.substr(colon + 1));
+      const SymDim *found = nullptr;
+      bool known = false;
+      for (const SymDim &sd : dims) {
+        known |= sd.input == input;
+        if (sd.input == input && dim && (int64_t)sd.dim == *dim) found = &sd;
+      }
+      if (!dim) {
+        diags.error(loc, where + "'" + lhs.substr(colon + 1) + "' is not a dimension number");
+        continue;
+      }
+      if (!found) {
+        diags.error(loc, where + (known ? "dim " + std::to_string(*dim) + " of input '" + input + "' has a static size"
+                                        : "no user input named '" + input + "' has a symbolic size"));
+        continue;
+      }
+      if (!found->expr || !found->expr->isSymbol()) {
+        diags.error(loc, where + "input '" + input + "' dim " + std::to_string(*dim) + " is '" +
+                             (found->expr ? found->expr->str() : found->exprStr) + "': give the value of its symbol");
+        continue;
+      }
+      sym = found->expr->name();
+    } else {
+      sym = lhs;
+      if (!symbols.count(sym) && !b.ranges.count(sym)) {
+        std::string known;
+        for (const std::string &s : symbols) known += (known.empty() ? "" : ", ") + s;
+        diags.error(loc, where + "the export has no symbol '" + sym + "'" +
+                             (known.empty() ? " (its sizes are static)" : " (its symbols: " + known + ")"));
+        continue;
+      }
+    }
+    Range r = rangeOf(sym);
+    if (*value < r.min || (r.max && *value > *r.max)) {
+      diags.error(loc, where + sym + "=" + std::to_string(*value) + " is outside the range the export allows, " +
+                           r.str());
+      continue;
+    }
+    auto [it, fresh] = b.values.try_emplace(sym, *value);
+    if (!fresh && it->second != *value)
+      diags.error(loc, where + sym + " was given " + std::to_string(it->second) + " already");
+  }
+  // Symbols with no value: one error naming them all.
+  std::string missing;
+  for (const std::string &s : symbols) {
+    if (b.values.count(s)) continue;
+    std::string at;
+    for (const SymDim &sd : dims)
+      if (sd.expr) {
+        std::set<std::string> own;
+        sd.expr->collectSymbols(own);
+        if (own.count(s))
+          at += (at.empty() ? "" : ", ") + sd.input + ":" + std::to_string(sd.dim) +
+                (sd.expr->isSymbol() ? "" : " = " + sd.expr->str());
+      }
+    missing += "\n  " + s + " in " + rangeOf(s).str() + ": " + at;
+  }
+  if (!missing.empty())
+    diags.error(loc, "dynamic export: sizes depend on symbols with no value:" + missing +
+                         "\naotc compiles static sizes (run-time sizes: issue 30, docs/dynamic-shapes.md); "
+                         "give each symbol a value with --specialize SYMBOL=N or INPUT:DIM=N to compile at that size");
+  diags.throwIfAny();
+  return b;
+}
+
+bool isSymbolicTarget(const std::string &raw) {
+  static const std::set<std::string> targets = {
+      "torch.ops.aten.sym_size.int", "torch.ops.aten.sym_numel.default", "torch.ops.aten._assert_scalar.default",
+      "torch.ops.aten.sym_constrain_range.default", "torch.ops.aten.sym_constrain_range_for_size.default",
+      "_operator.add", "_operator.sub", "_operator.mul", "_operator.floordiv", "_operator.mod", "_operator.truediv",
+      "_operator.pow", "_operator.neg", "_operator.pos", "_operator.abs", "_operator.eq", "_operator.ne",
+      "_operator.lt", "_operator.le", "_operator.gt", "_operator.ge", "_operator.and_", "_operator.or_",
+      "_operator.not_", "torch.sym_not", "torch.sym_max", "torch.sym_min", "torch.sym_float", "torch.sym_int",
+      "torch.sym_ite", "math.ceil", "math.floor", "math.trunc"};
+  return targets.count(raw) > 0;
+}
+
+std::string str(const Value &v) {
+  if (auto *i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto *b = std::get_if<bool>(&v)) return *b ? "True" : "False";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", std::get<double>(v));
+  return buf;
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string &m) { throw SymExprError(m); }
+
+const Value &num(const std::vector<Arg> &a, size_t k, const std::string &op) {
+  if (k >= a.size() || !std::holds_alternative<Value>(a[k]))
+    fail(op + ": argument " + std::to_string(k) + " is not a number");
+  return std::get<Value>(a[k]);
+}
+bool isFloat(const Value &v) { return std::holds_alternative<double>(v); }
+double toDouble(const Value &v) {
+  if (auto *i = std::get_if<int64_t>(&v)) return (double)*i;
+  if (auto *b = std::get_if<bool>(&v)) return *b;
+  return std::get<double>(v);
+}
+int64_t toInt(const Value &v, const std::string &op) {
+  if (auto *i = std::get_if<int64_t>(&v)) return *i;
+  if (auto *b = std::get_if<bool>(&v)) return *b;
+  fail(op + ": expected an integer, got " + str(v));
+}
+bool truth(const Value &v) { return toDouble(v) != 0.0; }
+
+int64_t checked(bool overflow, int64_t r) {
+  if (overflow) fail("int64 overflow");
+  return r;
+}
+
+/// Python's binary arithmetic on int/float (bool as int).
+Value arith(const std::string &op, const Value &x, const Value &y) {
+  if (op == "truediv") {
+    if (toDouble(y) == 0.0) fail("division by zero");
+    return toDouble(x) / toDouble(y);
+  }
+  if (isFloat(x) || isFloat(y) || (op == "pow" && toDouble(y) < 0)) {
+    double a = toDouble(x), c = toDouble(y);
+    if (op == "add") return a + c;
+    if (op == "sub") return a - c;
+    if (op == "mul") return a * c;
+    if (op == "pow") return std::pow(a, c);
+    if (c == 0.0) fail("division by zero");
+    if (op == "floordiv") return std::floor(a / c);
+    return a - std::floor(a / c) * c; // mod
+  }
+  int64_t a = toInt(x, op), c = toInt(y, op), r = 0;
+  if (op == "add") return checked(__builtin_add_overflow(a, c, &r), r);
+  if (op == "sub") return checked(__builtin_sub_overflow(a, c, &r), r);
+  if (op == "mul") return checked(__builtin_mul_overflow(a, c, &r), r);
+  if (op == "pow") return pyPow(a, c);
+  return op == "floordiv" ? pyFloorDiv(a, c) : pyMod(a, c);
+}
+
+} // namespace
+
+std::optional<Value> evalSymbolic(const std::string &raw, const std::vector<Arg> &a) {
+  auto n = [&](size_t k) { return num(a, k, raw); };
+  if (raw == "torch.ops.aten.sym_size.int" || raw == "torch.ops.aten.sym_numel.default") {
+    if (a.empty() || !std::holds_alternative<Shape>(a[0])) fail(raw + ": expected a tensor");
+    const Shape &s = std::get<Shape>(a[0]);
+    if (raw == "torch.ops.aten.sym_numel.default") {
+      int64_t p = 1;
+      for (int64_t d : s) p = checked(__builtin_mul_overflow(p, d, &p), p);
+      return Value{p};
+    }
+    int64_t d = toInt(n(1), raw), r = (int64_t)s.size();
+    if (d < -r || d >= r) fail("sym_size: dim " + std::to_string(d) + " out of range for a " + std::to_string(r) + "-d tensor");
+    return Value{s[d < 0 ? d + r : d]};
+  }
+  if (raw == "torch.ops.aten._assert_scalar.default") {
+    if (!truth(n(0))) {
+      std::string msg = a.size() > 1 && std::holds_alternative<std::string>(a[1]) ? std::get<std::string>(a[1]) : "";
+      fail("the export's runtime assertion fails" + (msg.empty() ? std::string() : ": " + msg));
+    }
+    return std::nullopt;
+  }
+  if (raw == "torch.ops.aten.sym_constrain_range.default" ||
+      raw == "torch.ops.aten.sym_constrain_range_for_size.default") {
+    int64_t v = toInt(n(0), raw);
+    auto bound = [&](size_t k, int64_t dflt) {
+      return k < a.size() && std::holds_alternative<Value>(a[k]) ? toInt(std::get<Value>(a[k]), raw) : dflt;
+    };
+    int64_t lo = bound(1, raw.find("for_size") != std::string::npos ? 0 : INT64_MIN), hi = bound(2, INT64_MAX);
+    if (v < lo || v > hi)
+      fail("the export constrains this value to [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+           std::to_string(v));
+    return std::nullopt;
+  }
+  std::string op = raw.substr(raw.find('.') + 1);
+  if (op == "add" || op == "sub" || op == "mul" || op == "floordiv" || op == "mod" || op == "truediv" || op == "pow")
+    return arith(op, n(0), n(1));
+  if (op == "neg") {
+    const Value &x = n(0);
+    if (isFloat(x)) return Value{-std::get<double>(x)};
+    return arith("sub", Value{int64_t(0)}, x);
+  }
+  if (op == "pos") return n(0);
+  if (op == "abs") {
+    const Value &x = n(0);
+    if (isFloat(x)) return Value{std::fabs(std::get<double>(x))};
+    int64_t v = toInt(x, raw);
+    return v < 0 ? arith("sub", Value{int64_t(0)}, x) : Value{v};
+  }
+  auto cmp = [&](auto f) {
+    const Value &x = n(0), &y = n(1);
+    if (isFloat(x) || isFloat(y)) return Value{(bool)f(toDouble(x), toDouble(y))};
+    return Value{(bool)f(toInt(x, raw), toInt(y, raw))};
+  };
+  if (op == "eq") return cmp([](auto x, auto y) { return x == y; });
+  if (op == "ne") return cmp([](auto x, auto y) { return x != y; });
+  if (op == "lt") return cmp([](auto x, auto y) { return x < y; });
+  if (op == "le") return cmp([](auto x, auto y) { return x <= y; });
+  if (op == "gt") return cmp([](auto x, auto y) { return x > y; });
+  if (op == "ge") return cmp([](auto x, auto y) { return x >= y; });
+  if (op == "and_") return Value{truth(n(0)) && truth(n(1))};
+  if (op == "or_") return Value{truth(n(0)) || truth(n(1))};
+  if (op == "not_" || op == "sym_not") return Value{!truth(n(0))};
+  if (op == "sym_max" || op == "sym_min") {
+    bool mx = op == "sym_max";
+    if (isFloat(n(0)) || isFloat(n(1))) {
+      double x = toDouble(n(0)), y = toDouble(n(1));
+      return Value{mx ? std::max(x, y) : std::min(x, y)};
+    }
+    int64_t x = toInt(n(0), raw), y = toInt(n(1), raw);
+    return Value{mx ? std::max(x, y) : std::min(x, y)};
+  }
+  if (op == "sym_float") return Value{toDouble(n(0))};
+  if (op == "sym_int" || op == "trunc") {
+    const Value &x = n(0);
+    if (!isFloat(x)) return Value{toInt(x, raw)};
+    double t = std::trunc(std::get<double>(x));
+    if (!(std::fabs(t) < 9.2e18)) fail(raw + ": " + str(x) + " is not an int64");
+    return Value{(int64_t)t};
+  }
+  if (op == "ceil" || op == "floor") {
+    const Value &x = n(0);
+    if (!isFloat(x)) return Value{toInt(x, raw)};
+    double t = op == "ceil" ? std::ceil(std::get<double>(x)) : std::floor(std::get<double>(x));
+    if (!(std::fabs(t) < 9.2e18)) fail(raw + ": " + str(x) + " is not an int64");
+    return Value{(int64_t)t};
+  }
+  if (op == "sym_ite") return truth(n(0)) ? n(1) : n(2);
+  fail("'" + raw + "' is not a symbolic op aotc evaluates");
+}
+
+} // namespace aotc::dynamic_sizes

@@ -1,0 +1,393 @@
+//===- SymExpr.cpp - Integer expressions over size symbols ------------------===//
+//
+// One recursive-descent parser for both forms torch.export writes (SymExpr.h):
+// srepr is function calls (`Add(Symbol('s0', integer=True), Integer(-1))`), str
+// is infix (`s0 - 1`); the grammar below is infix with calls as atoms, so a
+// string mixing them parses too.
+//   expr  := and ('|' and)*          and := cmp ('&' cmp)*
+//   cmp   := add [relop add]         add := mul (('+' | '-') mul)*
+//   mul   := unary (('*' | '//' | '%') unary)*
+//   unary := ('-' | '~') unary | pow pow := atom ['**' unary]
+//   atom  := INT | '(' expr ')' | IDENT | IDENT '(' [arg (',' arg)*] ')'
+//   arg   := IDENT '=' atom | STRING | expr
+//===----------------------------------------------------------------------===//
+#include "aotc/SymExpr.h"
+
+#include <cctype>
+#include <map>
+
+namespace aotc {
+
+/// Bounds on hostile input: expression trees this tall and this much nesting of parentheses
+/// and calls are errors (torch's sizes are a few levels deep), so no recursion overflows.
+constexpr int kMaxDepth = 256;
+
+class SymExprParser {
+public:
+  explicit SymExprParser(const std::string &s) : s_(s) {}
+
+  SymExpr parseAll() {
+    SymExpr e = parseOr();
+    skipSpace();
+    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "'");
+    return e;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &msg) const {
+    throw SymExprError("at offset " + std::to_string(i_) + " of '" + s_ + "': " + msg);
+  }
+  void skipSpace() {
+    while (i_ < s_.size() && std::isspace((unsigned char)s_[i_])) ++i_;
+  }
+  bool eat(const char *tok) {
+    skipSpace();
+    size_t n = std::char_traits<char>::length(tok);
+    if (s_.compare(i_, n, tok) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  /// `tok` but not when it begins a longer operator (`*` of `**`, `<` of `<=`, `/` of `//`).
+  bool eatExact(const char *tok, const char *notFollowedBy) {
+    skipSpace();
+    size_t n = std::char_traits<char>::length(tok);
+    if (s_.compare(i_, n, tok) != 0) return false;
+    if (i_ + n < s_.size() && std::char_traits<char>::find(notFollowedBy, std::char_traits<char>::length(notFollowedBy),
+                                                           s_[i_ + n]))
+      return false;
+    i_ += n;
+    return true;
+  }
+  void expect(const char *tok) {
+    if (!eat(tok)) fail(std::string("expected '") + tok + "'");
+  }
+
+  SymExpr node(SymExpr::Op op, std::vector<SymExpr> args) const {
+    SymExpr e(op);
+    for (const SymExpr &a : args) e.depth_ = std::max(e.depth_, a.depth_ + 1);
+    if (e.depth_ > kMaxDepth) fail("expression deeper than " + std::to_string(kMaxDepth) + " levels");
+    e.args_ = std::move(args);
+    return e;
+  }
+  /// Counts nesting of parentheses and calls (the parser's own recursion).
+  struct Nest {
+    int &n;
+    Nest(int &n, const SymExprParser &p) : n(n) {
+      if (++n > kMaxDepth) p.fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~Nest() { --n; }
+  };
+
+  SymExpr parseOr() {
+    SymExpr e = parseAnd();
+    while (eat("|")) e = node(SymExpr::Op::Or, {e, parseAnd()});
+    return e;
+  }
+  SymExpr parseAnd() {
+    SymExpr e = parseCmp();
+    while (eat("&")) e = node(SymExpr::Op::And, {e, parseCmp()});
+    return e;
+  }
+  SymExpr parseCmp() {
+    SymExpr e = parseAdd();
+    static const std::pair<const char *, SymExpr::Op> rel[] = {
+        {"<=", SymExpr::Op::Le}, {">=", SymExpr::Op::Ge}, {"==", SymExpr::Op::Eq},
+        {"!=", SymExpr::Op::Ne}, {"<", SymExpr::Op::Lt},  {">", SymExpr::Op::Gt}};
+    for (auto &[tok, op] : rel)
+      if (eat(tok)) return node(op, {e, parseAdd()});
+    return e;
+  }
+  SymExpr parseAdd() {
+    SymExpr e = parseMul();
+    for (;;) {
+      if (eat("+")) e = node(SymExpr::Op::Add, {e, parseMul()});
+      else if (eat("-")) e = node(SymExpr::Op::Add, {e, negate(parseMul())});
+      else return e;
+    }
+  }
+  SymExpr parseMul() {
+    SymExpr e = parseUnary();
+    for (;;) {
+      if (eat("//")) e = node(SymExpr::Op::FloorDiv, {e, parseUnary()});
+      else if (eatExact("*", "*")) e = node(SymExpr::Op::Mul, {e, parseUnary()});
+      else if (eat("%")) e = node(SymExpr::Op::Mod, {e, parseUnary()});
+      else if (eatExact("/", "/")) fail("true division '/' (a size is an integer: aotc reads '//' and CleanDiv)");
+      else return e;
+    }
+  }
+  SymExpr negate(SymExpr e) const {
+    if (e.op_ == SymExpr::Op::Int && e.value_ != INT64_MIN) return SymExpr::integer(-e.value_);
+    return node(SymExpr::Op::Mul, {SymExpr::integer(-1), std::move(e)});
+  }
+  SymExpr parseUnary() {
+    Nest guard(nest_, *this); // `- - - x` recurses too
+    if (eat("-")) return negate(parseUnary());
+    if (eat("~")) return node(SymExpr::Op::Not, {parseUnary()});
+    SymExpr e = parseAtom();
+    if (eat("**")) e = node(SymExpr::Op::Pow, {e, parseUnary()});
+    return e;
+  }
+  std::string ident() {
+    size_t b = i_;
+    while (i_ < s_.size() && (std::isalnum((unsigned char)s_[i_]) || s_[i_] == '_')) ++i_;
+    return s_.substr(b, i_ - b);
+  }
+  SymExpr parseAtom() {
+    skipSpace();
+    if (i_ >= s_.size()) fail("unexpected end");
+    char c = s_[i_];
+    if (std::isdigit((unsigned char)c)) {
+      int64_t v = 0;
+      while (i_ < s_.size() && std::isdigit((unsigned char)s_[i_]))
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_++] - '0', &v))
+          fail("integer out of int64 range");
+      if (i_ < s_.size() && (s_[i_] == '.' || s_[i_] == 'e')) fail("a float (sizes are integers)");
+      return SymExpr::integer(v);
+    }
+    if (c == '(') {
+      ++i_;
+      Nest guard(nest_, *this);
+      SymExpr e = parseOr();
+      expect(")");
+      return e;
+    }
+    if (!(std::isalpha((unsigned char)c) || c == '_')) fail("unexpected '" + std::string(1, c) + "'");
+    std::string id = ident();
+    if (!eat("(")) {
+      if (id == "True" || id == "true") return SymExpr::integer(1);
+      if (id == "False" || id == "false") return SymExpr::integer(0);
+      if (id == "oo" || id == "zoo" || id == "int_oo" || id == "nan")
+        fail("'" + id + "' (an unbounded or undefined value, not a size)");
+      return SymExpr::symbol(id);
+    }
+    return parseCall(id);
+  }
+  SymExpr parseCall(const std::string &fn) {
+    Nest guard(nest_, *this);
+    std::vector<SymExpr> args;
+    std::string symName;
+    if (!eat(")")) {
+      do {
+        skipSpace();
+        size_t save = i_;
+        std::string kw = (i_ < s_.size() && std::isalpha((unsigned char)s_[i_])) ? ident() : "";
+        if (!kw.empty() && eatExact("=", "=")) { // keyword argument (Symbol's assumptions): ignored
+          parseAtom();
+          continue;
+        }
+        i_ = save;
+        skipSpace();
+        if (i_ < s_.size() && (s_[i_] == '\'' || s_[i_] == '"')) {
+          char q = s_[i_++];
+          size_t e = s_.find(q, i_);
+          if (e == std::string::npos) fail("unterminated string");
+          symName = s_.substr(i_, e - i_);
+          i_ = e + 1;
+          continue;
+        }
+        args.push_back(parseOr());
+      } while (eat(","));
+      expect(")");
+    }
+    auto arity = [&](size_t lo, size_t hi) {
+      if (args.size() < lo || args.size() > hi)
+        fail(fn + "() takes " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " or more") + " arguments, got " +
+             std::to_string(args.size()));
+    };
+    if (fn == "Symbol") {
+      if (symName.empty() || !args.empty()) fail("Symbol() takes one quoted name");
+      return SymExpr::symbol(symName);
+    }
+    if (!symName.empty()) fail(fn + "() with a string argument");
+    if (fn == "Integer") {
+      arity(1, 1);
+      if (args[0].op_ != SymExpr::Op::Int) fail("Integer() of a non-integer");
+      return args[0];
+    }
+    static const std::map<std::string, std::pair<SymExpr::Op, int>> fns = {
+        // arity -1: two or more (n-ary, folded left)
+        {"Add", {SymExpr::Op::Add, -1}},           {"Mul", {SymExpr::Op::Mul, -1}},
+        {"Pow", {SymExpr::Op::Pow, 2}},            {"FloorDiv", {SymExpr::Op::FloorDiv, 2}},
+        {"Mod", {SymExpr::Op::Mod, 2}},            {"PythonMod", {SymExpr::Op::Mod, 2}},
+        {"CleanDiv", {SymExpr::Op::CleanDiv, 2}},  {"Max", {SymExpr::Op::Max, -1}},
+        {"Min", {SymExpr::Op::Min, -1}},           {"Equality", {SymExpr::Op::Eq, 2}},
+        {"Eq", {SymExpr::Op::Eq, 2}},              {"Unequality", {SymExpr::Op::Ne, 2}},
+        {"Ne", {SymExpr::Op::Ne, 2}},              {"StrictLessThan", {SymExpr::Op::Lt, 2}},
+        {"Lt", {SymExpr::Op::Lt, 2}},              {"LessThan", {SymExpr::Op::Le, 2}},
+        {"Le", {SymExpr::Op::Le, 2}},              {"StrictGreaterThan", {SymExpr::Op::Gt, 2}},
+        {"Gt", {SymExpr::Op::Gt, 2}},              {"GreaterThan", {SymExpr::Op::Ge, 2}},
+        {"Ge", {SymExpr::Op::Ge, 2}},              {"And", {SymExpr::Op::And, -1}},
+        {"Or", {SymExpr::Op::Or, -1}},             {"Not", {SymExpr::Op::Not, 1}}};
+    auto it = fns.find(fn);
+    if (it == fns.end())
+      fail("function '" + fn + "' (aotc evaluates Symbol, Integer, Add, Mul, Pow, FloorDiv, Mod, PythonMod, "
+           "CleanDiv, Max, Min, comparisons, And, Or, Not)");
+    auto [op, n] = it->second;
+    if (n < 0) {
+      arity(2, SIZE_MAX);
+      SymExpr e = args[0];
+      for (size_t k = 1; k < args.size(); ++k) e = node(op, {e, args[k]});
+      return e;
+    }
+    arity(n, n);
+    return node(op, std::move(args));
+  }
+
+  const std::string &s_;
+  size_t i_ = 0;
+  int nest_ = 0;
+};
+
+SymExpr SymExpr::parse(const std::string &text) { return SymExprParser(text).parseAll(); }
+
+SymExpr SymExpr::integer(int64_t v) {
+  SymExpr e(Op::Int);
+  e.value_ = v;
+  return e;
+}
+
+SymExpr SymExpr::symbol(std::string name) {
+  SymExpr e(Op::Sym);
+  e.name_ = std::move(name);
+  return e;
+}
+
+bool SymExpr::isBoolean() const {
+  switch (op_) {
+  case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::And: case Op::Or:
+  case Op::Not:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int64_t pyFloorDiv(int64_t a, int64_t b) {
+  if (b == 0) throw SymExprError("division by zero");
+  if (a == INT64_MIN && b == -1) throw SymExprError("int64 overflow");
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t pyMod(int64_t a, int64_t b) { return a - pyFloorDiv(a, b) * b; }
+
+int64_t pyPow(int64_t base, int64_t exp) {
+  if (exp < 0) throw SymExprError("negative power");
+  if (base == 0 || base == 1) return exp == 0 ? 1 : base;
+  if (base == -1) return exp % 2 ? -1 : 1;
+  int64_t r = 1; // |base| >= 2: overflows within 63 steps
+  for (int64_t k = 0; k < exp; ++k)
+    if (__builtin_mul_overflow(r, base, &r)) throw SymExprError("int64 overflow");
+  return r;
+}
+
+int64_t SymExpr::eval(const std::function<std::optional<int64_t>(const std::string &)> &lookup) const {
+  auto ovf = [](bool o) {
+    if (o) throw SymExprError("int64 overflow");
+  };
+  auto a = [&](size_t k) { return args_[k].eval(lookup); };
+  int64_t r = 0;
+  switch (op_) {
+  case Op::Int: return value_;
+  case Op::Sym: {
+    std::optional<int64_t> v = lookup(name_);
+    if (!v) throw SymExprError("symbol '" + name_ + "' has no value");
+    return *v;
+  }
+  case Op::Add: ovf(__builtin_add_overflow(a(0), a(1), &r)); return r;
+  case Op::Mul: ovf(__builtin_mul_overflow(a(0), a(1), &r)); return r;
+  case Op::Pow: return pyPow(a(0), a(1));
+  case Op::FloorDiv: return pyFloorDiv(a(0), a(1));
+  case Op::Mod: return pyMod(a(0), a(1));
+  case Op::CleanDiv: {
+    int64_t x = a(0), y = a(1), q = pyFloorDiv(x, y);
+    if (q * y != x) throw SymExprError("CleanDiv of " + std::to_string(x) + " by " + std::to_string(y) + " is not exact");
+    return q;
+  }
+  case Op::Max: return std::max(a(0), a(1));
+  case Op::Min: return std::min(a(0), a(1));
+  case Op::Eq: return a(0) == a(1);
+  case Op::Ne: return a(0) != a(1);
+  case Op::Lt: return a(0) < a(1);
+  case Op::Le: return a(0) <= a(1);
+  case Op::Gt: return a(0) > a(1);
+  case Op::Ge: return a(0) >= a(1);
+  case Op::And: return a(0) && a(1);
+  case Op::Or: return a(0) || a(1);
+  case Op::Not: return !a(0);
+  }
+  throw SymExprError("bad expression");
+}
+
+int64_t SymExpr::eval(const std::map<std::string, int64_t> &values) const {
+  return eval([&](const std::string &n) -> std::optional<int64_t> {
+    auto it = values.find(n);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+/// Binding strength for printing: a child weaker than its context gets parentheses.
+static int precedence(const SymExpr &e) {
+  switch (e.op()) {
+  case SymExpr::Op::Or: return 1;
+  case SymExpr::Op::And: return 2;
+  case SymExpr::Op::Lt: case SymExpr::Op::Le: case SymExpr::Op::Gt: case SymExpr::Op::Ge: return 3;
+  case SymExpr::Op::Add: return 4;
+  case SymExpr::Op::Mul: case SymExpr::Op::FloorDiv: return 5;
+  case SymExpr::Op::Not: return 6;
+  case SymExpr::Op::Pow: return 7;
+  default: return 8; // leaves and function-call forms
+  }
+}
+
+std::string SymExpr::str() const {
+  auto sub = [&](size_t k, int need) {
+    const SymExpr &c = args_[k];
+    std::string s = c.str();
+    bool negLeaf = c.op_ == Op::Int && c.value_ < 0 && need > 4;
+    return precedence(c) < need || negLeaf ? "(" + s + ")" : s;
+  };
+  auto bin = [&](const char *tok, int p) { return sub(0, p) + tok + sub(1, p + 1); };
+  switch (op_) {
+  case Op::Int: return std::to_string(value_);
+  case Op::Sym: return name_;
+  case Op::Add: {
+    const SymExpr &r = args_[1];
+    if (r.op_ == Op::Int && r.value_ < 0 && r.value_ != INT64_MIN)
+      return sub(0, 4) + " - " + std::to_string(-r.value_);
+    if (r.op_ == Op::Mul && r.args_[0].op_ == Op::Int && r.args_[0].value_ == -1) {
+      const SymExpr &y = r.args_[1];
+      return sub(0, 4) + " - " + (precedence(y) <= 4 ? "(" + y.str() + ")" : y.str());
+    }
+    return bin(" + ", 4);
+  }
+  case Op::Mul:
+    if (args_[0].op_ == Op::Int && args_[0].value_ == -1) return "-" + sub(1, 6);
+    return bin("*", 5);
+  case Op::FloorDiv: return bin("//", 5);
+  case Op::Pow: return sub(0, 8) + "**" + sub(1, 7);
+  case Op::Mod: return "Mod(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::CleanDiv: return "CleanDiv(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::Max: return "Max(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::Min: return "Min(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::Eq: return "Eq(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::Ne: return "Ne(" + args_[0].str() + ", " + args_[1].str() + ")";
+  case Op::Lt: return bin(" < ", 3);
+  case Op::Le: return bin(" <= ", 3);
+  case Op::Gt: return bin(" > ", 3);
+  case Op::Ge: return bin(" >= ", 3);
+  case Op::And: return sub(0, 8) + " & " + sub(1, 8); // sympy's parentheses: Python's & binds
+  case Op::Or: return sub(0, 8) + " | " + sub(1, 8);  // tighter than a comparison
+  case Op::Not: return "~" + sub(0, 7);
+  }
+  return "?";
+}
+
+void SymExpr::collectSymbols(std::set<std::string> &out) const {
+  if (op_ == Op::Sym) out.insert(name_);
+  for (const SymExpr &a : args_) a.collectSymbols(out);
+}
+
+} // namespace aotc

@@ -1,0 +1,82 @@
+"""Writes the capture cases of dynamic exports into test/lit/capture/Inputs/ (docs/dynamic-shapes.md;
+issue 30), each exported with torch.export.Dim and run_decompositions():
+  dyn_mlp.pt2   Linear -> BatchNorm1d -> ReLU -> views sized by x.shape[0] -> cat (2*B rows) ->
+                slice [1:] (2*B-1 rows) -> Linear -> cross entropy, batch Dim(2..64) shared by x
+                and y, and torch._check(B != 13), kept as the export's runtime assert
+                (prefer_deferred_runtime_asserts_over_guards);
+  dyn_lm.pt2    a 1-layer nanoGPT (tools/export/lm_models.py: causal SDPA, arange(T) positions),
+                batch Dim(1..8) and sequence Dim(2..16) shared by idx and target;
+and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
+torch's float64 loss as ref.output_0 and its gradients as ref.grad.<FQN> (float32).
+Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py  (torch 2.15.0)"""
+import copy
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+
+import common
+import lm_models
+
+OUT = os.path.join(common.REPO, "test", "lit", "capture", "Inputs")
+
+
+class DynMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.bn, self.l2 = nn.Linear(16, 32), nn.BatchNorm1d(32), nn.Linear(32, 4)
+
+    def forward(self, x, y):
+        b = x.shape[0]
+        torch._check(b != 13)
+        h = torch.relu(self.bn(self.l1(x))).reshape(-1, 8, 4).reshape(b, 32)
+        h = torch.cat([h, h * 0.5])[1:]
+        return (F.cross_entropy(self.l2(h), torch.cat([y, y])[1:]),)
+
+
+def golden(name, tag, module, names, args):
+    m64 = copy.deepcopy(module).double()
+    a64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+    loss = m64(*a64)
+    loss = loss[0] if isinstance(loss, tuple) else loss
+    loss.backward()
+    g = {f"input.{n}": a for n, a in zip(names, args)}
+    g.update({f"param.{k}": p.detach().clone() for k, p in module.named_parameters()})
+    g.update({f"buffer.{k}": b.detach().clone() for k, b in module.named_buffers()})
+    g["ref.output_0"] = loss.detach().float().reshape([])
+    g.update({f"ref.grad.{k}": p.grad.float() for k, p in m64.named_parameters()})
+    path = os.path.join(OUT, f"{name}.{tag}.golden.safetensors")
+    common.write_safetensors(path, g, {"torch_version": torch.__version__, "reference": "torch float64"})
+
+
+def export(name, module, args, dynamic_shapes, **kw):
+    ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, **kw).run_decompositions()
+    print(name, ep.range_constraints)
+    torch.export.save(ep, os.path.join(OUT, name + ".pt2"))
+
+
+def main():
+    common.setup()
+    torch.manual_seed(0)
+    mlp = DynMLP().train()
+    B = Dim("batch", min=2, max=64)
+    export("dyn_mlp", mlp, (torch.randn(8, 16), torch.randint(0, 4, (8,))), {"x": {0: B}, "y": {0: B}},
+           prefer_deferred_runtime_asserts_over_guards=True)
+    for b in (2, 37, 64):
+        golden("dyn_mlp", f"b{b}", mlp, ["x", "y"], (torch.randn(b, 16), torch.randint(0, 4, (b,))))
+
+    lm = lm_models.NanoGPT(vocab=32, block=16, d=16, heads=2, layers=1).train()
+    Bl, T = Dim("batch", min=1, max=8), Dim("seq", min=2, max=16)
+    tok = lambda b, t: torch.randint(0, 32, (b, t))
+    export("dyn_lm", lm, (tok(4, 8), tok(4, 8)), {"idx": {0: Bl, 1: T}, "target": {0: Bl, 1: T}})
+    for b, t in ((1, 2), (3, 7), (8, 16)):
+        golden("dyn_lm", f"b{b}t{t}", lm, ["idx", "target"], (tok(b, t), tok(b, t)))
+    for f in sorted(os.listdir(OUT)):
+        if f.startswith("dyn_"):
+            print(os.path.join(OUT, f), os.path.getsize(os.path.join(OUT, f)), "bytes")
+
+
+if __name__ == "__main__":
+    main()
