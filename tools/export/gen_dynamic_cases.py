@@ -4,6 +4,8 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
                 slice [1:] (2*B-1 rows) -> Linear -> cross entropy, batch Dim(2..64) shared by x
                 and y, and torch._check(B != 13), kept as the export's runtime assert
                 (prefer_deferred_runtime_asserts_over_guards);
+  dyn_mlp_static37.pt2  the same module exported without Dim at batch 37: a build of it must
+                give the same bytes as dyn_mlp.pt2 compiled at s17=37;
   dyn_lm.pt2    a 1-layer nanoGPT (tools/export/lm_models.py: causal SDPA, arange(T) positions),
                 batch Dim(1..8) and sequence Dim(2..16) shared by idx and target;
 and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
@@ -65,7 +67,11 @@ def main():
     export("dyn_mlp", mlp, (torch.randn(8, 16), torch.randint(0, 4, (8,))), {"x": {0: B}, "y": {0: B}},
            prefer_deferred_runtime_asserts_over_guards=True)
     for b in (2, 37, 64):
-        golden("dyn_mlp", f"b{b}", mlp, ["x", "y"], (torch.randn(b, 16), torch.randint(0, 4, (b,))))
+        args = (torch.randn(b, 16), torch.randint(0, 4, (b,)))
+        golden("dyn_mlp", f"b{b}", mlp, ["x", "y"], args)
+        if b == 37:
+            torch.export.save(torch.export.export(mlp, args).run_decompositions(),
+                              os.path.join(OUT, "dyn_mlp_static37.pt2"))
 
     lm = lm_models.NanoGPT(vocab=32, block=16, d=16, heads=2, layers=1).train()
     Bl, T = Dim("batch", min=1, max=8), Dim("seq", min=2, max=16)
