@@ -211,6 +211,15 @@ struct Program {
   std::vector<std::string> saved;
   /// Mutated inputs after functionalization: (output index, input name).
   std::vector<std::pair<int, std::string>> mutatedInputs;
+  /// A dynamic export compiled at one size per symbol (--specialize, docs/dynamic-shapes.md):
+  /// each symbol, the value used, the export's range and the user input dims that carry it.
+  struct SpecializedSize {
+    std::string symbol;
+    int64_t value = 0, min = 0, max = -1; ///< max -1: unbounded.
+    std::string dims;                     ///< "x:0,y:0" (may be empty).
+    std::string str() const;              ///< "s17=37 (range [2, 64]; x:0, y:0)"
+  };
+  std::vector<SpecializedSize> specializedSizes;
 
   /// The name of the input whose new value forward output k is (mutatedInputs), or nullptr.
   const std::string *mutatedInputOf(int k) const;

@@ -314,6 +314,8 @@ struct TrainPlan {
 /// The whole planned program: forward and backward kernel graphs plus the ABI.
 struct KernelProgram {
   std::string name;
+  /// Program::specializedSizes as text ("s17=37 (range [2, 64]; x:0, y:0)"), for the header.
+  std::vector<std::string> specializedSizes;
   KernelGraph forward, backward;
   bool hasBackward = false;
   std::vector<AbiTensor> inputs, outputs, grads;

@@ -11,8 +11,7 @@
 // (buildCall fills them). Tuple results are named after their getitem users
 // (unused ones `<node>_unused_<i>`); aotc re-creates the getitem nodes.
 //===----------------------------------------------------------------------===//
-#include "Complex.h"
-#include "Sizes.h"
+#include "ExportReader.h"
 #include "aotc/Capture.h"
 #include "aotc/OpRegistry.h"
 
@@ -24,9 +23,7 @@
 #include <set>
 
 namespace aotc {
-namespace {
-
-using json = nlohmann::json;
+namespace export_json {
 
 /// A node's string metadata field (`metadata.stack_trace`, `metadata.torch_fn`), "" when absent
 /// or not a string.
@@ -60,68 +57,6 @@ const char *scalarTypeName(int64_t v) {
   return it == names.end() ? "unknown" : it->second;
 }
 
-class Reader {
-public:
-  Reader(const json &j, std::string where, const std::vector<std::string> &specialize)
-      : j_(j), where_(std::move(where)), loc_{where_}, specialize_(specialize) {}
-  Program run();
-
-private:
-  [[noreturn]] void fail(const std::string &msg) const { userError(loc_, msg); }
-  /// Errors about a JSON node before its aotc Node exists, in formatNodeDiag's shape.
-  [[noreturn]] void failNode(const json &jn, const std::string &msg) const;
-  /// failNode's diagnostic, without throwing.
-  std::string nodeDiag(const json &jn, const std::string &msg) const;
-
-  const json &field(const json &obj, const char *key, const std::string &ctx) const;
-  /// A union object: exactly one key. Returns (key, value).
-  std::pair<std::string, const json *> unionOf(const json &u, const std::string &ctx) const;
-  std::string tensorName(const json &arg, const std::string &ctx) const; ///< {"name": ...}
-  TensorType metaType(const std::string &name) const;
-  /// Whether tensor_values[name] has a complex dtype (metaType then gives its view_as_real).
-  bool metaComplex(const std::string &name) const;
-  double jsonFloat(const json &v, const std::string &ctx) const;
-  int64_t jsonInt(const json &v, const std::string &ctx) const;
-
-  Arg convertArg(const json &arg, const SchemaArg *sa, const json &jn, const std::string &target);
-  Node *ref(const std::string &name, const json &jn);
-  std::string jsonNodeName(const json &jn) const;
-  std::vector<std::string> refsOf(const json &arg) const;
-
-  void readInputs(const json &graph, const json &sig);
-  void readNodes(const json &graph);
-  /// Every node whose target capture cannot read, grouped by target (count, first node and its
-  /// stack_trace), added to diags_; then every collected problem is thrown at once.
-  void checkTargets(const json &nodes);
-  void buildNode(const json &jn);
-  /// A node of dynamic_sizes::isSymbolicTarget: evaluated now at the --specialize values (its
-  /// result into symValues_, checked against the export's sym_*_values expression).
-  void buildSymbolic(const json &jn, const std::string &raw);
-  /// The value of an `as_sym_int` / `as_sym_float` / `as_sym_bool` union's content.
-  dynamic_sizes::Value symValue(const json &v, const json &jn, const std::string &ctx) const;
-  /// torch.export's with_effects(token, op, args...) of an effectful op: only
-  /// _linalg_check_errors(info, api, is_matrix), which becomes check_errors=True on the linalg
-  /// op that computes `info` (a failed factorization is then an error of the entry point).
-  void buildEffect(const json &jn);
-  void readOutputs(const json &graph, const json &sig);
-
-  const json &j_;
-  std::string where_;
-  SourceLoc loc_;
-  const std::vector<std::string> &specialize_;
-  dynamic_sizes::Bindings bindings_;                   ///< Symbol values (Sizes.h).
-  std::map<std::string, dynamic_sizes::Value> symValues_; ///< Symbolic node results, evaluated.
-  Program p_;
-  const json *tensorValues_ = nullptr;
-  const json *graph_ = nullptr;
-  std::map<std::string, Node *> values_; ///< JSON value name -> node.
-  std::set<const Node *> complex_;       ///< Nodes holding a complex value's view_as_real (Complex.h).
-  std::set<std::string> scalars_;        ///< Symbols _local_scalar_dense defines (item() values: 0-d tensors).
-  std::set<std::string> tokens_;         ///< Effect tokens (inputs, with_effects results): no values.
-  std::set<std::string> reserved_;       ///< Every name the JSON defines.
-  std::set<std::string> referenced_;     ///< Every name some node or output reads.
-  DiagnosticList diags_;                 ///< Problems that do not stop reading (all reported at once).
-};
 
 void Reader::failNode(const json &jn, const std::string &msg) const {
   throw Error(Error::Kind::User, nodeDiag(jn, msg));
@@ -166,6 +101,7 @@ double Reader::jsonFloat(const json &v, const std::string &ctx) const {
 }
 
 int64_t Reader::jsonInt(const json &v, const std::string &ctx) const {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)INT64_MAX) fail(ctx + ": integer out of int64 range");
   if (v.is_number_integer()) return v.get<int64_t>();
   fail(ctx + ": expected an integer");
 }
@@ -210,9 +146,12 @@ TensorType Reader::metaType(const std::string &name) const {
       try {
         n = SymExpr::parse(e).eval(bindings_.values);
       } catch (const SymExprError &err) {
-        fail("tensor '" + name + "': size '" + e + "': " + err.what() +
-             (bindings_.values.empty() ? "" : " (a symbol outside range_constraints depends on data: aotc needs "
-                                             "every size known when compiling)"));
+        std::string why = err.what();
+        if (e.size() > 120) e = e.substr(0, 120) + "...";
+        // A symbol no input size reads (u0 of nonzero or item()): a size that depends on data.
+        if (why.find("has no value") != std::string::npos && !bindings_.values.empty())
+          why += ": a size that depends on data (aotc needs every size known when compiling)";
+        fail("tensor '" + name + "': size '" + e + "': " + why);
       }
     } else {
       if (k != "as_int") fail(ctx + ".sizes: unexpected '" + k + "'");
@@ -252,7 +191,11 @@ std::vector<std::string> Reader::refsOf(const json &arg) const {
     for (const json &x : v) nameOf(x);
   else if ((k == "as_sym_float" || k == "as_sym_int" || k == "as_sym_bool") && v.is_object() && v.contains("as_name") &&
            v["as_name"].is_string())
-    r.push_back(v["as_name"].get<std::string>()); // a symbol: _local_scalar_dense's value
+    r.push_back(v["as_name"].get<std::string>()); // a symbol: _local_scalar_dense's or a size op's value
+  else if (k == "as_sym_ints" && v.is_array()) { // a view's sizes: ints and size-op values
+    for (const json &x : v)
+      if (x.is_object() && x.contains("as_name") && x["as_name"].is_string()) r.push_back(x["as_name"].get<std::string>());
+  }
   else if ((k == "as_optional_tensors") && v.is_array()) {
     for (const json &x : v)
       if (x.is_object() && x.contains("as_tensor")) nameOf(x["as_tensor"]);
@@ -621,74 +564,6 @@ static std::string effectProblem(const json &jn) {
   return "";
 }
 
-dynamic_sizes::Value Reader::symValue(const json &v, const json &jn, const std::string &ctx) const {
-  auto [k, xv] = unionOf(v, ctx);
-  if (k == "as_int") return jsonInt(*xv, ctx);
-  if (k == "as_float") return jsonFloat(*xv, ctx);
-  if (k == "as_bool" && xv->is_boolean()) return xv->get<bool>();
-  if (k != "as_name" || !xv->is_string()) failNode(jn, ctx + ": unexpected '" + k + "'");
-  std::string name = xv->get<std::string>();
-  if (auto it = symValues_.find(name); it != symValues_.end()) return it->second;
-  if (scalars_.count(name))
-    failNode(jn, ctx + ": the value of item() ('" + name + "') used as a size: data-dependent (sizes must be known "
-                       "when compiling)");
-  failNode(jn, ctx + ": '" + name + "' is not the result of a size computation aotc evaluates");
-}
-
-void Reader::buildSymbolic(const json &jn, const std::string &raw) {
-  std::vector<dynamic_sizes::Arg> args;
-  for (const json &na : field(jn, "inputs", "node")) {
-    std::string ctx = "argument " + std::to_string(args.size());
-    auto [k, v] = unionOf(field(na, "arg", ctx), ctx);
-    if (k == "as_tensor") {
-      Node *t = ref(tensorName(*v, ctx), jn);
-      if (complex_.count(t)) failNode(jn, "the size of a complex tensor: not supported");
-      args.push_back(t->type().shape);
-    } else if (k == "as_int" || k == "as_float" || k == "as_bool") {
-      args.push_back(symValue(field(na, "arg", ctx), jn, ctx));
-    } else if (k == "as_sym_int" || k == "as_sym_float" || k == "as_sym_bool") {
-      args.push_back(symValue(*v, jn, ctx));
-    } else if (k == "as_string" && v->is_string()) {
-      args.push_back(v->get<std::string>());
-    } else if (k == "as_none") {
-      args.push_back(std::monostate{});
-    } else {
-      failNode(jn, ctx + ": unexpected '" + k + "' for a size computation");
-    }
-  }
-  std::optional<dynamic_sizes::Value> r;
-  try {
-    r = dynamic_sizes::evalSymbolic(raw, args);
-  } catch (const SymExprError &e) {
-    failNode(jn, std::string(e.what()) + (bindings_.values.empty() ? "" : " (at " + bindings_.str() + ")"));
-  }
-  const json &outs = field(jn, "outputs", "node");
-  if (!outs.is_array()) failNode(jn, "'outputs' must be a list");
-  if (!r) return;
-  std::vector<std::string> names = outs.size() == 1 ? refsOf(outs[0]) : std::vector<std::string>{};
-  if (names.size() != 1) failNode(jn, "expected one symbolic output");
-  symValues_[names[0]] = *r;
-  // The export's own expression for the value (sym_int_values / sym_bool_values) must agree.
-  for (const char *table : {"sym_int_values", "sym_bool_values"}) {
-    if (!graph_->contains(table) || !(*graph_)[table].is_object() || !(*graph_)[table].contains(names[0])) continue;
-    const json &e = (*graph_)[table][names[0]];
-    if (!e.is_object() || !e.contains("as_expr") || !e["as_expr"].is_object() || !e["as_expr"].contains("expr_str") ||
-        !e["as_expr"]["expr_str"].is_string())
-      continue;
-    std::string text = e["as_expr"]["expr_str"].get<std::string>();
-    int64_t mine = std::holds_alternative<bool>(*r) ? std::get<bool>(*r)
-                   : std::holds_alternative<int64_t>(*r) ? std::get<int64_t>(*r) : INT64_MIN;
-    try {
-      int64_t theirs = SymExpr::parse(text).eval(bindings_.values);
-      if (mine != theirs)
-        failNode(jn, "evaluates to " + dynamic_sizes::str(*r) + " but the export's expression '" + text + "' gives " +
-                         std::to_string(theirs) + " at " + bindings_.str() + ": an inconsistent export");
-    } catch (const SymExprError &err) {
-      failNode(jn, "cannot evaluate the export's expression '" + text + "': " + err.what());
-    }
-  }
-}
-
 void Reader::buildEffect(const json &jn) {
   const json &ins = jn["inputs"];
   std::string token = tensorName(field(ins[0], "arg", "with_effects")["as_tensor"], "with_effects token");
@@ -955,11 +830,18 @@ Program Reader::run() {
       for (const std::string &n : refsOf(o)) referenced_.insert(n);
   readNodes(graph);
   readOutputs(graph, sig);
+  for (auto &[sym, v] : bindings_.values) {
+    const dynamic_sizes::Range &r = bindings_.ranges[sym];
+    p_.specializedSizes.push_back({sym, v, r.min, r.max.value_or(-1), bindings_.dims[sym]});
+  }
   p_.forward.verify();
   return std::move(p_);
 }
 
-} // namespace
+} // namespace export_json
+
+using export_json::json;
+using export_json::Reader;
 
 Program readExportedProgram(const std::string &text, const std::string &where,
                             const std::vector<std::string> &specialize) {

@@ -33,10 +33,17 @@ struct SymDim {
   std::optional<SymExpr> expr;
 };
 
-std::optional<int64_t> intOrNull(const json &v) {
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_unsigned()) return (int64_t)std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX);
-  return std::nullopt; // null, "inf", a float infinity: unbounded
+/// A range bound: an int64, or nullopt for null (unbounded); anything else is an error.
+std::optional<int64_t> bound(const json &v, const std::string &what, DiagnosticList &diags, const SourceLoc &loc) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() <= (uint64_t)INT64_MAX) return (int64_t)v.get<uint64_t>();
+  } else if (v.is_number_integer()) {
+    return v.get<int64_t>();
+  } else if (v.is_null() || (v.is_number_float() && std::isinf(v.get<double>()))) {
+    return std::nullopt;
+  }
+  diags.error(loc, what + ": expected an int64 or null, got " + (v.is_primitive() ? v.dump() : v.type_name()));
+  return std::nullopt;
 }
 
 std::optional<int64_t> parseInt(const std::string &s) {
@@ -53,18 +60,26 @@ std::optional<int64_t> parseInt(const std::string &s) {
 Bindings bindSymbols(const json &program, const std::vector<std::string> &specialize, const SourceLoc &loc) {
   Bindings b;
   DiagnosticList diags;
-  if (program.contains("range_constraints") && program["range_constraints"].is_object())
-    for (auto &[name, rc] : program["range_constraints"].items()) {
-      Range r;
-      if (rc.is_object()) {
-        if (rc.contains("min_val")) r.min = intOrNull(rc["min_val"]).value_or(0);
-        if (rc.contains("max_val")) r.max = intOrNull(rc["max_val"]);
+  if (program.contains("range_constraints")) {
+    const json &rcs = program["range_constraints"];
+    if (!rcs.is_object()) diags.error(loc, "range_constraints: expected an object");
+    else
+      for (auto &[name, rc] : rcs.items()) {
+        Range r;
+        std::string what = "range_constraints['" + name + "']";
+        if (!rc.is_object()) {
+          diags.error(loc, what + ": expected an object with min_val and max_val");
+        } else {
+          if (rc.contains("min_val")) r.min = bound(rc["min_val"], what + ".min_val", diags, loc).value_or(0);
+          if (rc.contains("max_val")) r.max = bound(rc["max_val"], what + ".max_val", diags, loc);
+        }
+        b.ranges[name] = r;
       }
-      b.ranges[name] = r;
-    }
+  }
 
   // The user inputs' symbolic dims (graph.inputs in order, their tensor_values sizes).
   std::vector<SymDim> dims;
+  std::map<std::string, int64_t> inputRank;
   std::set<std::string> symbols; // every symbol a graph input's size reads
   const json *graph = nullptr;
   if (program.contains("graph_module") && program["graph_module"].is_object() &&
@@ -81,6 +96,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
       if (!tv.contains(name) || !tv[name].is_object() || !tv[name].contains("sizes") || !tv[name]["sizes"].is_array())
         continue;
       const json &sizes = tv[name]["sizes"];
+      inputRank[name] = (int64_t)sizes.size();
       for (size_t d = 0; d < sizes.size(); ++d) {
         const json &s = sizes[d];
         if (!s.is_object() || !s.contains("as_expr")) continue;
@@ -104,6 +120,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
     return it == b.ranges.end() ? Range{} : it->second;
   };
   // --specialize entries.
+  std::set<std::string> rejected; // symbols of rejected entries: not "missing" as well
   for (const std::string &entry : specialize) {
     std::string where = "--specialize '" + entry + "': ";
     size_t eq = entry.rfind('=');
@@ -122,27 +139,31 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
         known |= sd.input == input;
         if (sd.input == input && dim && (int64_t)sd.dim == *dim) found = &sd;
       }
+      auto rankIt = inputRank.find(input);
       if (!dim) {
         diags.error(loc, where + "'" + lhs.substr(colon + 1) + "' is not a dimension number");
         continue;
       }
       if (!found) {
-        diags.error(loc, where + (known ? "dim " + std::to_string(*dim) + " of input '" + input + "' has a static size"
-                                        : "no user input named '" + input + "' has a symbolic size"));
+        if (!known) diags.error(loc, where + "no user input named '" + input + "' has a symbolic size");
+        else if (rankIt != inputRank.end() && (*dim < 0 || *dim >= rankIt->second))
+          diags.error(loc, where + "input '" + input + "' has " + std::to_string(rankIt->second) + " dims");
+        else diags.error(loc, where + "dim " + std::to_string(*dim) + " of input '" + input + "' has a static size");
         continue;
       }
       if (!found->expr || !found->expr->isSymbol()) {
         diags.error(loc, where + "input '" + input + "' dim " + std::to_string(*dim) + " is '" +
                              (found->expr ? found->expr->str() : found->exprStr) + "': give the value of its symbol");
+        if (found->expr) found->expr->collectSymbols(rejected);
         continue;
       }
       sym = found->expr->name();
     } else {
       sym = lhs;
-      if (!symbols.count(sym) && !b.ranges.count(sym)) {
+      if (!symbols.count(sym)) { // a symbol of range_constraints only (u0: data-dependent) included
         std::string known;
         for (const std::string &s : symbols) known += (known.empty() ? "" : ", ") + s;
-        diags.error(loc, where + "the export has no symbol '" + sym + "'" +
+        diags.error(loc, where + "no input size of the export reads a symbol '" + sym + "'" +
                              (known.empty() ? " (its sizes are static)" : " (its symbols: " + known + ")"));
         continue;
       }
@@ -151,6 +172,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
     if (*value < r.min || (r.max && *value > *r.max)) {
       diags.error(loc, where + sym + "=" + std::to_string(*value) + " is outside the range the export allows, " +
                            r.str());
+      rejected.insert(sym);
       continue;
     }
     auto [it, fresh] = b.values.try_emplace(sym, *value);
@@ -160,17 +182,18 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
   // Symbols with no value: one error naming them all.
   std::string missing;
   for (const std::string &s : symbols) {
-    if (b.values.count(s)) continue;
-    std::string at;
+    std::string at, list;
     for (const SymDim &sd : dims)
       if (sd.expr) {
         std::set<std::string> own;
         sd.expr->collectSymbols(own);
-        if (own.count(s))
-          at += (at.empty() ? "" : ", ") + sd.input + ":" + std::to_string(sd.dim) +
-                (sd.expr->isSymbol() ? "" : " = " + sd.expr->str());
+        if (!own.count(s)) continue;
+        std::string d = sd.input + ":" + std::to_string(sd.dim);
+        at += (at.empty() ? "" : ", ") + d + (sd.expr->isSymbol() ? "" : " = " + sd.expr->str());
+        list += (list.empty() ? "" : ",") + d;
       }
-    missing += "\n  " + s + " in " + rangeOf(s).str() + ": " + at;
+    b.dims[s] = list;
+    if (!b.values.count(s) && !rejected.count(s)) missing += "\n  " + s + " in " + rangeOf(s).str() + ": " + at;
   }
   if (!missing.empty())
     diags.error(loc, "dynamic export: sizes depend on symbols with no value:" + missing +
@@ -196,8 +219,11 @@ std::string str(const Value &v) {
   if (auto *i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto *b = std::get_if<bool>(&v)) return *b ? "True" : "False";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", std::get<double>(v));
-  return buf;
+  double d = std::get<double>(v);
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  std::string s = buf;
+  if (std::isfinite(d) && s.find_first_of(".en") == std::string::npos) s += ".0"; // Python's float repr
+  return s;
 }
 
 namespace {
@@ -312,8 +338,13 @@ std::optional<Value> evalSymbolic(const std::string &raw, const std::vector<Arg>
   if (op == "le") return cmp([](auto x, auto y) { return x <= y; });
   if (op == "gt") return cmp([](auto x, auto y) { return x > y; });
   if (op == "ge") return cmp([](auto x, auto y) { return x >= y; });
-  if (op == "and_") return Value{truth(n(0)) && truth(n(1))};
-  if (op == "or_") return Value{truth(n(0)) || truth(n(1))};
+  if (op == "and_" || op == "or_") { // Python's & and |: logical on bools, bitwise on ints
+    const Value &x = n(0), &y = n(1);
+    if (std::holds_alternative<bool>(x) && std::holds_alternative<bool>(y))
+      return Value{op == "and_" ? (std::get<bool>(x) && std::get<bool>(y)) : (std::get<bool>(x) || std::get<bool>(y))};
+    int64_t a = toInt(x, raw), c = toInt(y, raw);
+    return Value{op == "and_" ? (a & c) : (a | c)};
+  }
   if (op == "not_" || op == "sym_not") return Value{!truth(n(0))};
   if (op == "sym_max" || op == "sym_min") {
     bool mx = op == "sym_max";
@@ -339,7 +370,10 @@ std::optional<Value> evalSymbolic(const std::string &raw, const std::vector<Arg>
     if (!(std::fabs(t) < 9.2e18)) fail(raw + ": " + str(x) + " is not an int64");
     return Value{(int64_t)t};
   }
-  if (op == "sym_ite") return truth(n(0)) ? n(1) : n(2);
+  if (op == "sym_ite") {
+    if (a.size() != 3) fail(raw + ": expected 3 arguments, got " + std::to_string(a.size()));
+    return truth(n(0)) ? n(1) : n(2);
+  }
   fail("'" + raw + "' is not a symbolic op aotc evaluates");
 }
 

@@ -36,6 +36,7 @@ struct Range {
 struct Bindings {
   std::map<std::string, int64_t> values;
   std::map<std::string, Range> ranges;
+  std::map<std::string, std::string> dims; ///< Symbol -> the input dims whose size reads it: "x:0,y:0".
   std::string str() const; ///< "s17=37, s48=3" (by name); "" for a static export.
 };
 
@@ -61,7 +62,8 @@ std::string str(const Value &v);
 /// One argument of a symbolic node, in order: none, a number, a tensor (its shape) or a string.
 using Arg = std::variant<std::monostate, Value, Shape, std::string>;
 
-/// The value of a symbolic node from its arguments; nullopt for the nodes without a result
+/// The value of a symbolic node from its arguments, in schema order (sym_constrain_range*:
+/// size, min, max, a default one given as none); nullopt for the nodes without a result
 /// (_assert_scalar, sym_constrain_range*). Throws SymExprError with the reason: a failed assert
 /// gives the export's message, a value out of a constrained range names the range.
 std::optional<Value> evalSymbolic(const std::string &raw, const std::vector<Arg> &args);

@@ -70,8 +70,14 @@ std::string emitHeader(const KernelProgram &kp, const std::string &target) {
      << (cuda ? ", CUDA part" : "") << ").\n"
      << " * All buffers are dense, row-major, " << al << "-byte aligned and owned by the caller"
      << (cuda ? ";\n * every pointer is a device pointer (docs/cuda.md).\n" : ".\n")
-     << " *\n"
-     << " * Inputs (forward in[], and again backward in[]):\n";
+     << " *\n";
+  if (!kp.specializedSizes.empty()) {
+    os << " * Sizes: a dynamic export (torch.export.Dim) compiled at one size per symbol; other sizes are\n"
+       << " * refused at the call: build again with aotc --specialize (docs/dynamic-shapes.md).\n";
+    for (const std::string &s : kp.specializedSizes) os << " *   " << s << "\n";
+    os << " *\n";
+  }
+  os << " * Inputs (forward in[], and again backward in[]):\n";
   tensorLines(os, "in", kp.inputs);
   os << " * Outputs (forward out[]; backward tangents[] has the same shapes, NULL for\n"
      << " * non-floating outputs and for the new values of mutated inputs that do not require grad):\n";

@@ -161,6 +161,7 @@ static void appendErrors(KernelProgram &kp, KernelGraph &kg, int base) {
 KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
   KernelProgram kp;
   kp.name = p.name;
+  for (const Program::SpecializedSize &s : p.specializedSizes) kp.specializedSizes.push_back(s.str());
   auto fph = p.forward.placeholders();
   auto fouts = p.forward.outputs();
   bool hasBwd = false;

@@ -135,7 +135,19 @@ Program Program::clone() const {
   q.gradOf = gradOf;
   q.saved = saved;
   q.mutatedInputs = mutatedInputs;
+  q.specializedSizes = specializedSizes;
   return q;
+}
+
+std::string Program::SpecializedSize::str() const {
+  std::string s = symbol + "=" + std::to_string(value) + " (range [" + std::to_string(min) + ", " +
+                  (max < 0 ? std::string("inf") : std::to_string(max)) + "]";
+  if (!dims.empty()) {
+    std::string d = dims;
+    for (size_t k = 0; (k = d.find(',', k)) != std::string::npos; k += 2) d.replace(k, 1, ", ");
+    s += "; " + d;
+  }
+  return s + ")";
 }
 
 const char *roleName(InputRole r) {

@@ -91,6 +91,18 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
   } else if (key == "mutated_input") {
     need(3);
     mutatedLocs_.push_back({{count(w[1], "mutated_input: output index must be"), w[2]}, loc});
+  } else if (key == "size") {
+    // size <symbol> <value> <min> <max|inf> [dims]: a specialized dynamic size (Graph.h).
+    if (w.size() != 5 && w.size() != 6) userError(loc, "'# aotc: size' expects <symbol> <value> <min> <max|inf> [dims]");
+    auto num = [&](const std::string &t) {
+      char *end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end || errno == ERANGE || v < 0) userError(loc, "'# aotc: size': '" + t + "' is not a size");
+      return (int64_t)v;
+    };
+    Program::SpecializedSize s{w[1], num(w[2]), num(w[3]), w[4] == "inf" ? -1 : num(w[4]), w.size() == 6 ? w[5] : ""};
+    prog_.specializedSizes.push_back(s);
   } else {
     userError(loc, "unknown '# aotc:' header key '" + key + "'");
   }

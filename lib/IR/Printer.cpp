@@ -206,6 +206,9 @@ std::string printProgram(const Program &p) {
     out << "\n";
   }
   for (const auto &[idx, name] : p.mutatedInputs) out << "# aotc: mutated_input " << idx << " " << name << "\n";
+  for (const Program::SpecializedSize &s : p.specializedSizes)
+    out << "# aotc: size " << s.symbol << " " << s.value << " " << s.min << " " << (s.max < 0 ? "inf" : std::to_string(s.max))
+        << (s.dims.empty() ? "" : " " + s.dims) << "\n";
   out << "class GraphModule(torch.nn.Module):\n";
   printGraph(out, "forward", p.forward);
   if (hasBackward) {

@@ -35,7 +35,8 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string &msg) const {
-    throw SymExprError("at offset " + std::to_string(i_) + " of '" + s_ + "': " + msg);
+    std::string text = s_.size() > 120 ? s_.substr(0, 120) + "..." : s_; // hostile input: short messages
+    throw SymExprError("at offset " + std::to_string(i_) + " of '" + text + "': " + msg);
   }
   void skipSpace() {
     while (i_ < s_.size() && std::isspace((unsigned char)s_[i_])) ++i_;
@@ -69,6 +70,15 @@ private:
     e.args_ = std::move(args);
     return e;
   }
+  /// A binary node, moving both operands in (an initializer list would copy the left one: a
+  /// copy per level of a long chain).
+  SymExpr node2(SymExpr::Op op, SymExpr a, SymExpr b) const {
+    std::vector<SymExpr> v;
+    v.reserve(2);
+    v.push_back(std::move(a));
+    v.push_back(std::move(b));
+    return node(op, std::move(v));
+  }
   /// Counts nesting of parentheses and calls (the parser's own recursion).
   struct Nest {
     int &n;
@@ -80,12 +90,12 @@ private:
 
   SymExpr parseOr() {
     SymExpr e = parseAnd();
-    while (eat("|")) e = node(SymExpr::Op::Or, {e, parseAnd()});
+    while (eat("|")) e = node2(SymExpr::Op::Or, std::move(e), parseAnd());
     return e;
   }
   SymExpr parseAnd() {
     SymExpr e = parseCmp();
-    while (eat("&")) e = node(SymExpr::Op::And, {e, parseCmp()});
+    while (eat("&")) e = node2(SymExpr::Op::And, std::move(e), parseCmp());
     return e;
   }
   SymExpr parseCmp() {
@@ -94,37 +104,37 @@ private:
         {"<=", SymExpr::Op::Le}, {">=", SymExpr::Op::Ge}, {"==", SymExpr::Op::Eq},
         {"!=", SymExpr::Op::Ne}, {"<", SymExpr::Op::Lt},  {">", SymExpr::Op::Gt}};
     for (auto &[tok, op] : rel)
-      if (eat(tok)) return node(op, {e, parseAdd()});
+      if (eat(tok)) return node2(op, std::move(e), parseAdd());
     return e;
   }
   SymExpr parseAdd() {
     SymExpr e = parseMul();
     for (;;) {
-      if (eat("+")) e = node(SymExpr::Op::Add, {e, parseMul()});
-      else if (eat("-")) e = node(SymExpr::Op::Add, {e, negate(parseMul())});
+      if (eat("+")) e = node2(SymExpr::Op::Add, std::move(e), parseMul());
+      else if (eat("-")) e = node2(SymExpr::Op::Add, std::move(e), negate(parseMul()));
       else return e;
     }
   }
   SymExpr parseMul() {
     SymExpr e = parseUnary();
     for (;;) {
-      if (eat("//")) e = node(SymExpr::Op::FloorDiv, {e, parseUnary()});
-      else if (eatExact("*", "*")) e = node(SymExpr::Op::Mul, {e, parseUnary()});
-      else if (eat("%")) e = node(SymExpr::Op::Mod, {e, parseUnary()});
+      if (eat("//")) e = node2(SymExpr::Op::FloorDiv, std::move(e), parseUnary());
+      else if (eatExact("*", "*")) e = node2(SymExpr::Op::Mul, std::move(e), parseUnary());
+      else if (eat("%")) e = node2(SymExpr::Op::Mod, std::move(e), parseUnary());
       else if (eatExact("/", "/")) fail("true division '/' (a size is an integer: aotc reads '//' and CleanDiv)");
       else return e;
     }
   }
   SymExpr negate(SymExpr e) const {
     if (e.op_ == SymExpr::Op::Int && e.value_ != INT64_MIN) return SymExpr::integer(-e.value_);
-    return node(SymExpr::Op::Mul, {SymExpr::integer(-1), std::move(e)});
+    return node2(SymExpr::Op::Mul, SymExpr::integer(-1), std::move(e));
   }
   SymExpr parseUnary() {
     Nest guard(nest_, *this); // `- - - x` recurses too
     if (eat("-")) return negate(parseUnary());
     if (eat("~")) return node(SymExpr::Op::Not, {parseUnary()});
     SymExpr e = parseAtom();
-    if (eat("**")) e = node(SymExpr::Op::Pow, {e, parseUnary()});
+    if (eat("**")) e = node2(SymExpr::Op::Pow, std::move(e), parseUnary());
     return e;
   }
   std::string ident() {
@@ -181,6 +191,7 @@ private:
           char q = s_[i_++];
           size_t e = s_.find(q, i_);
           if (e == std::string::npos) fail("unterminated string");
+          if (!symName.empty()) fail(fn + "() with two names");
           symName = s_.substr(i_, e - i_);
           i_ = e + 1;
           continue;
@@ -225,8 +236,8 @@ private:
     auto [op, n] = it->second;
     if (n < 0) {
       arity(2, SIZE_MAX);
-      SymExpr e = args[0];
-      for (size_t k = 1; k < args.size(); ++k) e = node(op, {e, args[k]});
+      SymExpr e = std::move(args[0]);
+      for (size_t k = 1; k < args.size(); ++k) e = node2(op, std::move(e), std::move(args[k]));
       return e;
     }
     arity(n, n);
@@ -270,7 +281,13 @@ int64_t pyFloorDiv(int64_t a, int64_t b) {
   return q;
 }
 
-int64_t pyMod(int64_t a, int64_t b) { return a - pyFloorDiv(a, b) * b; }
+int64_t pyMod(int64_t a, int64_t b) {
+  if (b == 0) throw SymExprError("modulo by zero");
+  if (b == -1) return 0; // INT64_MIN % -1 would trap
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
 
 int64_t pyPow(int64_t base, int64_t exp) {
   if (exp < 0) throw SymExprError("negative power");
@@ -302,7 +319,7 @@ int64_t SymExpr::eval(const std::function<std::optional<int64_t>(const std::stri
   case Op::Mod: return pyMod(a(0), a(1));
   case Op::CleanDiv: {
     int64_t x = a(0), y = a(1), q = pyFloorDiv(x, y);
-    if (q * y != x) throw SymExprError("CleanDiv of " + std::to_string(x) + " by " + std::to_string(y) + " is not exact");
+    if (pyMod(x, y) != 0) throw SymExprError("CleanDiv of " + std::to_string(x) + " by " + std::to_string(y) + " is not exact");
     return q;
   }
   case Op::Max: return std::max(a(0), a(1));
