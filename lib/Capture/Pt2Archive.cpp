@@ -148,12 +148,6 @@ private:
   int64_t maxWeightBytes_;
 };
 
-std::string joinInts(const std::vector<int64_t> &v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
-
 void Pt2Reader::readConfig(const std::string &member, const std::string &dir) {
   auto text = zip_.read(root_ + member);
   if (!text) return;
