@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -74,7 +75,11 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
   }
   field("requires-grad", list(o.requiresGrad));
   field("freeze", list(o.freeze));
-  if (!o.specialize.empty()) field("specialize", list(o.specialize));
+  if (!o.specialize.empty()) { // the entries' order does not matter (Sizes.cpp binds them all)
+    std::vector<std::string> sorted = o.specialize;
+    std::sort(sorted.begin(), sorted.end());
+    field("specialize", list(sorted));
+  }
   field("f64", o.f64 ? "1" : "0");
   field("max-tensor-bytes", std::to_string(o.maxTensorBytes));
   field("sanitize", o.sanitize);
