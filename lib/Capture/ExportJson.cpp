@@ -222,15 +222,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     std::vector<int64_t> r;
     for (const json &x : list) {
       if (x.is_object()) { // as_sym_ints entries
-        auto [kk, xv] = unionOf(x, ctx);
-        if (kk == "as_name") {
-          dynamic_sizes::Value sv = symValue(x, jn, ctx);
-          if (!std::holds_alternative<int64_t>(sv)) failNode(jn, ctx + ": expected an integer, got " + dynamic_sizes::str(sv));
-          r.push_back(std::get<int64_t>(sv));
-          continue;
-        }
-        if (kk != "as_int") failNode(jn, ctx + ": unexpected '" + kk + "'");
-        r.push_back(jsonInt(*xv, ctx));
+        r.push_back(symInt(x, jn, ctx));
       } else {
         r.push_back(jsonInt(x, ctx));
       }
@@ -275,14 +267,7 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   if (k == "as_int" || k == "as_sym_int") {
     int64_t n;
     if (k == "as_sym_int") {
-      auto [kk, xv] = unionOf(v, ctx);
-      if (kk == "as_name") {
-        dynamic_sizes::Value sv = symValue(v, jn, ctx);
-        if (!std::holds_alternative<int64_t>(sv)) failNode(jn, ctx + ": expected an integer, got " + dynamic_sizes::str(sv));
-        n = std::get<int64_t>(sv);
-      } else {
-        n = jsonInt(*xv, ctx);
-      }
+      n = symInt(v, jn, ctx);
     } else {
       n = jsonInt(v, ctx);
     }

@@ -60,6 +60,8 @@ private:
   void buildSymbolic(const json &jn, const std::string &raw);
   /// The value of an `as_sym_int` / `as_sym_float` / `as_sym_bool` union's content.
   dynamic_sizes::Value symValue(const json &v, const json &jn, const std::string &ctx) const;
+  /// symValue of a SymInt (`{"as_int": n}` or `{"as_name": ...}`), which must be an integer.
+  int64_t symInt(const json &v, const json &jn, const std::string &ctx) const;
   /// torch.export's with_effects(token, op, args...) of an effectful op: only
   /// _linalg_check_errors(info, api, is_matrix), which becomes check_errors=True on the linalg
   /// op that computes `info` (a failed factorization is then an error of the entry point).

@@ -22,6 +22,12 @@ dynamic_sizes::Value Reader::symValue(const json &v, const json &jn, const std::
   failNode(jn, ctx + ": '" + name + "' is not the result of a size computation aotc evaluates");
 }
 
+int64_t Reader::symInt(const json &v, const json &jn, const std::string &ctx) const {
+  dynamic_sizes::Value sv = symValue(v, jn, ctx);
+  if (!std::holds_alternative<int64_t>(sv)) failNode(jn, ctx + ": expected an integer, got " + dynamic_sizes::str(sv));
+  return std::get<int64_t>(sv);
+}
+
 void Reader::buildSymbolic(const json &jn, const std::string &raw) {
   // sym_constrain_range(_for_size)(size, *, min=None, max=None): the keyword-only bounds are
   // omitted when default, so they are placed by name.

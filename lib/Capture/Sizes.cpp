@@ -31,6 +31,7 @@ struct SymDim {
   size_t dim;
   std::string exprStr; ///< As written (srepr or str).
   std::optional<SymExpr> expr;
+  std::set<std::string> symbols; ///< expr's symbols.
 };
 
 /// A range bound: an int64, or nullopt for null (unbounded); anything else is an error.
@@ -102,10 +103,11 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
         if (!s.is_object() || !s.contains("as_expr")) continue;
         const json &e = s["as_expr"];
         SymDim sd{name, d, e.is_object() && e.contains("expr_str") && e["expr_str"].is_string()
-                               ? e["expr_str"].get<std::string>() : "", std::nullopt};
+                               ? e["expr_str"].get<std::string>() : "", std::nullopt, {}};
         try {
           sd.expr = SymExpr::parse(sd.exprStr);
-          sd.expr->collectSymbols(symbols);
+          sd.expr->collectSymbols(sd.symbols);
+          symbols.insert(sd.symbols.begin(), sd.symbols.end());
         } catch (const SymExprError &err) {
           diags.error(loc, "input '" + name + "' dim " + std::to_string(d) + ": cannot read its size '" + sd.exprStr +
                                "': " + err.what());
@@ -154,7 +156,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
       if (!found->expr || !found->expr->isSymbol()) {
         diags.error(loc, where + "input '" + input + "' dim " + std::to_string(*dim) + " is '" +
                              (found->expr ? found->expr->str() : found->exprStr) + "': give the value of its symbol");
-        if (found->expr) found->expr->collectSymbols(rejected);
+        rejected.insert(found->symbols.begin(), found->symbols.end());
         continue;
       }
       sym = found->expr->name();
@@ -183,15 +185,12 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
   std::string missing;
   for (const std::string &s : symbols) {
     std::string at, list;
-    for (const SymDim &sd : dims)
-      if (sd.expr) {
-        std::set<std::string> own;
-        sd.expr->collectSymbols(own);
-        if (!own.count(s)) continue;
-        std::string d = sd.input + ":" + std::to_string(sd.dim);
-        at += (at.empty() ? "" : ", ") + d + (sd.expr->isSymbol() ? "" : " = " + sd.expr->str());
-        list += (list.empty() ? "" : ",") + d;
-      }
+    for (const SymDim &sd : dims) {
+      if (!sd.symbols.count(s)) continue;
+      std::string d = sd.input + ":" + std::to_string(sd.dim);
+      at += (at.empty() ? "" : ", ") + d + (sd.expr->isSymbol() ? "" : " = " + sd.expr->str());
+      list += (list.empty() ? "" : ",") + d;
+    }
     b.dims[s] = list;
     if (!b.values.count(s) && !rejected.count(s)) missing += "\n  " + s + " in " + rangeOf(s).str() + ": " + at;
   }
