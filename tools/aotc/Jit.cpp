@@ -79,7 +79,7 @@ std::vector<rt::Tensor> bindInputs(const aotc_program &prog, const std::vector<W
     const rt::Tensor *t = nullptr;
     std::string from;
     if (file) {
-      for (const std::string &key : {name, (isWeight ? "param." : "input.") + name})
+      for (const std::string &key : {name, (isWeight ? "param." : "input.") + name, (isWeight ? "buffer." : "input.") + name})
         if ((t = file->find(key))) {
           from = filePath + ": '" + key + "'";
           break;

@@ -5,7 +5,7 @@
 // 1. Compiles IN exactly as `aotc IN -o OUT.o` would (same object bytes), so
 //    every graph error is reported before any input is read.
 // 2. Reads --inputs: user inputs by name (or input.<name>), parameters/buffers
-//    by FQN (or param.<FQN>; default: the archive's values), cotangents
+//    by FQN (or param.<FQN>, buffer.<FQN>; default: the archive's values), cotangents
 //    tangent_<i> (default: ones). A missing input is a user error naming it.
 // 3. Links the object in-process (Jit.h) and calls <name>_forward and
 //    <name>_backward through the runtime's DifferentiableFunction.
