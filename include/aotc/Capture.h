@@ -40,9 +40,12 @@ InputFormat detectFormat(const std::string &bytes);
 /// recorded in Program::mutatedInputs. Result: stage "capture".
 /// A dynamic export (torch.export.Dim) is read at the sizes `specialize` gives its symbols
 /// ("SYMBOL=N" or "INPUT:DIM=N"; lib/Capture/Sizes.h): its size computations and asserts are
-/// evaluated there and the result is static.
+/// evaluated there. The symbols it gives no value stay run-time sizes (TensorType::sym,
+/// Node::symArgs, Program::sizeChecks; docs/dynamic-shapes.md), bounded by their range or by
+/// `maxSize` ("SYMBOL=N" or "INPUT:DIM=N").
 Program readExportedProgram(const std::string &jsonText, const std::string &where,
-                            const std::vector<std::string> &specialize = {});
+                            const std::vector<std::string> &specialize = {},
+                            const std::vector<std::string> &maxSize = {});
 
 /// Reads a .pt2 archive (libzip): the program from models/model.json and, when
 /// `weights` is non-null, the raw bytes of every Parameter/Buffer placeholder
@@ -53,7 +56,8 @@ Program readExportedProgram(const std::string &jsonText, const std::string &wher
 /// recognised and rejected with a re-export hint.
 /// A weight whose view expands its storage (stride 0) beyond `maxTensorBytes` is a user error.
 Program readPt2(const std::string &path, std::vector<Weight> *weights,
-                int64_t maxTensorBytes = kDefaultMaxTensorBytes, const std::vector<std::string> &specialize = {});
+                int64_t maxTensorBytes = kDefaultMaxTensorBytes, const std::vector<std::string> &specialize = {},
+                const std::vector<std::string> &maxSize = {});
 
 /// Applies --requires-grad / --freeze: each name is a placeholder name or a
 /// parameter/buffer FQN of `p.forward`. Unknown names, names in both lists and

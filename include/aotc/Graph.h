@@ -92,6 +92,17 @@ struct Node {
   std::string fqn;                ///< Parameter/buffer FQN, e.g. "fc1.weight".
   bool requiresGrad = false;
 
+  /// A dynamic export's int and int-list arguments whose values depend on run-time sizes
+  /// (docs/dynamic-shapes.md): (argument index, one expression per element: "" for a constant
+  /// element, else its SymExpr::str() over the program's run-time symbols). `args` holds the
+  /// values at the program's reference sizes, which shape inference reads.
+  std::vector<std::pair<size_t, std::vector<std::string>>> symArgs;
+  const std::vector<std::string> *symArg(size_t i) const {
+    for (const auto &[k, e] : symArgs)
+      if (k == i) return &e;
+    return nullptr;
+  }
+
   /// A node made from `o` (a rewrite, a derivative, a copy) keeps where `o` came from.
   void inheritSource(const Node &o) {
     stackTrace = o.stackTrace;
@@ -211,15 +222,27 @@ struct Program {
   std::vector<std::string> saved;
   /// Mutated inputs after functionalization: (output index, input name).
   std::vector<std::pair<int, std::string>> mutatedInputs;
-  /// A dynamic export compiled at one size per symbol (--specialize, docs/dynamic-shapes.md):
-  /// each symbol, the value used, the export's range and the user input dims that carry it.
+  /// The size symbols of a dynamic export (docs/dynamic-shapes.md): each symbol, the export's
+  /// range and the user input dims that carry it. A symbol given by --specialize has that
+  /// value; a run-time symbol (`dynamic`) has its reference value, the maximum of its range
+  /// (or --max-size), at which TensorType::shape and symbolic arguments are evaluated.
   struct SpecializedSize {
     std::string symbol;
     int64_t value = 0, min = 0, max = -1; ///< max -1: unbounded.
     std::string dims;                     ///< "x:0,y:0" (may be empty).
-    std::string str() const;              ///< "s17=37 (range [2, 64]; x:0, y:0)"
+    bool dynamic = false;                 ///< A run-time size.
+    std::string str() const;              ///< "s17=37 (range [2, 64]; x:0, y:0)", "s17 (run time, range ...)"
   };
   std::vector<SpecializedSize> specializedSizes;
+  /// A condition on run-time sizes that every call must meet: the export's _assert_scalar
+  /// and sym_constrain_range nodes over run-time symbols (SymExpr::str() form, and the
+  /// message to give when it fails).
+  struct SizeCheck {
+    std::string expr, message;
+  };
+  std::vector<SizeCheck> sizeChecks;
+  /// The run-time symbols ("s17, s48"), "" when every size is static.
+  std::string dynamicSymbols() const;
 
   /// The name of the input whose new value forward output k is (mutatedInputs), or nullptr.
   const std::string *mutatedInputOf(int k) const;

@@ -131,6 +131,12 @@ struct OpDef {
   /// Results may be I32 (index-only values too: LAPACK's pivots and info of the linalg ops, and
   /// _to_copy to an index dtype).
   bool narrowResults = false;
+  /// Shape function over run-time sizes (a dynamic export, docs/dynamic-shapes.md): the
+  /// results' TensorType::sym (one vector per result, "" for a static dim, an empty vector
+  /// for an all-static result; SymExpr canonical text) from the arguments' (their types'
+  /// sym, Node::symArgs) and the results' `types` at the reference sizes (infer's). Unset:
+  /// not written for this op yet; SymExprError: not for these arguments. lib/IR/SymShapes.cpp.
+  std::function<std::vector<std::vector<std::string>>(const Node &node, const std::vector<TensorType> &types)> symInfer;
   std::string target() const { return schema.target(); }
 };
 
@@ -146,6 +152,8 @@ public:
   /// and "aten::add.Tensor"). nullptr when unknown.
   const OpDef *lookup(const std::string &target) const;
   const std::map<std::string, OpDef> &all() const { return ops_; }
+  /// A registered op, for the registration functions that complete entries (SymShapes.cpp).
+  OpDef *edit(const std::string &target);
 
 private:
   std::map<std::string, OpDef> ops_;
@@ -193,6 +201,11 @@ std::vector<Arg> bindArgs(const Node &at, const std::vector<Arg> &args,
 /// Re-runs shape inference for one existing node (used by capture to compare
 /// with exported meta). Returns the inferred types.
 std::vector<TensorType> inferTypes(const Node &node);
+
+/// The run-time size expressions of node's results (TensorType::sym) given `types`, its
+/// results at the reference sizes: empty vectors when no argument has run-time sizes; nullopt
+/// when one has and the op's symInfer is unset or refuses these arguments (lib/IR/SymShapes.cpp).
+std::optional<std::vector<std::vector<std::string>>> inferSymbolic(const Node &node, const std::vector<TensorType> &types);
 
 namespace ops {
 /// torch.result_type over the arguments of n at `idx` (tensors or numbers; None skipped):

@@ -26,6 +26,9 @@ struct CaptureOptions {
   /// --specialize: "SYMBOL=N" / "INPUT:DIM=N", the size a dynamic export is compiled at
   /// (docs/dynamic-shapes.md).
   std::vector<std::string> specialize;
+  /// --max-size: "SYMBOL=N" / "INPUT:DIM=N", the largest size of a run-time symbol (required
+  /// for one the export leaves unbounded; a bounded one may be lowered).
+  std::vector<std::string> maxSize;
 };
 
 /// Stage 1 (lib/Capture). Reads a .pt2 archive, a bare ExportedProgram JSON, or

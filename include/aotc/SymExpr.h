@@ -37,12 +37,31 @@ public:
   static SymExpr parse(const std::string &text);
   static SymExpr integer(int64_t v);
   static SymExpr symbol(std::string name);
+  /// `op` of two operands (Add, Mul, FloorDiv, Mod, Max, Min, ...), unsimplified; SymExprError
+  /// beyond the depth bound. canonical() simplifies.
+  static SymExpr binary(Op op, SymExpr a, SymExpr b);
+
+  /// The canonical form: a polynomial with int64 coefficients over atoms (the symbols, and each
+  /// FloorDiv, Mod, Max, Min, CleanDiv, Pow or boolean of canonical operands), its terms in a
+  /// fixed order, constants folded (`s48*s24` and `s24*s48` give one form, `(s0 + 1) - 1` gives
+  /// `s0`, `CleanDiv(4*s0, 2)` gives `2*s0`). Two expressions with the same form are equal for
+  /// every value of their symbols; different forms may still be equal (FloorDiv identities).
+  /// SymExprError on int64 overflow of a coefficient.
+  SymExpr canonical() const;
+  /// The value when the expression has no symbols.
+  std::optional<int64_t> constant() const;
 
   /// The value with every symbol bound by `lookup` (nullopt: unbound, an error naming it).
   /// Throws SymExprError on an unbound symbol, division or modulo by zero, a negative power or
   /// int64 overflow.
   int64_t eval(const std::function<std::optional<int64_t>(const std::string &)> &lookup) const;
   int64_t eval(const std::map<std::string, int64_t> &values) const;
+
+  /// The expression with the symbols `values` binds replaced by their values, and every subtree
+  /// without symbols left folded to its value (a dynamic export with some symbols given by
+  /// --specialize). Throws SymExprError as eval does when a folded subtree fails.
+  SymExpr substitute(const std::map<std::string, int64_t> &values) const;
+  bool hasSymbols() const;
 
   /// sympy str() form with full parentheses where precedence needs them: `2*s77 - 1`.
   std::string str() const;
@@ -55,6 +74,7 @@ public:
 private:
   SymExpr(Op op) : op_(op) {}
   friend class SymExprParser;
+  friend struct SymExprCanon;
   Op op_;
   int depth_ = 1; ///< Tree height, bounded (kMaxDepth in SymExpr.cpp): eval and str recurse.
   int64_t value_ = 0;

@@ -1,7 +1,8 @@
 //===- Types.h - Dtypes and tensor types of the aotc IR ---------*- C++ -*-===//
 //
-// aotc supports four dtypes: f32, f64, i64 and bool (1 byte). Shapes are static
-// (dynamic shapes are rejected at capture). A 0-d tensor has an empty shape.
+// aotc supports four dtypes: f32, f64, i64 and bool (1 byte). A 0-d tensor has an empty
+// shape. A dim of a dynamic export's program may be an expression over its run-time size
+// symbols (TensorType::sym, docs/dynamic-shapes.md).
 // Names follow torch/utils/_dtype_abbrs.py ("f32", "f64", "i64", "b8").
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -50,15 +51,28 @@ std::string shapeStr(const Shape &s);
 inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 struct TensorType {
+  TensorType() = default;
+  TensorType(DType d, Shape s, std::vector<std::string> e = {}) : dtype(d), shape(std::move(s)), sym(std::move(e)) {}
+
   DType dtype = DType::F32;
+  /// The sizes. A symbolic dim (see `sym`) holds its value at the program's reference sizes:
+  /// every run-time symbol at the maximum of its range (Program::SpecializedSize).
   Shape shape;
+  /// Empty for a static type; else one entry per dim: "" for a static dim, or the dim's
+  /// expression over the program's run-time size symbols in SymExpr::str() form ("s17",
+  /// "2*s17 - 1").
+  std::vector<std::string> sym;
+
+  bool symbolic() const { return !sym.empty(); }
+  /// The dim as text: its expression, or its size.
+  std::string dimStr(size_t i) const;
 
   int64_t numel() const { return numelOf(shape); }
   int64_t bytes() const { return numel() * itemSize(dtype); }
   int64_t rank() const { return (int64_t)shape.size(); }
-  /// FX annotation text without quotes: "f32[4, 16]".
+  /// FX annotation text without quotes: "f32[4, 16]", "f32[s17, 16]".
   std::string str() const;
-  bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape && sym == o.sym; }
   bool operator!=(const TensorType &o) const { return !(*this == o); }
 };
 

@@ -98,16 +98,16 @@ Program capture(const std::string &path, const CaptureOptions &opts, std::vector
   if (format) *format = detected;
   switch (detected) {
   case InputFormat::Pt2Zip:
-    p = readPt2(path, weights, opts.maxTensorBytes, opts.specialize);
+    p = readPt2(path, weights, opts.maxTensorBytes, opts.specialize, opts.maxSize);
     p.name = programNameFromPath(path);
     break;
   case InputFormat::ExportJson:
-    p = readExportedProgram(bytes, path, opts.specialize);
+    p = readExportedProgram(bytes, path, opts.specialize, opts.maxSize);
     p.name = programNameFromPath(path);
     break;
   case InputFormat::FxText: {
-    if (!opts.specialize.empty())
-      userError(SourceLoc{path}, "--specialize applies to a torch.export program (.pt2 or its JSON); this is FX "
+    if (!opts.specialize.empty() || !opts.maxSize.empty())
+      userError(SourceLoc{path}, std::string(opts.specialize.empty() ? "--max-size" : "--specialize") + " applies to a torch.export program (.pt2 or its JSON); this is FX "
                                  "graph code, whose sizes are static");
     bool isIR = bytes.find("# aotc:") != std::string::npos;
     p = parseProgram(bytes, path);

@@ -144,7 +144,12 @@ TensorType Reader::metaType(const std::string &name) const {
       std::string e = v->is_object() && v->contains("expr_str") && (*v)["expr_str"].is_string()
                           ? (*v)["expr_str"].get<std::string>() : "?";
       try {
-        n = SymExpr::parse(e).eval(bindings_.values);
+        SymExpr x = SymExpr::parse(e);
+        n = x.eval(bindings_.values);
+        if (SymExpr r = x.substitute(bindings_.specialized); r.hasSymbols()) { // a run-time size
+          t.sym.resize(t.shape.size());
+          t.sym.push_back(r.str());
+        }
       } catch (const SymExprError &err) {
         std::string why = err.what();
         if (e.size() > 120) e = e.substr(0, 120) + "...";
@@ -160,14 +165,43 @@ TensorType Reader::metaType(const std::string &name) const {
     if (n < 0) fail(ctx + ".sizes: negative size");
     t.shape.push_back(n);
   }
+  if (t.symbolic()) t.sym.resize(t.shape.size());
   int64_t numel = 1;
   for (int64_t n : t.shape)
     if (__builtin_mul_overflow(numel, n, &numel)) fail("tensor '" + name + "': more than 2^63 elements");
   if (m.contains("layout") && m["layout"].is_number_integer() && m["layout"].get<int64_t>() != 7 &&
       m["layout"].get<int64_t>() != 0)
     fail("tensor '" + name + "': non-strided (sparse/mkldnn) layout is not supported");
-  if (dt == 10 || dt == 11) t.shape.push_back(2);
+  if (dt == 10 || dt == 11) {
+    t.shape.push_back(2);
+    if (t.symbolic()) t.sym.push_back("");
+  }
   return t;
+}
+
+bool Reader::sameSizes(const std::vector<std::string> &ours, const TensorType &meta) const {
+  // Equal canonical forms, else equal values over the ranges: torch simplifies with the ranges
+  // (Max(1, s0) is s0 for s0 >= 1), so two forms may be one size there.
+  std::vector<std::map<std::string, int64_t>> points(4);
+  for (const std::string &s : bindings_.dynamic) {
+    const dynamic_sizes::Range &r = bindings_.ranges.at(s);
+    int64_t hi = bindings_.values.at(s), lo = std::min(r.min, hi);
+    int64_t k = (int64_t)(points[0].size() % 2);
+    points[0][s] = lo;
+    points[1][s] = hi;
+    points[2][s] = lo + (hi - lo) / 2;
+    points[3][s] = k ? lo : hi;
+  }
+  for (auto &pt : points) pt.insert(bindings_.specialized.begin(), bindings_.specialized.end());
+  for (size_t i = 0; i < meta.shape.size(); ++i) {
+    std::string a = i < ours.size() ? ours[i] : "", b = meta.dimStr(i);
+    SymExpr x = a.empty() ? SymExpr::integer(meta.shape[i]) : SymExpr::parse(a);
+    SymExpr y = SymExpr::parse(b);
+    if (x.canonical().str() == y.canonical().str()) continue;
+    for (auto &pt : points)
+      if (x.eval(pt) != y.eval(pt)) return false;
+  }
+  return true;
 }
 
 bool Reader::metaComplex(const std::string &name) const {
@@ -217,16 +251,23 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
   const json &v = *vp;
   std::string ctx = "argument '" + argName + "'";
   std::string ty = sa ? sa->type : "";
+  lastSymExprs_.clear();
   auto ints = [&](const json &list) {
     if (!list.is_array()) failNode(jn, ctx + ": expected a list");
     std::vector<int64_t> r;
+    std::vector<std::string> exprs;
+    bool dynamic = false;
     for (const json &x : list) {
       if (x.is_object()) { // as_sym_ints entries
         r.push_back(symInt(x, jn, ctx));
+        exprs.push_back(symIntExpr(x));
+        dynamic |= !exprs.back().empty();
       } else {
         r.push_back(jsonInt(x, ctx));
+        exprs.emplace_back();
       }
     }
+    if (dynamic) lastSymExprs_ = exprs;
     return r;
   };
   if (k == "as_none") return std::monostate{};
@@ -268,11 +309,17 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     int64_t n;
     if (k == "as_sym_int") {
       n = symInt(v, jn, ctx);
+      if (std::string e = symIntExpr(v); !e.empty()) lastSymExprs_ = {e};
     } else {
       n = jsonInt(v, ctx);
     }
-    if (ty == "float") return (double)n;
-    if (ty == "bool") failNode(jn, ctx + ": expected a bool, got an int");
+    if (ty == "float" || ty == "bool") {
+      if (!lastSymExprs_.empty())
+        failNode(jn, ctx + ": a " + ty + " computed from run-time sizes is not supported (compile at one size with "
+                              "--specialize)");
+      if (ty == "bool") failNode(jn, ctx + ": expected a bool, got an int");
+      return (double)n;
+    }
     return n;
   }
   if (k == "as_ints" || k == "as_sym_ints") {
@@ -281,7 +328,12 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
       if (!r.empty()) failNode(jn, ctx + ": expected a list of tensors");
       return std::vector<Node *>{};
     }
-    if (ty == "float[]") return std::vector<double>(r.begin(), r.end());
+    if (ty == "float[]") {
+      if (!lastSymExprs_.empty())
+        failNode(jn, ctx + ": floats computed from run-time sizes are not supported (compile at one size with "
+                              "--specialize)");
+      return std::vector<double>(r.begin(), r.end());
+    }
     return r;
   }
   if (k == "as_float" || k == "as_sym_float") {
@@ -615,12 +667,20 @@ void Reader::buildNode(const json &jn) {
   std::vector<Arg> pos;
   std::vector<std::pair<std::string, Arg>> kwargs;
   std::set<std::string> seen;
+  std::vector<std::pair<size_t, std::vector<std::string>>> symArgs; // Node::symArgs
+  auto noteSym = [&](size_t index) {
+    if (!lastSymExprs_.empty()) {
+      if (!def) failNode(jn, "run-time sizes in an argument of a complex op are not supported");
+      symArgs.push_back({index, lastSymExprs_});
+    }
+  };
   for (const json &na : jn["inputs"]) {
     std::string an = na.contains("name") && na["name"].is_string() ? na["name"].get<std::string>() : "";
     if (an.empty() || !def) { // complex-only targets (no schema): their arguments in order
       if (!kwargs.empty()) failNode(jn, "positional argument after named ones");
       const SchemaArg *sa = pos.size() < sargs.size() ? &sargs[pos.size()] : nullptr;
       pos.push_back(convertArg(na["arg"], sa, jn, target));
+      noteSym(pos.size() - 1);
       continue;
     }
     const SchemaArg *sa = nullptr;
@@ -629,6 +689,7 @@ void Reader::buildNode(const json &jn) {
     if (!sa) failNode(jn, "op '" + target + "' has no argument named '" + an + "'");
     if (!seen.insert(an).second) failNode(jn, "argument '" + an + "' given twice");
     kwargs.push_back({an, convertArg(na["arg"], sa, jn, target)});
+    noteSym((size_t)(sa - sargs.data()));
   }
   if (def && pos.size() > sargs.size())
     failNode(jn, "expects at most " + std::to_string(sargs.size()) + " arguments, got " + std::to_string(pos.size()));
@@ -678,6 +739,12 @@ void Reader::buildNode(const json &jn) {
   n->loc = loc_;
   n->stackTrace = stack;
   n->userOp = userOp;
+  for (auto &[i, exprs] : symArgs) {
+    // A single int given for an int[N] argument was repeated N times (buildCall).
+    if (auto *l = std::get_if<std::vector<int64_t>>(&n->args[i]); l && exprs.size() == 1 && l->size() != 1)
+      exprs.assign(l->size(), exprs[0]);
+    n->symArgs.push_back({i, exprs});
+  }
   if (n->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
     p_.forward.erase(n);
     return;
@@ -685,8 +752,20 @@ void Reader::buildNode(const json &jn) {
   auto check = [&](Node *node, const std::string &name, const TensorType &inferred) {
     if (!tensorValues_->contains(name)) return;
     TensorType meta = metaType(name);
-    if (meta != inferred)
+    // A run-time size's dim: inference checks its value at the reference sizes; the export's
+    // meta gives its expression (symbolic shape functions: docs/dynamic-shapes.md).
+    // (An inferred type copied from an input carries its expressions: compared without them.)
+    if (meta.dtype != inferred.dtype || meta.shape != inferred.shape)
       nodeError(*node, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " + inferred.str());
+    for (size_t k = 0; k < node->types.size(); ++k) {
+      if (&node->types[k] != &inferred) continue;
+      node->types[k].sym = meta.sym;
+      // The op's shape function over run-time sizes must agree with the export's expressions.
+      if (auto ours = inferSymbolic(*node, node->types); ours && !sameSizes((*ours)[k], meta))
+        nodeError(*node, "from its arguments' run-time sizes, aotc's shape function gives " +
+                             TensorType{meta.dtype, meta.shape, (*ours)[k]}.str() + " but the export's meta says " +
+                             meta.str() + " (an inconsistent export, or a shape function of aotc to fix)");
+    }
   };
   if (single) {
     if (n->types.size() != 1) nodeError(*n, "expected one result, the op has " + std::to_string(n->types.size()));
@@ -805,7 +884,7 @@ Program Reader::run() {
   if (!tv.is_object()) fail("graph.tensor_values must be an object");
   tensorValues_ = &tv;
   graph_ = &graph;
-  bindings_ = dynamic_sizes::bindSymbols(j_, specialize_, loc_);
+  bindings_ = dynamic_sizes::bindSymbols(j_, specialize_, maxSize_, loc_);
   p_.stage = "capture";
   p_.origin = loc_;
   readInputs(graph, sig);
@@ -817,7 +896,8 @@ Program Reader::run() {
   readOutputs(graph, sig);
   for (auto &[sym, v] : bindings_.values) {
     const dynamic_sizes::Range &r = bindings_.ranges[sym];
-    p_.specializedSizes.push_back({sym, v, r.min, r.max.value_or(-1), bindings_.dims[sym]});
+    p_.specializedSizes.push_back(
+        {sym, v, r.min, r.max.value_or(-1), bindings_.dims[sym], bindings_.dynamic.count(sym) > 0});
   }
   p_.forward.verify();
   return std::move(p_);
@@ -829,7 +909,7 @@ using export_json::json;
 using export_json::Reader;
 
 Program readExportedProgram(const std::string &text, const std::string &where,
-                            const std::vector<std::string> &specialize) {
+                            const std::vector<std::string> &specialize, const std::vector<std::string> &maxSize) {
   json j;
   try {
     j = json::parse(text);
@@ -850,7 +930,7 @@ Program readExportedProgram(const std::string &text, const std::string &where,
     userError(SourceLoc{where}, std::string("invalid JSON: ") + e.what());
   }
   try {
-    return Reader(j, where, specialize).run();
+    return Reader(j, where, specialize, maxSize).run();
   } catch (const json::exception &e) {
     // Any shape the explicit checks missed: still a user error, never a crash.
     userError(SourceLoc{where}, std::string("malformed ExportedProgram JSON: ") + e.what());

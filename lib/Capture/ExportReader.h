@@ -23,8 +23,9 @@ using json = nlohmann::json;
 
 class Reader {
 public:
-  Reader(const json &j, std::string where, const std::vector<std::string> &specialize)
-      : j_(j), where_(std::move(where)), loc_{where_}, specialize_(specialize) {}
+  Reader(const json &j, std::string where, const std::vector<std::string> &specialize,
+         const std::vector<std::string> &maxSize)
+      : j_(j), where_(std::move(where)), loc_{where_}, specialize_(specialize), maxSize_(maxSize) {}
   Program run();
 
 private:
@@ -39,6 +40,9 @@ private:
   std::pair<std::string, const json *> unionOf(const json &u, const std::string &ctx) const;
   std::string tensorName(const json &arg, const std::string &ctx) const; ///< {"name": ...}
   TensorType metaType(const std::string &name) const;
+  /// Whether an op's run-time size expressions (OpDef::symInfer) are meta's dims: one canonical
+  /// form, or one value at the ranges' ends, middle and a mix.
+  bool sameSizes(const std::vector<std::string> &ours, const TensorType &meta) const;
   /// Whether tensor_values[name] has a complex dtype (metaType then gives its view_as_real).
   bool metaComplex(const std::string &name) const;
   double jsonFloat(const json &v, const std::string &ctx) const;
@@ -62,6 +66,10 @@ private:
   dynamic_sizes::Value symValue(const json &v, const json &jn, const std::string &ctx) const;
   /// symValue of a SymInt (`{"as_int": n}` or `{"as_name": ...}`), which must be an integer.
   int64_t symInt(const json &v, const json &jn, const std::string &ctx) const;
+  /// The run-time size expression of a SymInt's content (`{"as_name": ...}`), "" when static.
+  std::string symIntExpr(const json &v) const;
+  /// The export's expression for a symbolic value (graph.sym_int_values / sym_bool_values).
+  std::optional<std::string> exportedExpr(const std::string &name) const;
   /// torch.export's with_effects(token, op, args...) of an effectful op: only
   /// _linalg_check_errors(info, api, is_matrix), which becomes check_errors=True on the linalg
   /// op that computes `info` (a failed factorization is then an error of the entry point).
@@ -71,9 +79,13 @@ private:
   const json &j_;
   std::string where_;
   SourceLoc loc_;
-  const std::vector<std::string> &specialize_;
+  const std::vector<std::string> &specialize_, &maxSize_;
   dynamic_sizes::Bindings bindings_;                   ///< Symbol values (Sizes.h).
   std::map<std::string, dynamic_sizes::Value> symValues_; ///< Symbolic node results, evaluated.
+  /// Symbolic node results that depend on run-time sizes: their expressions (SymExpr::str()).
+  std::map<std::string, std::string> symExprs_;
+  /// The run-time size expressions of the argument convertArg read last (Node::symArgs).
+  std::vector<std::string> lastSymExprs_;
   Program p_;
   const json *tensorValues_ = nullptr;
   const json *graph_ = nullptr;

@@ -132,7 +132,8 @@ class Pt2Reader {
 public:
   Pt2Reader(const std::string &path, int64_t maxWeightBytes)
       : path_(path), zip_(path), maxWeightBytes_(maxWeightBytes) {}
-  Program run(std::vector<Weight> *weights, const std::vector<std::string> &specialize);
+  Program run(std::vector<Weight> *weights, const std::vector<std::string> &specialize,
+              const std::vector<std::string> &maxSize);
 
 private:
   [[noreturn]] void fail(const std::string &msg) const { userError(SourceLoc{path_}, msg); }
@@ -309,7 +310,8 @@ Weight Pt2Reader::loadWeight(const Node &ph) {
   return w;
 }
 
-Program Pt2Reader::run(std::vector<Weight> *weights, const std::vector<std::string> &specialize) {
+Program Pt2Reader::run(std::vector<Weight> *weights, const std::vector<std::string> &specialize,
+                       const std::vector<std::string> &maxSize) {
   const auto &names = zip_.names();
   if (names.empty()) fail("the .pt2 archive is empty");
   for (const std::string &n : names) {
@@ -341,7 +343,7 @@ Program Pt2Reader::run(std::vector<Weight> *weights, const std::vector<std::stri
     modelName = member.substr(7, member.size() - 12);
   }
   std::string text = *zip_.read(root_ + member);
-  Program p = readExportedProgram(text, path_ + ":" + member, specialize);
+  Program p = readExportedProgram(text, path_ + ":" + member, specialize, maxSize);
 
   // Weights and constants.
   std::string wcfg = "data/weights/" + modelName + "_weights_config.json";
@@ -365,9 +367,9 @@ Program Pt2Reader::run(std::vector<Weight> *weights, const std::vector<std::stri
 } // namespace
 
 Program readPt2(const std::string &path, std::vector<Weight> *weights, int64_t maxTensorBytes,
-                const std::vector<std::string> &specialize) {
+                const std::vector<std::string> &specialize, const std::vector<std::string> &maxSize) {
   try {
-    return Pt2Reader(path, maxTensorBytes).run(weights, specialize);
+    return Pt2Reader(path, maxTensorBytes).run(weights, specialize, maxSize);
   } catch (const nlohmann::json::exception &e) {
     userError(SourceLoc{path}, std::string("malformed archive metadata: ") + e.what());
   }

@@ -58,7 +58,8 @@ std::optional<int64_t> parseInt(const std::string &s) {
 
 } // namespace
 
-Bindings bindSymbols(const json &program, const std::vector<std::string> &specialize, const SourceLoc &loc) {
+Bindings bindSymbols(const json &program, const std::vector<std::string> &specialize,
+                      const std::vector<std::string> &maxSize, const SourceLoc &loc) {
   Bindings b;
   DiagnosticList diags;
   if (program.contains("range_constraints")) {
@@ -121,15 +122,15 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
     auto it = b.ranges.find(sym);
     return it == b.ranges.end() ? Range{} : it->second;
   };
-  // --specialize entries.
+  // --specialize and --max-size entries: SYMBOL=N or INPUT:DIM=N.
   std::set<std::string> rejected; // symbols of rejected entries: not "missing" as well
-  for (const std::string &entry : specialize) {
-    std::string where = "--specialize '" + entry + "': ";
+  auto resolve = [&](const std::string &entry, const std::string &flag) -> std::optional<std::pair<std::string, int64_t>> {
+    std::string where = flag + " '" + entry + "': ";
     size_t eq = entry.rfind('=');
     std::optional<int64_t> value = eq == std::string::npos ? std::nullopt : parseInt(entry.substr(eq + 1));
     if (eq == std::string::npos || eq == 0 || !value) {
       diags.error(loc, where + "expected SYMBOL=N or INPUT:DIM=N with an integer N");
-      continue;
+      return std::nullopt;
     }
     std::string lhs = entry.substr(0, eq), sym;
     if (size_t colon = lhs.rfind(':'); colon != std::string::npos) {
@@ -144,20 +145,20 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
       auto rankIt = inputRank.find(input);
       if (!dim) {
         diags.error(loc, where + "'" + lhs.substr(colon + 1) + "' is not a dimension number");
-        continue;
+        return std::nullopt;
       }
       if (!found) {
         if (!known) diags.error(loc, where + "no user input named '" + input + "' has a symbolic size");
         else if (rankIt != inputRank.end() && (*dim < 0 || *dim >= rankIt->second))
           diags.error(loc, where + "input '" + input + "' has " + std::to_string(rankIt->second) + " dims");
         else diags.error(loc, where + "dim " + std::to_string(*dim) + " of input '" + input + "' has a static size");
-        continue;
+        return std::nullopt;
       }
       if (!found->expr || !found->expr->isSymbol()) {
         diags.error(loc, where + "input '" + input + "' dim " + std::to_string(*dim) + " is '" +
                              (found->expr ? found->expr->str() : found->exprStr) + "': give the value of its symbol");
         rejected.insert(found->symbols.begin(), found->symbols.end());
-        continue;
+        return std::nullopt;
       }
       sym = found->expr->name();
     } else {
@@ -167,7 +168,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
         for (const std::string &s : symbols) known += (known.empty() ? "" : ", ") + s;
         diags.error(loc, where + "no input size of the export reads a symbol '" + sym + "'" +
                              (known.empty() ? " (its sizes are static)" : " (its symbols: " + known + ")"));
-        continue;
+        return std::nullopt;
       }
     }
     Range r = rangeOf(sym);
@@ -175,14 +176,33 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
       diags.error(loc, where + sym + "=" + std::to_string(*value) + " is outside the range the export allows, " +
                            r.str());
       rejected.insert(sym);
+      return std::nullopt;
+    }
+    return std::make_pair(sym, *value);
+  };
+  for (const std::string &entry : specialize) {
+    auto sv = resolve(entry, "--specialize");
+    if (!sv) continue;
+    auto [it, fresh] = b.specialized.try_emplace(sv->first, sv->second);
+    if (!fresh && it->second != sv->second)
+      diags.error(loc, "--specialize '" + entry + "': " + sv->first + " was given " + std::to_string(it->second) + " already");
+  }
+  std::map<std::string, int64_t> maxima;
+  for (const std::string &entry : maxSize) {
+    auto sv = resolve(entry, "--max-size");
+    if (!sv) continue;
+    if (b.specialized.count(sv->first)) {
+      diags.error(loc, "--max-size '" + entry + "': " + sv->first + " is given a size by --specialize");
+      rejected.insert(sv->first);
       continue;
     }
-    auto [it, fresh] = b.values.try_emplace(sym, *value);
-    if (!fresh && it->second != *value)
-      diags.error(loc, where + sym + " was given " + std::to_string(it->second) + " already");
+    auto [it, fresh] = maxima.try_emplace(sv->first, sv->second);
+    if (!fresh && it->second != sv->second)
+      diags.error(loc, "--max-size '" + entry + "': " + sv->first + " was given " + std::to_string(it->second) + " already");
   }
-  // Symbols with no value: one error naming them all.
-  std::string missing;
+  // The symbols without a value are run-time sizes, at their reference value: the maximum.
+  b.values = b.specialized;
+  std::string unbounded;
   for (const std::string &s : symbols) {
     std::string at, list;
     for (const SymDim &sd : dims) {
@@ -192,12 +212,17 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
       list += (list.empty() ? "" : ",") + d;
     }
     b.dims[s] = list;
-    if (!b.values.count(s) && !rejected.count(s)) missing += "\n  " + s + " in " + rangeOf(s).str() + ": " + at;
+    if (b.specialized.count(s) || rejected.count(s)) continue;
+    b.dynamic.insert(s);
+    Range &r = b.ranges[s];
+    if (auto m = maxima.find(s); m != maxima.end()) r.max = m->second;
+    if (r.max) b.values[s] = *r.max;
+    else unbounded += "\n  " + s + " in " + r.str() + ": " + at;
   }
-  if (!missing.empty())
-    diags.error(loc, "dynamic export: sizes depend on symbols with no value:" + missing +
-                         "\naotc compiles static sizes (run-time sizes: issue 30, docs/dynamic-shapes.md); "
-                         "give each symbol a value with --specialize SYMBOL=N or INPUT:DIM=N to compile at that size");
+  if (!unbounded.empty())
+    diags.error(loc, "dynamic export: run-time sizes without an upper bound:" + unbounded +
+                         "\ngive each a largest size with --max-size SYMBOL=N or INPUT:DIM=N (memory is planned for "
+                         "it), or a size with --specialize");
   diags.throwIfAny();
   return b;
 }

@@ -3,11 +3,11 @@
 // A program exported with torch.export.Dim has sizes that are expressions over
 // symbols (SymExpr.h), `range_constraints` giving each symbol's range, and
 // nodes that compute integers and conditions from sizes (aten.sym_size.int,
-// _operator.mul, torch.sym_not, aten._assert_scalar, ...). Until the pipeline
-// carries run-time sizes (issue 30, docs/dynamic-shapes.md), capture compiles
-// such an export at one size per symbol, given by --specialize: every size and
-// symbolic integer is evaluated there, every symbolic node is evaluated (and
-// every assert and range checked) at compile time, and the program is static.
+// _operator.mul, torch.sym_not, aten._assert_scalar, ...). A symbol given a size
+// by --specialize is evaluated at compile time (its asserts and ranges checked
+// there). Every other symbol is a run-time size (docs/dynamic-shapes.md): the
+// program keeps its expressions and checks, and is evaluated at reference sizes,
+// every run-time symbol at its maximum (the range's, or --max-size).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -19,6 +19,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -34,7 +35,10 @@ struct Range {
 
 /// The value each symbol of the export gets.
 struct Bindings {
+  /// Every symbol's value: --specialize's, or a run-time symbol's reference value (its maximum).
   std::map<std::string, int64_t> values;
+  std::map<std::string, int64_t> specialized; ///< The --specialize values only.
+  std::set<std::string> dynamic;              ///< The run-time symbols.
   std::map<std::string, Range> ranges;
   std::map<std::string, std::string> dims; ///< Symbol -> the input dims whose size reads it: "x:0,y:0".
   std::string str() const; ///< "s17=37, s48=3" (by name); "" for a static export.
@@ -44,11 +48,13 @@ struct Bindings {
 /// `specialize` entry, "SYMBOL=N" or "INPUT:DIM=N" (a user input's placeholder name and a
 /// dimension whose size is one symbol). User errors, all found at once: a malformed entry, an
 /// unknown symbol or input, a dimension that is static or a derived expression (2*s0: name its
-/// symbol), a value outside the symbol's range, two values for one symbol, and an export with
-/// symbols some of which have no value (listing every symbol, its range and the input dims that
-/// carry it). A static export with no entries gives empty Bindings.
+/// symbol), a value outside the symbol's range, two values for one symbol, and run-time
+/// symbols without an upper bound (listing each, its range and the input dims that carry it).
+/// The symbols with no value are run-time sizes at their maximum, lowered by a
+/// `maxSize` entry (same forms); one without a bound and without an entry is an error. A
+/// static export with no entries gives empty Bindings.
 Bindings bindSymbols(const nlohmann::json &program, const std::vector<std::string> &specialize,
-                     const SourceLoc &loc);
+                     const std::vector<std::string> &maxSize, const SourceLoc &loc);
 
 /// Whether capture evaluates `raw` (a node target as the JSON writes it) at compile time:
 /// aten.sym_size.int, sym_numel, _assert_scalar, sym_constrain_range(_for_size), the Python

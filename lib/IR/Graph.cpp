@@ -136,11 +136,20 @@ Program Program::clone() const {
   q.saved = saved;
   q.mutatedInputs = mutatedInputs;
   q.specializedSizes = specializedSizes;
+  q.sizeChecks = sizeChecks;
   return q;
 }
 
+std::string Program::dynamicSymbols() const {
+  std::string s;
+  for (const SpecializedSize &z : specializedSizes)
+    if (z.dynamic) s += (s.empty() ? "" : ", ") + z.symbol;
+  return s;
+}
+
 std::string Program::SpecializedSize::str() const {
-  std::string s = symbol + "=" + std::to_string(value) + " (range [" + std::to_string(min) + ", " +
+  std::string s = symbol + (dynamic ? std::string(" (run time, ") : "=" + std::to_string(value) + " (") + "range [" +
+                  std::to_string(min) + ", " +
                   (max < 0 ? std::string("inf") : std::to_string(max)) + "]";
   if (!dims.empty()) {
     std::string d = dims;

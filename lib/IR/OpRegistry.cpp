@@ -319,6 +319,7 @@ OpRegistry &OpRegistry::get() {
     ops::registerEmbeddingBagOps(*r);
     ops::registerAdaptiveMaxPoolOps(*r);
     ops::registerNonCoreOps(*r); // last: the *_copy forms copy their views' entries
+    ops::registerSymbolicShapes(*r); // SymShapes.cpp: OpDef::symInfer of the ops above
     for (auto &[name, def] : r->ops_)
       AOTC_ASSERT(def.infer && def.eval, "op '" + name + "' lacks a shape function or evaluator");
     return r;
@@ -347,6 +348,11 @@ std::string canonicalTarget(const std::string &target) {
   if (t == "_operator.getitem" || t == "operator.getitem") return "getitem";
   if (t.rfind("aten.", 0) == 0 && t.find('.', 5) == std::string::npos) t += ".default";
   return t;
+}
+
+OpDef *OpRegistry::edit(const std::string &target) {
+  auto it = ops_.find(canonicalTarget(target));
+  return it == ops_.end() ? nullptr : &it->second;
 }
 
 const OpDef *OpRegistry::lookup(const std::string &target) const {

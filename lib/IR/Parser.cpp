@@ -563,6 +563,7 @@ void Parser::parseAssignment(Graph &g) {
       fail(r, "unknown op '" + callee + "'");
     }
     next(); // (
+    pendingSymArgs_.clear();
     std::vector<PyVal> pos;
     std::vector<std::pair<Tok, PyVal>> kw;
     while (!isOp(peek(), ")")) {
@@ -600,6 +601,9 @@ void Parser::parseAssignment(Graph &g) {
                                             std::to_string(pos.size()));
     try {
       node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
+      for (auto &[argName, exprs] : pendingSymArgs_)
+        for (size_t i = 0; i < sargs.size(); ++i)
+          if (sargs[i].name == argName) node->symArgs.push_back({i, exprs});
     } catch (const Error &e) {
       // Errors of argument binding / shape inference: add the statement's stack trace.
       std::string msg = e.what();
@@ -623,9 +627,12 @@ void Parser::parseAssignment(Graph &g) {
   if (annot) {
     if (node->types.size() != 1)
       userError(at(annotTok), "node '" + node->name + "' returns a tuple; it cannot have a tensor annotation");
-    if (node->types[0] != *annot)
+    // A run-time size's dim: inference checks its value at the reference sizes, the
+    // annotation gives its expression (symbolic shape functions: docs/dynamic-shapes.md).
+    if (node->types[0].dtype != annot->dtype || node->types[0].shape != annot->shape)
       nodeError(*node, "annotated type " + annot->str() + " does not match the inferred type " +
                            node->types[0].str());
+    node->types[0].sym = annot->sym;
   }
 }
 
@@ -635,10 +642,46 @@ Node *Parser::lookupRef(Graph &g, const PyVal &v) {
   return n;
 }
 
+/// A size expression over run-time symbols where a value starts (`s17`, `2*s17 - 1`,
+/// `Mod(s17, 2)`): the tokens up to the next ',', ')' or ']' outside parentheses, when they
+/// name a run-time symbol and are not a list or tuple.
+bool Parser::symbolicSpan(size_t &count, std::string &text) const {
+  if (dynamicSymbols_.empty() || isOp(peek(), "[")) return false;
+  int depth = 0;
+  bool sym = false, tupleComma = false;
+  size_t k = 0;
+  for (;; ++k) {
+    const Tok &t = peek(k);
+    if (t.kind == TK::Newline || t.kind == TK::End || t.kind == TK::Comment || pos_ + k + 1 >= toks_.size()) break;
+    if (isOp(t, "(") || isOp(t, "[")) ++depth;
+    else if (isOp(t, ")") || isOp(t, "]")) {
+      if (depth == 0) break;
+      --depth;
+    } else if (isOp(t, ",")) {
+      if (depth == 0) break;
+      tupleComma |= depth == 1 && isOp(peek(), "(");
+    } else if (t.kind == TK::Name && dynamicSymbols_.count(t.text)) {
+      sym = true;
+    } else if (t.kind != TK::Int && t.kind != TK::Name && t.kind != TK::Op) {
+      return false;
+    }
+    text += t.text;
+  }
+  count = k;
+  return sym && !tupleComma && k > 0;
+}
+
 PyVal Parser::parseValue() {
   const Tok &t = peek();
   PyVal v;
   v.loc = at(t);
+  size_t symCount = 0;
+  if (std::string text; symbolicSpan(symCount, text)) {
+    v.kind = PyVal::Sym;
+    std::tie(v.s, v.i) = symbolicSize(text, v.loc);
+    for (size_t k = 0; k < symCount; ++k) next();
+    return v;
+  }
   if (isOp(t, "-")) {
     next();
     const Tok &n = peek();
@@ -770,7 +813,17 @@ Arg Parser::convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::st
     expects(v, "a tensor");
   if ((ty == "Tensor[]" || ty == "Tensor?[]") && v.kind != PyVal::List) expects(v, "a list of tensors");
   bool intLike = ty == "int" || ty == "SymInt" || ty == "int[]" || ty == "SymInt[]" || ty == "Scalar";
+  if (v.kind == PyVal::Sym && !intLike) expects(v, (ty + (sa->optional ? "?" : "")).c_str());
   if (intLike) {
+    // Run-time size expressions: the node's symArgs (attached after buildCall).
+    std::vector<std::string> exprs;
+    bool any = v.kind == PyVal::Sym;
+    if (any) exprs.push_back(v.s);
+    for (const PyVal &e : v.items) {
+      exprs.push_back(e.kind == PyVal::Sym ? e.s : "");
+      any |= e.kind == PyVal::Sym;
+    }
+    if (any) pendingSymArgs_.push_back({sa->name, exprs});
     // A node where an int is expected is a SymInt value: dynamic shapes.
     std::vector<const PyVal *> vals = {&v};
     for (const PyVal &e : v.items) vals.push_back(&e);
@@ -786,7 +839,8 @@ Arg Parser::convertGeneric(Graph &g, const PyVal &v) {
   switch (v.kind) {
   case PyVal::None: return std::monostate{};
   case PyVal::Bool: return v.b;
-  case PyVal::Int: return v.i;
+  case PyVal::Int:
+  case PyVal::Sym: return v.i;
   case PyVal::Float: return v.f;
   case PyVal::Str: return v.s;
   case PyVal::Ref: return lookupRef(g, v);
@@ -795,7 +849,7 @@ Arg Parser::convertGeneric(Graph &g, const PyVal &v) {
   case PyVal::List: {
     bool allInt = true, allNum = true, allBool = true, allRef = true;
     for (const PyVal &e : v.items) {
-      allInt &= e.kind == PyVal::Int;
+      allInt &= e.kind == PyVal::Int || e.kind == PyVal::Sym;
       allNum &= e.kind == PyVal::Int || e.kind == PyVal::Float;
       allBool &= e.kind == PyVal::Bool;
       allRef &= e.kind == PyVal::Ref || e.kind == PyVal::None;

@@ -92,8 +92,10 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
     need(3);
     mutatedLocs_.push_back({{count(w[1], "mutated_input: output index must be"), w[2]}, loc});
   } else if (key == "size") {
-    // size <symbol> <value> <min> <max|inf> [dims]: a specialized dynamic size (Graph.h).
-    if (w.size() != 5 && w.size() != 6) userError(loc, "'# aotc: size' expects <symbol> <value> <min> <max|inf> [dims]");
+    // size <symbol> [dynamic=]<value> <min> <max|inf> [dims]: a size symbol of a dynamic
+    // export, given by --specialize or, with dynamic=, a run-time size at its reference value.
+    if (w.size() != 5 && w.size() != 6)
+      userError(loc, "'# aotc: size' expects <symbol> [dynamic=]<value> <min> <max|inf> [dims]");
     auto num = [&](const std::string &t) {
       char *end = nullptr;
       errno = 0;
@@ -101,8 +103,36 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
       if (t.empty() || *end || errno == ERANGE || v < 0) userError(loc, "'# aotc: size': '" + t + "' is not a size");
       return (int64_t)v;
     };
-    Program::SpecializedSize s{w[1], num(w[2]), num(w[3]), w[4] == "inf" ? -1 : num(w[4]), w.size() == 6 ? w[5] : ""};
-    prog_.specializedSizes.push_back(s);
+    bool dynamic = w[2].rfind("dynamic=", 0) == 0;
+    bool ident = !w[1].empty() && !std::isdigit((unsigned char)w[1][0]);
+    for (char c : w[1]) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
+    if (!ident) userError(loc, "'# aotc: size': '" + w[1] + "' is not a symbol name");
+    for (const Program::SpecializedSize &o : prog_.specializedSizes)
+      if (o.symbol == w[1]) userError(loc, "'# aotc: size': symbol '" + w[1] + "' is declared twice");
+    Program::SpecializedSize z{w[1], num(dynamic ? w[2].substr(8) : w[2]), num(w[3]), w[4] == "inf" ? -1 : num(w[4]),
+                               w.size() == 6 ? w[5] : "", dynamic};
+    if (z.value < z.min || (z.max >= 0 && z.value > z.max))
+      userError(loc, "'# aotc: size': " + z.symbol + "=" + std::to_string(z.value) + " is outside its range");
+    prog_.specializedSizes.push_back(z);
+    if (dynamic) dynamicSymbols_[z.symbol] = z.value;
+  } else if (key == "check") {
+    // check <expr> : <message>: a condition on run-time sizes (Program::SizeCheck).
+    std::string rest = strip(body.substr(body.find("check") + 5));
+    size_t colon = rest.find(" : ");
+    if (colon == std::string::npos) userError(loc, "'# aotc: check' expects <expression> : <message>");
+    Program::SizeCheck c{strip(rest.substr(0, colon)), strip(rest.substr(colon + 3))};
+    try {
+      SymExpr e = SymExpr::parse(c.expr);
+      std::set<std::string> syms;
+      e.collectSymbols(syms);
+      for (const std::string &sym : syms)
+        if (!dynamicSymbols_.count(sym))
+          userError(loc, "'# aotc: check': '" + sym + "' is not a run-time size symbol declared by '# aotc: size'");
+      c.expr = e.str();
+    } catch (const SymExprError &err) {
+      userError(loc, "'# aotc: check': '" + c.expr + "': " + err.what());
+    }
+    prog_.sizeChecks.push_back(c);
   } else {
     userError(loc, "unknown '# aotc:' header key '" + key + "'");
   }
@@ -174,7 +204,23 @@ void Parser::checkStageContract() const {
   }
 }
 
-/// `f32[4, 16]`, `b8[]`, `f32[4, 8][8, 1]cpu`. `Sym(...)` and symbolic dims are rejected.
+std::pair<std::string, int64_t> Parser::symbolicSize(const std::string &text, const SourceLoc &loc) const {
+  try {
+    SymExpr e = SymExpr::parse(text);
+    std::set<std::string> syms;
+    e.collectSymbols(syms);
+    for (const std::string &sym : syms)
+      if (!dynamicSymbols_.count(sym))
+        userError(loc, "symbolic size '" + text + "': '" + sym + "' is not a run-time size symbol (declare it with "
+                       "'# aotc: size " + sym + " dynamic=<max> <min> <max>', docs/formats.md)");
+    return {e.str(), e.eval(dynamicSymbols_)};
+  } catch (const SymExprError &err) {
+    userError(loc, "symbolic size '" + text + "': " + err.what());
+  }
+}
+
+/// `f32[4, 16]`, `b8[]`, `f32[4, 8][8, 1]cpu`, `f32[s17, 16]` (run-time sizes declared in the
+/// header). `Sym(...)` values are rejected.
 TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
   const std::string &s = tok.text;
   // The string starts one column after the opening quote; escapes are rare in annotations.
@@ -219,19 +265,27 @@ TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
       bool digits = !d.empty();
       for (char c : d) digits = digits && std::isdigit((unsigned char)c);
       if (!digits) {
-        if (isShape)
-          userError(loc(b), what + ": symbolic dimension '" + d + "': dynamic shapes not supported yet");
-        userError(loc(b), what + ": malformed stride '" + d + "'");
+        if (!isShape) userError(loc(b), what + ": malformed stride '" + d + "'");
+        if (dynamicSymbols_.empty())
+          userError(loc(b), what + ": symbolic dimension '" + d + "' without run-time sizes in the header (a "
+                                   "dynamic export: compile its .pt2, docs/dynamic-shapes.md)");
+        auto [text, value] = symbolicSize(d, loc(b));
+        ty.sym.resize(out.size());
+        ty.sym.push_back(text);
+        out.push_back(value);
+      } else {
+        errno = 0;
+        out.push_back(std::strtoll(d.c_str(), nullptr, 10));
+        if (errno == ERANGE) userError(loc(b), what + ": dimension out of range");
+        if (!ty.sym.empty()) ty.sym.push_back("");
       }
-      errno = 0;
-      out.push_back(std::strtoll(d.c_str(), nullptr, 10));
-      if (errno == ERANGE) userError(loc(b), what + ": dimension out of range");
       if (s[p] == ',') ++p;
     }
     return out;
   };
   size_t p = i;
   ty.shape = parseList(p, true);
+  if (!ty.sym.empty()) ty.sym.resize(ty.shape.size());
   int64_t numel = 1;
   for (int64_t d : ty.shape)
     if (__builtin_mul_overflow(numel, d, &numel))

@@ -10,6 +10,7 @@
 
 #include "aotc/Graph.h"
 #include "aotc/OpRegistry.h"
+#include "aotc/SymExpr.h"
 
 #include <optional>
 #include <algorithm>
@@ -27,7 +28,9 @@ using fx::Tok;
 
 /// A parsed Python literal or name, before conversion to an Arg by schema type.
 struct PyVal {
-  enum Kind { None, Bool, Int, Float, Str, Ref, List, DType_, Enum } kind = None;
+  /// Sym: a size expression over run-time symbols (`s17`, `2*s17 - 1`): its text in `s`,
+  /// its value at the reference sizes in `i`.
+  enum Kind { None, Bool, Int, Float, Str, Ref, List, DType_, Enum, Sym } kind = None;
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -48,6 +51,7 @@ inline const char *kindName(PyVal::Kind k) {
   case PyVal::List: return "a list";
   case PyVal::DType_: return "a dtype";
   case PyVal::Enum: return "an enum value";
+  case PyVal::Sym: return "a size expression";
   }
   return "?";
 }
@@ -136,6 +140,7 @@ private:
   /// outputs that return them (torch.export orders effects with them; aotc keeps graph order).
   void dropTokens(Graph &g);
   PyVal parseValue();
+  bool symbolicSpan(size_t &count, std::string &text) const;
   std::string parseDotted(const Tok &first);
   TensorType parseAnnotation(const Tok &strTok, const std::string &what);
 
@@ -169,6 +174,15 @@ private:
   std::set<std::string> dropped_; ///< Names of result-less checks read and dropped (`x = None` may follow).
   std::set<Node *> tokens_;       ///< Effect tokens (with_effects' token argument, its result, getitems).
   std::string curGraphName_;
+  /// The run-time size symbols (`# aotc: size <s> dynamic=<reference value> ...`) and their
+  /// reference values: symbolic dims of annotations and arguments are evaluated there.
+  std::map<std::string, int64_t> dynamicSymbols_;
+  /// Parses a size expression at `loc` (its symbols must be run-time symbols): its canonical
+  /// text and its value at the reference sizes.
+  std::pair<std::string, int64_t> symbolicSize(const std::string &text, const SourceLoc &loc) const;
+  /// Expressions of the symbolic arguments convert() read for the call being built
+  /// (Node::symArgs), by schema argument name.
+  std::vector<std::pair<std::string, std::vector<std::string>>> pendingSymArgs_;
 };
 
 } // namespace aotc::parser

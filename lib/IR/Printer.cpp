@@ -109,21 +109,37 @@ std::string traceSummary(const std::string &st) {
 
 namespace {
 
+/// Argument i of n: its run-time size expressions where it has them (Node::symArgs).
+std::string nodeArg(const Node &n, size_t i) {
+  const std::vector<std::string> *e = n.symArg(i);
+  if (!e) return pyArg(n.args[i]);
+  auto elem = [&](size_t k, int64_t v) { return k < e->size() && !(*e)[k].empty() ? (*e)[k] : std::to_string(v); };
+  if (auto *v = std::get_if<int64_t>(&n.args[i])) return elem(0, *v);
+  if (auto *l = std::get_if<std::vector<int64_t>>(&n.args[i])) {
+    std::string s = "[";
+    for (size_t k = 0; k < l->size(); ++k) s += (k ? ", " : "") + elem(k, (*l)[k]);
+    return s + "]";
+  }
+  return pyArg(n.args[i]);
+}
+
 std::string callArgs(const Node &n) {
   std::vector<std::string> parts;
   const OpDef *op = n.op;
   if (!op || op->schema.args.size() != n.args.size()) {
-    for (const Arg &a : n.args) parts.push_back(pyArg(a));
+    for (size_t i = 0; i < n.args.size(); ++i) parts.push_back(nodeArg(n, i));
   } else {
     const auto &sargs = op->schema.args;
-    auto isDefault = [&](size_t i) { return sargs[i].hasDefault && sargs[i].defaultValue == n.args[i]; };
+    auto isDefault = [&](size_t i) {
+      return sargs[i].hasDefault && sargs[i].defaultValue == n.args[i] && !n.symArg(i);
+    };
     int lastPos = -1;
     for (size_t i = 0; i < sargs.size(); ++i)
       if (!sargs[i].kwargOnly && !isDefault(i)) lastPos = (int)i;
     for (int i = 0; i <= lastPos; ++i)
-      if (!sargs[i].kwargOnly) parts.push_back(pyArg(n.args[i]));
+      if (!sargs[i].kwargOnly) parts.push_back(nodeArg(n, i));
     for (size_t i = 0; i < sargs.size(); ++i)
-      if (sargs[i].kwargOnly && !isDefault(i)) parts.push_back(sargs[i].name + " = " + pyArg(n.args[i]));
+      if (sargs[i].kwargOnly && !isDefault(i)) parts.push_back(sargs[i].name + " = " + nodeArg(n, i));
   }
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
@@ -207,8 +223,9 @@ std::string printProgram(const Program &p) {
   }
   for (const auto &[idx, name] : p.mutatedInputs) out << "# aotc: mutated_input " << idx << " " << name << "\n";
   for (const Program::SpecializedSize &s : p.specializedSizes)
-    out << "# aotc: size " << s.symbol << " " << s.value << " " << s.min << " " << (s.max < 0 ? "inf" : std::to_string(s.max))
-        << (s.dims.empty() ? "" : " " + s.dims) << "\n";
+    out << "# aotc: size " << s.symbol << " " << (s.dynamic ? "dynamic=" : "") << s.value << " " << s.min << " "
+        << (s.max < 0 ? "inf" : std::to_string(s.max)) << (s.dims.empty() ? "" : " " + s.dims) << "\n";
+  for (const Program::SizeCheck &c : p.sizeChecks) out << "# aotc: check " << c.expr << " : " << c.message << "\n";
   out << "class GraphModule(torch.nn.Module):\n";
   printGraph(out, "forward", p.forward);
   if (hasBackward) {

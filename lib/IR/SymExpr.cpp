@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "aotc/SymExpr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -382,6 +383,8 @@ std::string SymExpr::str() const {
   }
   case Op::Mul:
     if (args_[0].op_ == Op::Int && args_[0].value_ == -1) return "-" + sub(1, 6);
+    if (args_[0].op_ == Op::Int && args_[0].value_ < 0 && args_[0].value_ != INT64_MIN) // -2*s0, as sympy
+      return std::to_string(args_[0].value_) + "*" + sub(1, 6);
     return bin("*", 5);
   case Op::FloorDiv: return bin("//", 5);
   case Op::Pow: return sub(0, 8) + "**" + sub(1, 7);
@@ -400,6 +403,181 @@ std::string SymExpr::str() const {
   case Op::Not: return "~" + sub(0, 7);
   }
   return "?";
+}
+
+SymExpr SymExpr::binary(Op op, SymExpr a, SymExpr b) {
+  SymExpr e(op);
+  e.depth_ = std::max(a.depth_, b.depth_) + 1;
+  if (e.depth_ > kMaxDepth) throw SymExprError("expression deeper than " + std::to_string(kMaxDepth) + " levels");
+  e.args_.reserve(2);
+  e.args_.push_back(std::move(a));
+  e.args_.push_back(std::move(b));
+  return e;
+}
+
+std::optional<int64_t> SymExpr::constant() const {
+  if (hasSymbols()) return std::nullopt;
+  return eval(std::map<std::string, int64_t>{});
+}
+
+namespace {
+
+/// A polynomial: monomial (sorted atom keys, repeated for powers) -> coefficient.
+using Poly = std::map<std::vector<std::string>, int64_t>;
+
+int64_t checkedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw SymExprError("int64 overflow");
+  return r;
+}
+int64_t checkedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw SymExprError("int64 overflow");
+  return r;
+}
+
+void addTerm(Poly &p, const std::vector<std::string> &m, int64_t c) {
+  int64_t &x = p[m];
+  x = checkedAdd(x, c);
+  if (x == 0) p.erase(m);
+}
+
+} // namespace
+
+/// Polynomial arithmetic over atoms; `atoms` maps an atom's key (its canonical text) to it.
+struct SymExprCanon {
+  std::map<std::string, SymExpr> atoms;
+
+  Poly constPoly(int64_t v) {
+    Poly p;
+    if (v) p[{}] = v;
+    return p;
+  }
+  Poly atom(const SymExpr &e) {
+    std::string key = e.op() == SymExpr::Op::Sym ? e.name() : "(" + e.str() + ")";
+    atoms.emplace(key, e);
+    return Poly{{{key}, 1}};
+  }
+  static std::optional<int64_t> asConst(const Poly &p) {
+    if (p.empty()) return 0;
+    if (p.size() == 1 && p.begin()->first.empty()) return p.begin()->second;
+    return std::nullopt;
+  }
+  Poly mul(const Poly &a, const Poly &b) {
+    Poly r;
+    for (auto &[ma, ca] : a)
+      for (auto &[mb, cb] : b) {
+        std::vector<std::string> m = ma;
+        m.insert(m.end(), mb.begin(), mb.end());
+        std::sort(m.begin(), m.end());
+        addTerm(r, m, checkedMul(ca, cb));
+      }
+    return r;
+  }
+  Poly poly(const SymExpr &e) {
+    using Op = SymExpr::Op;
+    switch (e.op()) {
+    case Op::Int: return constPoly(e.value_);
+    case Op::Sym: return atom(e);
+    case Op::Add: {
+      Poly r = poly(e.args_[0]);
+      for (size_t k = 1; k < e.args_.size(); ++k)
+        for (auto &[m, c] : poly(e.args_[k])) addTerm(r, m, c);
+      return r;
+    }
+    case Op::Mul: {
+      Poly r = poly(e.args_[0]);
+      for (size_t k = 1; k < e.args_.size(); ++k) r = mul(r, poly(e.args_[k]));
+      return r;
+    }
+    case Op::Pow: {
+      Poly b = poly(e.args_[0]), x = poly(e.args_[1]);
+      std::optional<int64_t> n = asConst(x);
+      if (n && *n >= 0 && *n <= 16) {
+        Poly r = constPoly(1);
+        for (int64_t k = 0; k < *n; ++k) r = mul(r, b);
+        return r;
+      }
+      return opaque(e, {b, x});
+    }
+    case Op::CleanDiv: {
+      Poly a = poly(e.args_[0]), b = poly(e.args_[1]);
+      std::optional<int64_t> d = asConst(b);
+      bool exact = d && *d != 0;
+      for (auto &[m, c] : a) exact = exact && c % *d == 0;
+      if (exact) {
+        Poly r;
+        for (auto &[m, c] : a) r[m] = c / *d;
+        return r;
+      }
+      return opaque(e, {a, b});
+    }
+    case Op::FloorDiv: {
+      Poly a = poly(e.args_[0]), b = poly(e.args_[1]);
+      if (asConst(b) == std::optional<int64_t>(1)) return a;
+      return opaque(e, {a, b});
+    }
+    default: {
+      std::vector<Poly> args;
+      for (const SymExpr &x : e.args_) args.push_back(poly(x));
+      return opaque(e, args);
+    }
+    }
+  }
+  /// An atom of canonical operands; folded when they are constants.
+  Poly opaque(const SymExpr &e, const std::vector<Poly> &args) {
+    bool allConst = true;
+    for (const Poly &a : args) allConst = allConst && asConst(a).has_value();
+    SymExpr c = e;
+    for (size_t k = 0; k < args.size(); ++k) c.args_[k] = build(args[k]);
+    if (allConst) return constPoly(c.eval(std::map<std::string, int64_t>{}));
+    return atom(c);
+  }
+  /// The expression of a polynomial: terms by decreasing degree, then by their atoms; the
+  /// constant last (sympy's `2*s17 - 1`).
+  SymExpr build(const Poly &p) {
+    std::vector<std::pair<std::vector<std::string>, int64_t>> terms(p.begin(), p.end());
+    std::stable_sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) {
+      if (a.first.size() != b.first.size()) return a.first.size() > b.first.size();
+      return a.first < b.first;
+    });
+    std::optional<SymExpr> r;
+    for (auto &[m, c] : terms) {
+      // A later negative term prints as " - <term>": its magnitude, wrapped in -1*.
+      bool minus = c < 0 && r && c != INT64_MIN;
+      int64_t coef = minus ? -c : c;
+      std::optional<SymExpr> t;
+      if (coef != 1 || m.empty()) t = SymExpr::integer(coef);
+      for (const std::string &k : m) t = t ? SymExpr::binary(SymExpr::Op::Mul, *t, atoms.at(k)) : atoms.at(k);
+      if (minus) t = m.empty() ? SymExpr::integer(c) : SymExpr::binary(SymExpr::Op::Mul, SymExpr::integer(-1), *t);
+      r = r ? SymExpr::binary(SymExpr::Op::Add, *r, *t) : *t;
+    }
+    return r ? *r : SymExpr::integer(0);
+  }
+};
+
+SymExpr SymExpr::canonical() const {
+  SymExprCanon c;
+  return c.build(c.poly(*this));
+}
+
+bool SymExpr::hasSymbols() const {
+  if (op_ == Op::Sym) return true;
+  for (const SymExpr &a : args_)
+    if (a.hasSymbols()) return true;
+  return false;
+}
+
+SymExpr SymExpr::substitute(const std::map<std::string, int64_t> &values) const {
+  if (op_ == Op::Sym) {
+    auto it = values.find(name_);
+    return it == values.end() ? *this : integer(it->second);
+  }
+  if (op_ == Op::Int) return *this;
+  SymExpr r = *this;
+  for (SymExpr &a : r.args_) a = a.substitute(values);
+  if (!r.hasSymbols()) return integer(r.eval(values));
+  return r;
 }
 
 void SymExpr::collectSymbols(std::set<std::string> &out) const {

@@ -112,7 +112,16 @@ std::string shapeStr(const Shape &s) {
   return r + "]";
 }
 
-std::string TensorType::str() const { return std::string(dtypeAbbr(dtype)) + shapeStr(shape); }
+std::string TensorType::dimStr(size_t i) const {
+  return i < sym.size() && !sym[i].empty() ? sym[i] : std::to_string(shape[i]);
+}
+
+std::string TensorType::str() const {
+  if (!symbolic()) return std::string(dtypeAbbr(dtype)) + shapeStr(shape);
+  std::string s = std::string(dtypeAbbr(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + dimStr(i);
+  return s + "]";
+}
 
 std::vector<int64_t> contiguousStrides(const Shape &s) {
   std::vector<int64_t> st(s.size(), 1);

@@ -80,6 +80,11 @@ std::string buildId(const CompileOptions &o, const std::string &programName) {
     std::sort(sorted.begin(), sorted.end());
     field("specialize", list(sorted));
   }
+  if (!o.maxSize.empty()) {
+    std::vector<std::string> sorted = o.maxSize;
+    std::sort(sorted.begin(), sorted.end());
+    field("max-size", list(sorted));
+  }
   field("f64", o.f64 ? "1" : "0");
   field("max-tensor-bytes", std::to_string(o.maxTensorBytes));
   field("sanitize", o.sanitize);

@@ -41,6 +41,7 @@ struct CompileOptions {
   std::vector<std::string> requiresGrad;  ///< --requires-grad
   std::vector<std::string> freeze;        ///< --freeze
   std::vector<std::string> specialize;    ///< --specialize SYMBOL=N / INPUT:DIM=N (dynamic exports)
+  std::vector<std::string> maxSize;       ///< --max-size SYMBOL=N / INPUT:DIM=N (run-time sizes' bound)
   std::vector<std::string> derivatives;   ///< --derivatives (repeatable)
   std::string constants;                  ///< --constants: safetensors with FX text's get_attr values.
   /// An object is written (not --emit, not run/gradcheck, whose --inputs may hold them):

@@ -17,6 +17,7 @@
 #include "aotc/Kernels.h"
 #include "aotc/Optimizer.h"
 #include "aotc/Partition.h"
+#include "aotc/SpecializeSizes.h"
 #include "aotc/TextIR.h"
 #include "aotc/safetensors.h"
 
@@ -199,18 +200,22 @@ CompileResult runPipeline(const CompileOptions &o) {
   bool named = false; // the text carried a `# aotc: name` header
   InputFormat format = InputFormat::Unknown; // --start-from reads aotc's IR, not FX text
   if (from < 0) {
-    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes, o.specialize}, &r.weights,
-                &format);
+    p = capture(o.input, CaptureOptions{o.requiresGrad, o.freeze, o.maxTensorBytes, o.specialize, o.maxSize},
+                &r.weights, &format);
   } else {
-    if (!o.specialize.empty())
-      userError("--specialize applies when capturing a torch.export program; --start-from=" + o.startFrom +
-                " reads aotc IR, whose sizes are static");
+    if (!o.maxSize.empty())
+      userError("--max-size applies when capturing a torch.export program; --start-from=" + o.startFrom +
+                " reads aotc IR, whose run-time sizes have their bounds already");
+    if (!o.specialize.empty() && o.startFrom != "capture")
+      userError("--specialize applies when capturing a torch.export program or reading capture text with "
+                "run-time sizes; --start-from=" + o.startFrom + " reads aotc IR, whose sizes are static");
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
     if (p.stage != o.startFrom)
       userError(SourceLoc{o.input, 0, 0}, "--start-from=" + o.startFrom + " but the input is a '" +
                                               p.stage + "' program");
     named = text.find("# aotc: name ") != std::string::npos;
+    if (!o.specialize.empty()) specializeSizes(p, o.specialize); // run-time sizes given a value
     checkTensorBytes(p, o.maxTensorBytes);
     applyGradFlags(p, o);
   }
@@ -223,6 +228,16 @@ CompileResult runPipeline(const CompileOptions &o) {
     userError("--name '" + p.name + "' is not a C identifier");
   if (stopsAfter("capture", printProgram(p)))
     return r;
+  // Run-time sizes go no further than capture yet (issue 30, docs/dynamic-shapes.md).
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nonly capture carries run-time sizes so far (--emit=capture); the later stages "
+                                      "compile static sizes: give each symbol a size with --specialize SYMBOL=N or "
+                                      "INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
 
   // 2. functionalize: in-place ops, aliasing and input mutation removed.
   if (runs("functionalize"))

@@ -98,6 +98,10 @@ void addCompileFlags(CLI::App &app, CompileOptions &o, bool withEmit, const std:
                  "A dynamic export (torch.export.Dim) compiled at one size per symbol: SYMBOL=N or INPUT:DIM=N "
                  "(docs/dynamic-shapes.md)")
       ->delimiter(',');
+  app.add_option("--max-size", o.maxSize,
+                 "The largest size a run-time symbol of a dynamic export takes: SYMBOL=N or INPUT:DIM=N; "
+                 "needed where the export leaves it unbounded (docs/dynamic-shapes.md)")
+      ->delimiter(',');
   app.add_option("--max-tensor-bytes", o.maxTensorBytes,
                  "Largest tensor (bytes) the input may declare: a value, an input, a weight once "
                  "its view is expanded; larger is a user error naming it")
@@ -227,7 +231,7 @@ int main(int argc, char **argv) {
   addCompileFlags(*runCmd, run.compile, /*withEmit=*/false, "host"); // runs here: one level
   runCmd->add_option("--inputs", run.inputs,
                      "safetensors with inputs by name (or input.<name>), parameters by FQN "
-                     "(or param.<FQN>), and tangent_<i>; read only after IN compiled");
+                     "(or param.<FQN>, buffer.<FQN>), and tangent_<i>; read only after IN compiled");
   runCmd->add_option("--out", run.out, "safetensors receiving output_<i> and grad_<name>")
       ->required();
   runCmd->add_option("--save-object", run.saveObject,

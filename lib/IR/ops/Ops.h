@@ -50,6 +50,7 @@ void registerEmbeddingBagOps(OpRegistry &r); // EmbeddingBag.cpp: _embedding_bag
 void registerPool3dOps(OpRegistry &r);    // Pool3d.cpp: avg_pool3d, _adaptive_avg_pool3d, max_pool3d_with_indices
 void registerReductionOps(OpRegistry &r);
 void registerViewOps(OpRegistry &r);
+void registerSymbolicShapes(OpRegistry &r); // SymShapes.cpp: OpDef::symInfer (after every op is registered)
 void registerMatmulOps(OpRegistry &r);
 void registerIndexOps(OpRegistry &r);
 void registerFactoryOps(OpRegistry &r);

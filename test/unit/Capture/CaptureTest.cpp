@@ -281,7 +281,7 @@ TEST_CASE("JSON errors: malformed and unsupported programs", "[capture][errors]"
                    j["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0] =
                        json{{"as_expr", {{"expr_str", "Symbol('s0')"}, {"hint", {{"as_int", 64}}}}}};
                  }),
-                 "dynamic export: sizes depend on symbols with no value:\n  s0 in [0, inf]: x:0"));
+                 "dynamic export: run-time sizes without an upper bound:\n  s0 in [0, inf]: x:0"));
   // --specialize: a derived input dim names its symbol; at s0=32 the size 2*s0 is read and
   // then disagrees with the graph's static meta of x's users (64 rows).
   auto twice = [](json &j) {

@@ -316,7 +316,8 @@ TEST_CASE("FX text: dynamic shapes are rejected", "[textir][errors]") {
   CHECK(userErrorOf([] {
           parseProgram("class M(torch.nn.Module):\n    def forward(self, x: \"f32[s0, 4]\"):\n        return (x,)\n",
                        "d.fx");
-        }) == "d.fx:2:31: error: input 'x': symbolic dimension 's0': dynamic shapes not supported yet");
+        }) == "d.fx:2:31: error: input 'x': symbolic dimension 's0' without run-time sizes in the header (a dynamic "
+              "export: compile its .pt2, docs/dynamic-shapes.md)");
   CHECK(contains(userErrorOf([] {
                    parseProgram("class M(torch.nn.Module):\n    def forward(self, x: \"bf16[4]\"):\n        return (x,)\n",
                                 "d.fx");

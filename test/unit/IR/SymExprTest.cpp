@@ -2,6 +2,7 @@
 // and the errors. The srepr strings are copied from torch 2.15 exports
 // (tools/export/gen_dynamic_cases.py's archives).
 #include "aotc/SymExpr.h"
+#include "aotc/Types.h"
 
 #include <catch2/catch.hpp>
 
@@ -94,4 +95,64 @@ TEST_CASE("SymExpr errors name what is wrong", "[symexpr]") {
   for (int k = 0; k < 300; ++k) many += ", 1";
   CHECK_THAT(msg(many + ")"), Catch::Contains("expression deeper than 256"));
   CHECK(msg("Add(s0, 1, 2, 3) + Max(s0, 2)") == "no error");
+}
+
+TEST_CASE("SymExpr::substitute binds some symbols and folds what is left constant", "[symexpr]") {
+  auto sub = [](const std::string &text, const std::map<std::string, int64_t> &v) {
+    return SymExpr::parse(text).substitute(v).str();
+  };
+  CHECK(sub("s24*s48", {{"s24", 7}}) == "7*s48");
+  CHECK(sub("2*s17 - 1", {}) == "2*s17 - 1");
+  CHECK(sub("2*s17 - 1", {{"s17", 5}}) == "9");
+  CHECK(sub("(s0 + 3)//2 + s1", {{"s0", 5}}) == "4 + s1");
+  CHECK(sub("Mod(s0 - 7, 3)", {{"s0", 5}}) == "1"); // Python's -2 % 3
+  CHECK(sub("Ne(s0, 13) & Ne(s1, 2)", {{"s0", 13}}) == "0 & Ne(s1, 2)");
+  CHECK_FALSE(SymExpr::parse("s0 - 1").substitute({{"s0", 3}}).hasSymbols());
+  CHECK(SymExpr::parse("s0 - 1").substitute({{"s1", 3}}).hasSymbols());
+  // A folded subtree that fails is an error, as eval's.
+  CHECK_THROWS_AS(SymExpr::parse("s1 + 9223372036854775807*s0").substitute({{"s0", 2}}), SymExprError);
+  CHECK_THROWS_AS(SymExpr::parse("s1 + 4//(s0 - 2)").substitute({{"s0", 2}}), SymExprError);
+}
+
+TEST_CASE("A tensor type with run-time sizes prints its expressions and compares them", "[symexpr]") {
+  TensorType a{DType::F32, {64, 16}, {"s17", ""}};
+  CHECK(a.str() == "f32[s17, 16]");
+  CHECK(a.dimStr(0) == "s17");
+  CHECK(a.dimStr(1) == "16");
+  TensorType b{DType::F32, {64, 16}};
+  CHECK(b.str() == "f32[64, 16]");
+  CHECK(a != b); // the same reference sizes, not the same type
+  TensorType c{DType::F32, {127, 16}, {"2*s17 - 1", ""}};
+  CHECK(c.str() == "f32[2*s17 - 1, 16]");
+  CHECK(a != c);
+  CHECK(a == TensorType{DType::F32, {64, 16}, {"s17", ""}});
+}
+
+TEST_CASE("SymExpr::canonical: one form for equal polynomials", "[symexpr]") {
+  auto canon = [](const std::string &text) { return SymExpr::parse(text).canonical().str(); };
+  CHECK(canon("s48*s24") == "s24*s48");
+  CHECK(canon("s24*s48") == "s24*s48");
+  CHECK(canon("(s0 + 1) - 1") == "s0");
+  CHECK(canon("-1 + 2*s17") == "2*s17 - 1");
+  CHECK(canon("s17 + s17 - 1") == "2*s17 - 1");
+  CHECK(canon("2*(s0 + 3)*s1") == "2*s0*s1 + 6*s1");
+  CHECK(canon("s0 - 2*s1") == "s0 - 2*s1");
+  CHECK(canon("-s0 + 4") == "-s0 + 4");
+  CHECK(canon("-2*s0") == "-2*s0");
+  CHECK(canon("(s0 + 1)**2") == "s0*s0 + 2*s0 + 1");
+  CHECK(canon("CleanDiv(4*s0 + 2, 2)") == "2*s0 + 1");
+  CHECK(canon("CleanDiv(3*s0, 2)") == "CleanDiv(3*s0, 2)");
+  CHECK(canon("(2*s0 + s0)//1") == "3*s0");
+  CHECK(canon("(s0 + s0)//2") == "2*s0//2"); // an atom: FloorDiv is not simplified
+  CHECK(canon("Max(s1 + s0, 3) + 0") == "Max(s0 + s1, 3)");
+  CHECK(canon("Mod(7, 4) + s0") == "s0 + 3");
+  CHECK(canon("s0 - s0") == "0");
+  // The canonical form has the value of the expression.
+  for (const char *e : {"(s0 + 1)**2 - s1*(s0 - 3)", "Max(s1 + s0, 3)*2 - (s0 + 1)//2", "CleanDiv(4*s0 + 2, 2)"})
+    for (int64_t a : {0, 1, 7, 100})
+      for (int64_t b : {1, 5})
+        CHECK(SymExpr::parse(e).canonical().eval({{"s0", a}, {"s1", b}}) == SymExpr::parse(e).eval({{"s0", a}, {"s1", b}}));
+  CHECK_THROWS_AS(SymExpr::parse("9223372036854775807*s0 + 9223372036854775807*s0").canonical(), SymExprError);
+  CHECK(SymExpr::parse("2*3 - 1").constant() == std::optional<int64_t>(5));
+  CHECK_FALSE(SymExpr::parse("s0 - 1").constant());
 }

@@ -1,0 +1,398 @@
+//===- SymShapes.cpp - Shape functions over run-time sizes ------------------===//
+//
+// OpDef::symInfer of the ops a dynamic export's batch and sequence sizes flow through
+// (docs/dynamic-shapes.md): the results' dims as expressions over the run-time symbols, from
+// the arguments' (TensorType::sym, Node::symArgs) and the results' values at the reference
+// sizes (`types`, from OpDef::infer). Every expression is in SymExpr's canonical form. The
+// rules follow ATen's meta functions as OpDef::infer does; capture checks each against the
+// export's own expressions (lib/Capture/ExportJson.cpp).
+//
+// Generic rules by category: pointwise (broadcasting), reductions over `dim` / `keepdim`;
+// then one rule per view, matmul, factory, index and norm op below.
+//===----------------------------------------------------------------------===//
+#include "aotc/OpRegistry.h"
+#include "aotc/SymExpr.h"
+
+#include "ops/Ops.h"
+
+#include <algorithm>
+#include <set>
+
+namespace aotc {
+namespace {
+
+using Dims = std::vector<SymExpr>;
+using SymResult = std::vector<std::vector<std::string>>;
+
+/// Dim i of t as an expression: its run-time expression, or its size.
+SymExpr dimOf(const TensorType &t, size_t i) {
+  if (i < t.sym.size() && !t.sym[i].empty()) return SymExpr::parse(t.sym[i]);
+  return SymExpr::integer(t.shape.at(i));
+}
+Dims dimsOf(const TensorType &t) {
+  Dims d;
+  for (size_t i = 0; i < t.shape.size(); ++i) d.push_back(dimOf(t, i));
+  return d;
+}
+/// Element k of int / int-list argument i as an expression.
+SymExpr intArgExpr(const Node &n, size_t i, size_t k = 0) {
+  if (const std::vector<std::string> *e = n.symArg(i); e && k < e->size() && !(*e)[k].empty())
+    return SymExpr::parse((*e)[k]);
+  if (auto *v = std::get_if<int64_t>(&n.args[i])) return SymExpr::integer(*v);
+  if (!std::holds_alternative<std::vector<int64_t>>(n.args[i])) throw SymExprError("a size argument that is not an int");
+  return SymExpr::integer(n.intListArg(i).at(k));
+}
+std::vector<std::string> text(const Dims &d) {
+  std::vector<std::string> r;
+  bool any = false;
+  for (const SymExpr &e : d) {
+    SymExpr c = e.canonical();
+    r.push_back(c.hasSymbols() ? c.str() : "");
+    any |= c.hasSymbols();
+  }
+  if (!any) r.clear();
+  return r;
+}
+SymExpr add(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Add, std::move(a), std::move(b)); }
+SymExpr mul(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Mul, std::move(a), std::move(b)); }
+SymExpr product(const Dims &d) {
+  SymExpr p = SymExpr::integer(1);
+  for (const SymExpr &e : d) p = mul(p, e);
+  return p;
+}
+int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + std::max<int64_t>(rank, 1) : d; }
+const TensorType &tensorType(const Node &n, size_t i) { return n.tensorArg(i)->type(); }
+
+/// Broadcasting (torch's infer_size): per result dim, right-aligned, the first operand dim
+/// that is run-time, else the operand dims say the size; scalars and numbers are skipped.
+SymResult pointwise(const Node &n, const std::vector<TensorType> &types) {
+  std::vector<const TensorType *> ins;
+  for (const Arg &a : n.args)
+    if (auto *p = std::get_if<Node *>(&a); p && *p && (*p)->types.size() == 1) ins.push_back(&(*p)->type());
+  SymResult r;
+  for (const TensorType &t : types) {
+    Dims d;
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      SymExpr e = SymExpr::integer(t.shape[i]);
+      size_t back = t.shape.size() - i;
+      for (const TensorType *in : ins) {
+        if (in->shape.size() < back) continue;
+        size_t j = in->shape.size() - back;
+        if (j < in->sym.size() && !in->sym[j].empty()) {
+          e = SymExpr::parse(in->sym[j]);
+          break;
+        }
+      }
+      d.push_back(e);
+    }
+    r.push_back(text(d));
+  }
+  return r;
+}
+
+/// A reduction of argument 0 over `dim` (an int, an int list, or None: all) with `keepdim`.
+SymResult reduction(const Node &n, const std::vector<TensorType> &types) {
+  const OpSchema &s = n.op->schema;
+  const TensorType &in = tensorType(n, 0);
+  std::set<int64_t> reduced;
+  bool keep = false, all = true;
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (s.args[i].name == "keepdim") keep = n.boolArg(i);
+    if (s.args[i].name != "dim" || n.isNoneArg(i)) continue;
+    std::vector<int64_t> dims;
+    if (auto *v = std::get_if<int64_t>(&n.args[i])) dims = {*v};
+    else dims = n.intListArg(i);
+    all = dims.empty();
+    for (int64_t d : dims) reduced.insert(wrap(d, in.rank()));
+  }
+  Dims out;
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    if (all || reduced.count(i)) {
+      if (keep) out.push_back(SymExpr::integer(1));
+    } else {
+      out.push_back(dimOf(in, i));
+    }
+  }
+  SymResult r;
+  for (const TensorType &t : types) r.push_back(t.rank() == (int64_t)out.size() ? text(out) : std::vector<std::string>{});
+  return r;
+}
+
+/// view / reshape / _unsafe_view: the size argument, a -1 solved from the element count.
+SymResult view(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  const std::vector<int64_t> &size = n.intListArg(1);
+  Dims out;
+  int infer = -1;
+  for (size_t k = 0; k < size.size(); ++k) {
+    if (size[k] == -1 && !(n.symArg(1) && !(*n.symArg(1))[k].empty())) {
+      infer = (int)k;
+      out.push_back(SymExpr::integer(1));
+    } else {
+      out.push_back(intArgExpr(n, 1, k));
+    }
+  }
+  if (infer >= 0)
+    out[infer] = SymExpr::binary(SymExpr::Op::CleanDiv, product(dimsOf(in)), product(out));
+  return {text(out)};
+}
+
+SymResult permute(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims out;
+  for (int64_t d : n.intListArg(1)) out.push_back(dimOf(in, wrap(d, in.rank())));
+  return {text(out)};
+}
+
+SymResult transpose(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims out = dimsOf(in);
+  if (n.op->schema.name == "t") {
+    if (out.size() == 2) std::swap(out[0], out[1]);
+  } else {
+    std::swap(out.at(wrap(n.intArg(1), in.rank())), out.at(wrap(n.intArg(2), in.rank())));
+  }
+  return {text(out)};
+}
+
+SymResult unsqueeze(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims out = dimsOf(in);
+  int64_t d = n.intArg(1);
+  d = d < 0 ? d + in.rank() + 1 : d;
+  out.insert(out.begin() + d, SymExpr::integer(1));
+  return {text(out)};
+}
+
+/// squeeze.dim / squeeze.dims: the named dims of size 1 at the reference sizes go (a run-time
+/// dim is never squeezed: ATen's meta keeps a symbolic size).
+SymResult squeeze(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  std::set<int64_t> dims;
+  if (auto *v = std::get_if<int64_t>(&n.args[1])) dims.insert(wrap(*v, in.rank()));
+  else
+    for (int64_t d : n.intListArg(1)) dims.insert(wrap(d, in.rank()));
+  Dims out;
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    bool runtime = i < (int64_t)in.sym.size() && !in.sym[i].empty();
+    if (dims.count(i) && in.shape[i] == 1 && !runtime) continue;
+    out.push_back(dimOf(in, i));
+  }
+  return {text(out)};
+}
+
+/// expand: the size argument, -1 keeping the (right-aligned) input dim.
+SymResult expand(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  const std::vector<int64_t> &size = n.intListArg(1);
+  Dims out;
+  for (size_t k = 0; k < size.size(); ++k) {
+    bool runtime = n.symArg(1) && !(*n.symArg(1))[k].empty();
+    int64_t j = (int64_t)k - ((int64_t)size.size() - in.rank());
+    if (size[k] == -1 && !runtime && j >= 0) out.push_back(dimOf(in, j));
+    else out.push_back(intArgExpr(n, 1, k));
+  }
+  return {text(out)};
+}
+
+/// slice.Tensor over a run-time dim: `dim - start` from a start in [0, dim] to the end
+/// (end >= the dim, as None and sys.maxsize are), step 1. Other slices of a run-time dim are
+/// not symbolic yet (their length needs clamps over the range).
+SymResult slice(const Node &n, const std::vector<TensorType> &types) {
+  const TensorType &in = tensorType(n, 0);
+  int64_t dim = wrap(n.intArg(1), in.rank());
+  Dims out = dimsOf(in);
+  bool runtimeDim = dim < (int64_t)in.sym.size() && !in.sym[dim].empty();
+  bool runtimeArgs = n.symArg(2) || n.symArg(3) || n.symArg(4);
+  if (!runtimeDim && !runtimeArgs) {
+    out[dim] = SymExpr::integer(types[0].shape[dim]);
+    return {text(out)};
+  }
+  int64_t start = n.isNoneArg(2) ? 0 : n.intArg(2), step = n.intArg(4);
+  bool toEnd = n.isNoneArg(3) || (!n.symArg(3) && n.intArg(3) >= (int64_t(1) << 62));
+  if (!runtimeArgs && step == 1 && toEnd && start >= 0 && start <= in.shape[dim]) {
+    out[dim] = add(dimOf(in, dim), SymExpr::integer(-start));
+    return {text(out)};
+  }
+  if (!runtimeDim && n.symArg(3) && !n.symArg(2) && !n.symArg(4) && step == 1 && start == 0) {
+    out[dim] = intArgExpr(n, 3); // x[:, :T] of a static dim at least T long
+    if (types[0].shape[dim] == n.intArg(3)) return {text(out)};
+  }
+  throw SymExprError("this slice of a run-time size");
+}
+
+SymResult select(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims out = dimsOf(in);
+  out.erase(out.begin() + wrap(n.intArg(1), in.rank()));
+  return {text(out)};
+}
+
+/// cat: the sum of the operands' dims along `dim` (1-d empty operands skipped, as ATen does).
+SymResult cat(const Node &n, const std::vector<TensorType> &types) {
+  const auto &ts = std::get<std::vector<Node *>>(n.args[0]);
+  const TensorType *first = nullptr;
+  for (const Node *t : ts)
+    if (!(t->type().rank() == 1 && t->type().shape[0] == 0 && t->type().sym.empty())) {
+      first = &t->type();
+      break;
+    }
+  if (!first) return {{}};
+  int64_t dim = wrap(n.intArg(1), first->rank());
+  Dims out = dimsOf(*first);
+  SymExpr sum = SymExpr::integer(0);
+  for (const Node *t : ts)
+    if (t->type().rank() == first->rank()) sum = add(sum, dimOf(t->type(), dim));
+  out[dim] = sum;
+  (void)types;
+  return {text(out)};
+}
+
+/// split_with_sizes: the sizes argument along `dim`.
+SymResult splitWithSizes(const Node &n, const std::vector<TensorType> &types) {
+  const TensorType &in = tensorType(n, 0);
+  int64_t dim = wrap(n.intArg(2), in.rank());
+  SymResult r;
+  for (size_t k = 0; k < types.size(); ++k) {
+    Dims out = dimsOf(in);
+    out[dim] = intArgExpr(n, 1, k);
+    r.push_back(text(out));
+  }
+  return r;
+}
+
+SymResult mm(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &a = tensorType(n, 0), &b = tensorType(n, 1);
+  return {text({dimOf(a, 0), dimOf(b, 1)})};
+}
+SymResult addmm(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &a = tensorType(n, 1), &b = tensorType(n, 2);
+  return {text({dimOf(a, 0), dimOf(b, 1)})};
+}
+SymResult bmm(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &a = tensorType(n, 0), &b = tensorType(n, 1);
+  return {text({dimOf(a, 0), dimOf(a, 1), dimOf(b, 2)})};
+}
+
+/// embedding(weight, indices): indices' dims, then the embedding dim.
+SymResult embedding(const Node &n, const std::vector<TensorType> &) {
+  Dims out = dimsOf(tensorType(n, 1));
+  out.push_back(dimOf(tensorType(n, 0), 1));
+  return {text(out)};
+}
+/// gather(self, dim, index): index's dims.
+SymResult gather(const Node &n, const std::vector<TensorType> &) { return {text(dimsOf(tensorType(n, 2)))}; }
+/// Results shaped like argument 0 (softmax, layer norm's output, dropout, ...), and for the
+/// others the types' own sizes (statistics, masks: see the op rules that need more).
+SymResult likeFirst(const Node &n, const std::vector<TensorType> &types) {
+  SymResult r{text(dimsOf(tensorType(n, 0)))};
+  for (size_t k = 1; k < types.size(); ++k) r.push_back({});
+  return r;
+}
+/// native_layer_norm: the output like the input; mean and rstd keep the leading dims.
+SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
+  const TensorType &in = tensorType(n, 0);
+  SymResult r{text(dimsOf(in))};
+  size_t lead = in.shape.size() - n.intListArg(1).size();
+  for (size_t k = 1; k < types.size(); ++k) {
+    Dims d;
+    for (size_t i = 0; i < types[k].shape.size(); ++i) d.push_back(i < lead ? dimOf(in, i) : SymExpr::integer(1));
+    r.push_back(text(d));
+  }
+  return r;
+}
+
+/// Factories with a `size` argument (full, zeros, ones, empty, ...).
+SymResult sizeFactory(const Node &n, const std::vector<TensorType> &types) {
+  Dims out;
+  for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 0, k));
+  return {text(out)};
+}
+/// *_like factories: argument 0's dims.
+SymResult likeFactory(const Node &n, const std::vector<TensorType> &) { return {text(dimsOf(tensorType(n, 0)))}; }
+
+/// arange(end) / arange.start_step(start, end, step): ceil((end - start) / step) for integer
+/// bounds; a step other than 1 with run-time bounds is not symbolic yet.
+SymResult arange(const Node &n, const std::vector<TensorType> &) {
+  bool startStep = n.op->schema.overload == "start_step" || n.op->schema.overload == "start";
+  SymExpr end = intArgExpr(n, startStep ? 1 : 0);
+  SymExpr start = startStep ? intArgExpr(n, 0) : SymExpr::integer(0);
+  bool unitStep = n.op->schema.overload != "start_step" || (!n.symArg(2) && std::holds_alternative<int64_t>(n.args[2]) &&
+                                                           std::get<int64_t>(n.args[2]) == 1);
+  if (!unitStep) throw SymExprError("arange with a step other than 1 over a run-time size");
+  return {text({add(end, mul(SymExpr::integer(-1), start))})};
+}
+
+} // namespace
+
+namespace ops {
+
+void registerSymbolicShapes(OpRegistry &r) {
+  auto set = [&](const char *target, decltype(OpDef::symInfer) f) {
+    OpDef *d = r.edit(target);
+    AOTC_ASSERT(d, std::string("symbolic shape function of an unknown op ") + target);
+    d->symInfer = std::move(f);
+  };
+  for (auto &[target, def] : r.all()) {
+    OpDef &d = *r.edit(target);
+    bool dimArg = false;
+    for (const SchemaArg &a : d.schema.args) dimArg |= a.name == "dim";
+    bool keep = false;
+    for (const SchemaArg &a : d.schema.args) keep |= a.name == "keepdim";
+    if (d.category == OpCategory::Pointwise && !dimArg) d.symInfer = pointwise;
+    if (d.category == OpCategory::Reduction && keep && d.schema.numReturns == 1) d.symInfer = reduction;
+  }
+  for (const char *t : {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"}) set(t, view);
+  set("aten.permute.default", permute);
+  set("aten.t.default", transpose);
+  set("aten.transpose.int", transpose);
+  set("aten.unsqueeze.default", unsqueeze);
+  set("aten.squeeze.dim", squeeze);
+  set("aten.squeeze.dims", squeeze);
+  set("aten.expand.default", expand);
+  set("aten.slice.Tensor", slice);
+  set("aten.select.int", select);
+  set("aten.cat.default", cat);
+  set("aten.split_with_sizes.default", splitWithSizes);
+  set("aten.mm.default", mm);
+  set("aten.addmm.default", addmm);
+  set("aten.bmm.default", bmm);
+  set("aten.embedding.default", embedding);
+  set("aten.gather.default", gather);
+  set("aten._softmax.default", likeFirst);
+  set("aten._log_softmax.default", likeFirst);
+  set("aten._native_batch_norm_legit_functional.default", likeFirst);
+  set("aten.native_layer_norm.default", layerNorm);
+  set("aten.full.default", sizeFactory);
+  set("aten.full_like.default", likeFactory);
+  set("aten.arange.default", arange);
+  set("aten.arange.start_step", arange);
+}
+
+} // namespace ops
+
+std::optional<std::vector<std::vector<std::string>>> inferSymbolic(const Node &node,
+                                                                   const std::vector<TensorType> &types) {
+  bool runtime = !node.symArgs.empty();
+  for (const Node *in : node.inputs())
+    for (const TensorType &t : in->types) runtime |= t.symbolic();
+  if (!runtime) return std::vector<std::vector<std::string>>(types.size());
+  if (node.isGetitem()) {
+    const Node *src = node.tensorArg(0);
+    int64_t i = node.intArg(1);
+    return std::vector<std::vector<std::string>>{src->types.at(i < 0 ? i + src->types.size() : i).sym};
+  }
+  if (!node.op || !node.op->symInfer) return std::nullopt;
+  SymResult r;
+  try {
+    r = node.op->symInfer(node, types);
+  } catch (const SymExprError &) {
+    return std::nullopt;
+  }
+  if (r.size() != types.size()) return std::nullopt;
+  for (size_t k = 0; k < r.size(); ++k)
+    if (!r[k].empty() && r[k].size() != types[k].shape.size()) return std::nullopt;
+  return r;
+}
+
+} // namespace aotc
