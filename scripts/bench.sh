@@ -27,8 +27,12 @@ fi
 if [ "${1:-}" = "--distributed" ]; then
   shift
   cmake --build "$build" -j "${AOTC_JOBS:-2}" --target aotc bench_dp
+  # shellcheck source=openblas-env.sh
+  source "$root/scripts/openblas-env.sh" "$build/tools/aotc/aotc"
   exec python3 "$root/tools/bench/bench_dp.py" --build "$build" --torch-python "$py" "$@"
 fi
 # Only what the benchmark runs: the compiler and the three bench tools.
 cmake --build "$build" -j "${AOTC_JOBS:-2}" --target aotc bench_step bench_stream_triad bench_sgemm
+# shellcheck source=openblas-env.sh
+source "$root/scripts/openblas-env.sh" "$build/tools/aotc/aotc"
 exec python3 "$root/tools/bench/bench.py" --build "$build" --torch-python "$py" "$@"

@@ -26,6 +26,8 @@ case "${AOTC_SANITIZE:-}" in
 esac
 # shellcheck source=sanitizer-env.sh
 source "$root/scripts/sanitizer-env.sh"
+# shellcheck source=openblas-env.sh
+source "$root/scripts/openblas-env.sh" "$root/build/tools/aotc/aotc"
 built=$(date +%s)
 cd "$build"
 log=$build/test-sh.log
