@@ -48,6 +48,8 @@ public:
   /// every value of their symbols; different forms may still be equal (FloorDiv identities).
   /// SymExprError on int64 overflow of a coefficient.
   SymExpr canonical() const;
+  /// canonical().str(), or str() when the expression is too large to normalize.
+  std::string normalText() const;
   /// The value when the expression has no symbols.
   std::optional<int64_t> constant() const;
 

@@ -148,7 +148,7 @@ TensorType Reader::metaType(const std::string &name) const {
         n = x.eval(bindings_.values);
         if (SymExpr r = x.substitute(bindings_.specialized); r.hasSymbols()) { // a run-time size
           t.sym.resize(t.shape.size());
-          t.sym.push_back(r.str());
+          t.sym.push_back(r.normalText());
         }
       } catch (const SymExprError &err) {
         std::string why = err.what();
@@ -195,11 +195,30 @@ bool Reader::sameSizes(const std::vector<std::string> &ours, const TensorType &m
   for (auto &pt : points) pt.insert(bindings_.specialized.begin(), bindings_.specialized.end());
   for (size_t i = 0; i < meta.shape.size(); ++i) {
     std::string a = i < ours.size() ? ours[i] : "", b = meta.dimStr(i);
-    SymExpr x = a.empty() ? SymExpr::integer(meta.shape[i]) : SymExpr::parse(a);
-    SymExpr y = SymExpr::parse(b);
-    if (x.canonical().str() == y.canonical().str()) continue;
-    for (auto &pt : points)
-      if (x.eval(pt) != y.eval(pt)) return false;
+    try {
+      SymExpr x = a.empty() ? SymExpr::integer(meta.shape[i]) : SymExpr::parse(a);
+      SymExpr y = SymExpr::parse(b);
+      try {
+        if (x.canonical().str() == y.canonical().str()) continue;
+      } catch (const SymExprError &) {
+        // too large to normalize: the values decide
+      }
+      int compared = 0;
+      for (auto &pt : points) {
+        int64_t u, v;
+        try {
+          u = x.eval(pt);
+          v = y.eval(pt);
+        } catch (const SymExprError &) {
+          continue; // undefined at this point (a division by a size that is 0 there)
+        }
+        if (u != v) return false;
+        ++compared;
+      }
+      if (!compared) return false;
+    } catch (const SymExprError &) {
+      return false;
+    }
   }
   return true;
 }
@@ -340,6 +359,9 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     if (k == "as_sym_float") {
       auto [kk, xv] = unionOf(v, ctx);
       if (kk == "as_name") {
+        if (!symIntExpr(v).empty())
+          failNode(jn, ctx + ": a float computed from run-time sizes is not supported (compile at one size with "
+                             "--specialize)");
         dynamic_sizes::Value sv = symValue(v, jn, ctx);
         if (std::holds_alternative<bool>(sv)) failNode(jn, ctx + ": expected a float, got a bool");
         return std::holds_alternative<double>(sv) ? std::get<double>(sv) : (double)std::get<int64_t>(sv);
@@ -361,6 +383,9 @@ Arg Reader::convertArg(const json &arg, const SchemaArg *sa, const json &jn, con
     if (k == "as_sym_bool") {
       auto [kk, xv] = unionOf(v, ctx);
       if (kk == "as_name") {
+        if (!symIntExpr(v).empty())
+          failNode(jn, ctx + ": a bool computed from run-time sizes is not supported (compile at one size with "
+                             "--specialize)");
         dynamic_sizes::Value sv = symValue(v, jn, ctx);
         if (!std::holds_alternative<bool>(sv)) failNode(jn, ctx + ": expected a bool, got " + dynamic_sizes::str(sv));
         return std::get<bool>(sv);
@@ -894,6 +919,23 @@ Program Reader::run() {
       for (const std::string &n : refsOf(o)) referenced_.insert(n);
   readNodes(graph);
   readOutputs(graph, sig);
+  // Run-time sizes: a symbol's name is not a value's (the text would read one as the other),
+  // and the reference sizes, every memory plan's, meet the checks.
+  for (const std::string &sym : bindings_.dynamic)
+    if (reserved_.count(sym) || values_.count(sym))
+      fail("dynamic export: the symbol '" + sym + "' is also the name of a value of the graph; give it a size with "
+           "--specialize");
+  for (const Program::SizeCheck &c : p_.sizeChecks) {
+    int64_t holds = 1;
+    try {
+      holds = SymExpr::parse(c.expr).eval(bindings_.values);
+    } catch (const SymExprError &e) {
+      fail("the export's check '" + c.expr + "' at the reference sizes (" + bindings_.str() + "): " + e.what());
+    }
+    if (!holds)
+      fail("the reference sizes " + bindings_.str() + " (every run-time symbol at its maximum) fail the export's check " +
+           c.expr + " (" + c.message + "): choose another --max-size");
+  }
   for (auto &[sym, v] : bindings_.values) {
     const dynamic_sizes::Range &r = bindings_.ranges[sym];
     p_.specializedSizes.push_back(

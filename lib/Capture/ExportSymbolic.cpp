@@ -94,6 +94,9 @@ void Reader::buildSymbolic(const json &jn, const std::string &raw) {
     if (raw == "torch.ops.aten._assert_scalar.default") {
       c.expr = argExprs[0];
       c.message = args.size() > 1 && std::holds_alternative<std::string>(args[1]) ? std::get<std::string>(args[1]) : "";
+      for (char &ch : c.message) // one header line: the message's line breaks become spaces
+        if (ch == '\n' || ch == '\r') ch = ' ';
+      if (c.message.find_first_not_of(' ') == std::string::npos) c.message = "assertion failed: " + c.expr;
     } else {
       std::string e = "(" + argExprs[0] + ")", cond;
       for (size_t k : {1, 2})
@@ -101,7 +104,7 @@ void Reader::buildSymbolic(const json &jn, const std::string &raw) {
           cond += (cond.empty() ? "" : " & ") + (k == 1 ? "(" + std::to_string(std::get<int64_t>(*b)) + " <= " + e + ")"
                                                         : "(" + e + " <= " + std::to_string(std::get<int64_t>(*b)) + ")");
       if (cond.empty()) return; // no bounds given
-      c.expr = SymExpr::parse(cond).str();
+      c.expr = SymExpr::parse(cond).normalText();
       c.message = "sym_constrain_range: " + c.expr;
     }
     for (const Program::SizeCheck &o : p_.sizeChecks)
@@ -125,7 +128,7 @@ void Reader::buildSymbolic(const json &jn, const std::string &raw) {
   try {
     if (theirs) {
       SymExpr e = SymExpr::parse(*theirs).substitute(bindings_.specialized);
-      if (e.hasSymbols()) expr = e.str();
+      if (e.hasSymbols()) expr = e.normalText();
     }
   } catch (const SymExprError &) {
     // reported by the check below

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "Sizes.h"
 
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -74,6 +75,7 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
         } else {
           if (rc.contains("min_val")) r.min = bound(rc["min_val"], what + ".min_val", diags, loc).value_or(0);
           if (rc.contains("max_val")) r.max = bound(rc["max_val"], what + ".max_val", diags, loc);
+          if (r.max && *r.max < r.min) diags.error(loc, what + ": an empty range " + r.str());
         }
         b.ranges[name] = r;
       }
@@ -213,6 +215,14 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
     }
     b.dims[s] = list;
     if (b.specialized.count(s) || rejected.count(s)) continue;
+    // A run-time symbol is printed in the program's text: a Python identifier, not a literal.
+    bool ident = !s.empty() && !std::isdigit((unsigned char)s[0]);
+    for (char c : s) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
+    if (!ident || s == "True" || s == "False" || s == "None" || s == "inf" || s == "nan") {
+      diags.error(loc, "dynamic export: the symbol '" + s + "' is not a name aotc can keep as a run-time size; give it "
+                           "a size with --specialize");
+      continue;
+    }
     b.dynamic.insert(s);
     Range &r = b.ranges[s];
     if (auto m = maxima.find(s); m != maxima.end()) r.max = m->second;

@@ -602,8 +602,13 @@ void Parser::parseAssignment(Graph &g) {
     try {
       node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
       for (auto &[argName, exprs] : pendingSymArgs_)
-        for (size_t i = 0; i < sargs.size(); ++i)
-          if (sargs[i].name == argName) node->symArgs.push_back({i, exprs});
+        for (size_t i = 0; i < sargs.size(); ++i) {
+          if (sargs[i].name != argName) continue;
+          // A single size given for an int[N] argument was repeated N times (buildCall).
+          if (auto *l = std::get_if<std::vector<int64_t>>(&node->args[i]); l && exprs.size() == 1 && l->size() != 1)
+            exprs.assign(l->size(), exprs[0]);
+          node->symArgs.push_back({i, exprs});
+        }
     } catch (const Error &e) {
       // Errors of argument binding / shape inference: add the statement's stack trace.
       std::string msg = e.what();
@@ -633,6 +638,11 @@ void Parser::parseAssignment(Graph &g) {
       nodeError(*node, "annotated type " + annot->str() + " does not match the inferred type " +
                            node->types[0].str());
     node->types[0].sym = annot->sym;
+    if (node->isGetitem()) { // the tuple's result gets the expressions too (printed on the getitem only)
+      Node *src = node->tensorArg(0);
+      int64_t k = node->intArg(1);
+      if (k >= 0 && k < (int64_t)src->types.size()) src->types[k].sym = annot->sym;
+    }
   }
 }
 
@@ -813,7 +823,8 @@ Arg Parser::convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::st
     expects(v, "a tensor");
   if ((ty == "Tensor[]" || ty == "Tensor?[]") && v.kind != PyVal::List) expects(v, "a list of tensors");
   bool intLike = ty == "int" || ty == "SymInt" || ty == "int[]" || ty == "SymInt[]" || ty == "Scalar";
-  if (v.kind == PyVal::Sym && !intLike) expects(v, (ty + (sa->optional ? "?" : "")).c_str());
+  if (v.kind == PyVal::Sym && !intLike && ty != "Tensor") expects(v, (ty + (sa->optional ? "?" : "")).c_str());
+  if (v.kind == PyVal::Sym && ty == "Tensor") pendingSymArgs_.push_back({sa->name, {v.s}}); // a wrapped number
   if (intLike) {
     // Run-time size expressions: the node's symArgs (attached after buildCall).
     std::vector<std::string> exprs;

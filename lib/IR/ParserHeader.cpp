@@ -106,13 +106,18 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
     bool dynamic = w[2].rfind("dynamic=", 0) == 0;
     bool ident = !w[1].empty() && !std::isdigit((unsigned char)w[1][0]);
     for (char c : w[1]) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
-    if (!ident) userError(loc, "'# aotc: size': '" + w[1] + "' is not a symbol name");
+    static const std::set<std::string> literals = {"True", "False", "None", "inf", "nan", "torch", "self"};
+    if (!ident || literals.count(w[1])) userError(loc, "'# aotc: size': '" + w[1] + "' is not a symbol name");
     for (const Program::SpecializedSize &o : prog_.specializedSizes)
       if (o.symbol == w[1]) userError(loc, "'# aotc: size': symbol '" + w[1] + "' is declared twice");
     Program::SpecializedSize z{w[1], num(dynamic ? w[2].substr(8) : w[2]), num(w[3]), w[4] == "inf" ? -1 : num(w[4]),
                                w.size() == 6 ? w[5] : "", dynamic};
     if (z.value < z.min || (z.max >= 0 && z.value > z.max))
       userError(loc, "'# aotc: size': " + z.symbol + "=" + std::to_string(z.value) + " is outside its range");
+    if (dynamic && z.value != z.max)
+      userError(loc, "'# aotc: size': a run-time size's reference value is the maximum of its range (" +
+                         std::to_string(z.value) + " given, the range ends at " +
+                         (z.max < 0 ? std::string("inf") : std::to_string(z.max)) + ")");
     prog_.specializedSizes.push_back(z);
     if (dynamic) dynamicSymbols_[z.symbol] = z.value;
   } else if (key == "check") {
@@ -128,6 +133,9 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
       for (const std::string &sym : syms)
         if (!dynamicSymbols_.count(sym))
           userError(loc, "'# aotc: check': '" + sym + "' is not a run-time size symbol declared by '# aotc: size'");
+      if (!e.isBoolean()) userError(loc, "'# aotc: check': '" + c.expr + "' is not a condition");
+      if (!e.eval(dynamicSymbols_))
+        userError(loc, "'# aotc: check': the reference sizes (every run-time symbol at its maximum) fail " + c.expr);
       c.expr = e.str();
     } catch (const SymExprError &err) {
       userError(loc, "'# aotc: check': '" + c.expr + "': " + err.what());
@@ -259,7 +267,11 @@ TensorType Parser::parseAnnotation(const Tok &tok, const std::string &what) {
       while (p < s.size() && s[p] == ' ') ++p;
       if (p < s.size() && s[p] == ']') { ++p; break; }
       size_t b = p;
-      while (p < s.size() && s[p] != ',' && s[p] != ']') ++p;
+      int parens = 0; // a size expression's own commas: Max(1, s17)
+      while (p < s.size() && (parens > 0 || (s[p] != ',' && s[p] != ']'))) {
+        parens += s[p] == '(' ? 1 : s[p] == ')' ? -1 : 0;
+        ++p;
+      }
       if (p >= s.size()) userError(loc(b), what + ": unterminated '[' in tensor type '" + s + "'");
       std::string d = strip(s.substr(b, p - b));
       bool digits = !d.empty();

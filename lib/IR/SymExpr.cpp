@@ -379,6 +379,11 @@ std::string SymExpr::str() const {
       const SymExpr &y = r.args_[1];
       return sub(0, 4) + " - " + (precedence(y) <= 4 ? "(" + y.str() + ")" : y.str());
     }
+    if (r.op_ == Op::Mul && r.args_[0].op_ == Op::Int && r.args_[0].value_ < 0 && r.args_[0].value_ != INT64_MIN) {
+      const SymExpr &y = r.args_[1]; // x + -2*y prints as x - 2*y
+      return sub(0, 4) + " - " + std::to_string(-r.args_[0].value_) + "*" +
+             (precedence(y) < 6 ? "(" + y.str() + ")" : y.str());
+    }
     return bin(" + ", 4);
   }
   case Op::Mul:
@@ -439,6 +444,7 @@ int64_t checkedMul(int64_t a, int64_t b) {
 void addTerm(Poly &p, const std::vector<std::string> &m, int64_t c) {
   int64_t &x = p[m];
   x = checkedAdd(x, c);
+  if (x == INT64_MIN) throw SymExprError("int64 overflow"); // its text would not read back
   if (x == 0) p.erase(m);
 }
 
@@ -464,6 +470,8 @@ struct SymExprCanon {
     return std::nullopt;
   }
   Poly mul(const Poly &a, const Poly &b) {
+    // A bound on the work: sizes are short polynomials; a hostile one is an error, not minutes.
+    if (a.size() * b.size() > 4096) throw SymExprError("expression too large to normalize");
     Poly r;
     for (auto &[ma, ca] : a)
       for (auto &[mb, cb] : b) {
@@ -493,7 +501,7 @@ struct SymExprCanon {
     case Op::Pow: {
       Poly b = poly(e.args_[0]), x = poly(e.args_[1]);
       std::optional<int64_t> n = asConst(x);
-      if (n && *n >= 0 && *n <= 16) {
+      if (n && *n >= 0 && *n <= 8) {
         Poly r = constPoly(1);
         for (int64_t k = 0; k < *n; ++k) r = mul(r, b);
         return r;
@@ -504,7 +512,7 @@ struct SymExprCanon {
       Poly a = poly(e.args_[0]), b = poly(e.args_[1]);
       std::optional<int64_t> d = asConst(b);
       bool exact = d && *d != 0;
-      for (auto &[m, c] : a) exact = exact && c % *d == 0;
+      for (auto &[m, c] : a) exact = exact && !(c == INT64_MIN && *d == -1) && c % *d == 0;
       if (exact) {
         Poly r;
         for (auto &[m, c] : a) r[m] = c / *d;
@@ -555,6 +563,14 @@ struct SymExprCanon {
     return r ? *r : SymExpr::integer(0);
   }
 };
+
+std::string SymExpr::normalText() const {
+  try {
+    return canonical().str();
+  } catch (const SymExprError &) {
+    return str();
+  }
+}
 
 SymExpr SymExpr::canonical() const {
   SymExprCanon c;

@@ -154,5 +154,15 @@ TEST_CASE("SymExpr::canonical: one form for equal polynomials", "[symexpr]") {
         CHECK(SymExpr::parse(e).canonical().eval({{"s0", a}, {"s1", b}}) == SymExpr::parse(e).eval({{"s0", a}, {"s1", b}}));
   CHECK_THROWS_AS(SymExpr::parse("9223372036854775807*s0 + 9223372036854775807*s0").canonical(), SymExprError);
   CHECK(SymExpr::parse("2*3 - 1").constant() == std::optional<int64_t>(5));
+  // Printing a negative coefficient inside a sum; bounded work on hostile input.
+  CHECK(SymExpr::parse("s0 + -2*s1").str() == "s0 - 2*s1");
+  CHECK(SymExpr::parse("s0 + -2*(s1 + 1)").str() == "s0 - 2*(s1 + 1)");
+  CHECK_THROWS_AS(canon("CleanDiv(-9223372036854775807*s0 - s0, -1)"), SymExprError); // INT64_MIN: no text
+  CHECK(SymExpr::parse("CleanDiv(-9223372036854775807*s0 - s0, -1)").normalText() ==
+        "CleanDiv(-9223372036854775807*s0 - s0, -1)");
+  CHECK_THROWS_AS(SymExpr::parse("(Eq(s0,1)+Eq(s0,2)+Eq(s0,3)+Eq(s0,4)+Eq(s0,5)+Eq(s0,6)+Eq(s0,7)+Eq(s0,8))**8").canonical(),
+                  SymExprError);
+  CHECK(SymExpr::parse("(Eq(s0,1)+Eq(s0,2)+Eq(s0,3)+Eq(s0,4)+Eq(s0,5)+Eq(s0,6)+Eq(s0,7)+Eq(s0,8))**8").normalText() ==
+        "(Eq(s0, 1) + Eq(s0, 2) + Eq(s0, 3) + Eq(s0, 4) + Eq(s0, 5) + Eq(s0, 6) + Eq(s0, 7) + Eq(s0, 8))**8");
   CHECK_FALSE(SymExpr::parse("s0 - 1").constant());
 }
