@@ -786,7 +786,8 @@ void Reader::buildNode(const json &jn) {
       if (&node->types[k] != &inferred) continue;
       node->types[k].sym = meta.sym;
       // The op's shape function over run-time sizes must agree with the export's expressions.
-      if (auto ours = inferSymbolic(*node, node->types); ours && !sameSizes((*ours)[k], meta))
+      auto ours = inferSymbolic(*node, node->types);
+      if (ours && (meta.symbolic() || !(*ours)[k].empty()) && !sameSizes((*ours)[k], meta))
         nodeError(*node, "from its arguments' run-time sizes, aotc's shape function gives " +
                              TensorType{meta.dtype, meta.shape, (*ours)[k]}.str() + " but the export's meta says " +
                              meta.str() + " (an inconsistent export, or a shape function of aotc to fix)");
