@@ -102,6 +102,9 @@ struct Node {
       if (k == i) return &e;
     return nullptr;
   }
+  /// Records argument i's expressions (as read: one for a single int given for an int[N]
+  /// argument, which buildCall repeated N times, is repeated as well). Both readers call it.
+  void setSymArg(size_t i, std::vector<std::string> exprs);
 
   /// A node made from `o` (a rewrite, a derivative, a copy) keeps where `o` came from.
   void inheritSource(const Node &o) {

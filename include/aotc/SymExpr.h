@@ -88,6 +88,11 @@ struct SymExprError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Whether `name` can stand for a run-time size in aotc's text (docs/formats.md): a Python
+/// identifier that is none of the names the text reads otherwise (True, False, None, inf, nan,
+/// torch, self). Capture and the text's parser share it, so what one writes the other reads.
+bool isSizeSymbolName(const std::string &name);
+
 /// Python's int64 `//`, `%` (rounding toward negative infinity) and `**` (exponent >= 0);
 /// SymExprError on division by zero, a negative exponent or overflow.
 int64_t pyFloorDiv(int64_t a, int64_t b);

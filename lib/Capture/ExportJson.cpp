@@ -764,38 +764,32 @@ void Reader::buildNode(const json &jn) {
   n->loc = loc_;
   n->stackTrace = stack;
   n->userOp = userOp;
-  for (auto &[i, exprs] : symArgs) {
-    // A single int given for an int[N] argument was repeated N times (buildCall).
-    if (auto *l = std::get_if<std::vector<int64_t>>(&n->args[i]); l && exprs.size() == 1 && l->size() != 1)
-      exprs.assign(l->size(), exprs[0]);
-    n->symArgs.push_back({i, exprs});
-  }
+  for (auto &[i, exprs] : symArgs) n->setSymArg(i, std::move(exprs));
   if (n->types.empty()) { // a check without results (_assert_tensor_metadata): done by its infer
     p_.forward.erase(n);
     return;
   }
-  auto check = [&](Node *node, const std::string &name, const TensorType &inferred) {
+  // The op's shape function over run-time sizes (from its arguments, so once per node).
+  const auto ours = inferSymbolic(*n, n->types);
+  auto check = [&](size_t k, const std::string &name) {
     if (!tensorValues_->contains(name)) return;
     TensorType meta = metaType(name);
+    TensorType &t = n->types[k];
     // A run-time size's dim: inference checks its value at the reference sizes; the export's
     // meta gives its expression (symbolic shape functions: docs/dynamic-shapes.md).
     // (An inferred type copied from an input carries its expressions: compared without them.)
-    if (meta.dtype != inferred.dtype || meta.shape != inferred.shape)
-      nodeError(*node, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " + inferred.str());
-    for (size_t k = 0; k < node->types.size(); ++k) {
-      if (&node->types[k] != &inferred) continue;
-      node->types[k].sym = meta.sym;
-      // The op's shape function over run-time sizes must agree with the export's expressions.
-      auto ours = inferSymbolic(*node, node->types);
-      if (ours && (meta.symbolic() || !(*ours)[k].empty()) && !sameSizes((*ours)[k], meta))
-        nodeError(*node, "from its arguments' run-time sizes, aotc's shape function gives " +
-                             TensorType{meta.dtype, meta.shape, (*ours)[k]}.str() + " but the export's meta says " +
-                             meta.str() + " (an inconsistent export, or a shape function of aotc to fix)");
-    }
+    if (meta.dtype != t.dtype || meta.shape != t.shape)
+      nodeError(*n, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " + t.str());
+    t.sym = meta.sym;
+    // The shape function must agree with the export's expressions.
+    if (ours && (meta.symbolic() || !(*ours)[k].empty()) && !sameSizes((*ours)[k], meta))
+      nodeError(*n, "from its arguments' run-time sizes, aotc's shape function gives " +
+                        TensorType{meta.dtype, meta.shape, (*ours)[k]}.str() + " but the export's meta says " +
+                        meta.str() + " (an inconsistent export, or a shape function of aotc to fix)");
   };
   if (single) {
     if (n->types.size() != 1) nodeError(*n, "expected one result, the op has " + std::to_string(n->types.size()));
-    check(n, nodeName, n->types[0]);
+    check(0, nodeName);
     if (metaComplex(nodeName)) complex_.insert(n);
     values_[nodeName] = n;
     return;
@@ -817,7 +811,7 @@ void Reader::buildNode(const json &jn) {
     if (i >= n->types.size())
       nodeError(*n, "the export lists result " + std::to_string(i) + " but the op has " +
                         std::to_string(n->types.size()) + " results");
-    check(n, name, n->types[i]);
+    check(i, name);
     if (!referenced_.count(name)) continue; // e.g. `<node>_unused_<i>`: nothing reads it
     // A one-element list result (split into one chunk): the node's value itself.
     Node *gi = n->types.size() == 1

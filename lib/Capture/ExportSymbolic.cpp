@@ -122,16 +122,22 @@ void Reader::buildSymbolic(const json &jn, const std::string &raw) {
   std::vector<std::string> names = outs.size() == 1 ? refsOf(outs[0]) : std::vector<std::string>{};
   if (names.size() != 1) failNode(jn, "expected one symbolic output");
   symValues_[names[0]] = *r;
-  // A value over run-time sizes keeps its expression (the export's, else sym_size's dim).
+  // The export's own expression for the value (sym_int_values / sym_bool_values), read once.
   std::optional<std::string> theirs = exportedExpr(names[0]);
+  std::optional<SymExpr> theirExpr;
+  std::string parseError;
+  if (theirs) try {
+      theirExpr = SymExpr::parse(*theirs);
+    } catch (const SymExprError &err) {
+      parseError = err.what();
+    }
+  // A value over run-time sizes keeps its expression (the export's, else sym_size's dim).
   std::string expr;
   try {
-    if (theirs) {
-      SymExpr e = SymExpr::parse(*theirs).substitute(bindings_.specialized);
-      if (e.hasSymbols()) expr = e.normalText();
-    }
+    if (theirExpr)
+      if (SymExpr e = theirExpr->substitute(bindings_.specialized); e.hasSymbols()) expr = e.normalText();
   } catch (const SymExprError &) {
-    // reported by the check below
+    // a folded part fails: reported by the check below
   }
   if (expr.empty() && dynamicInput && !theirs) {
     if (raw == "torch.ops.aten.sym_size.int" && args.size() == 2 && std::holds_alternative<Shape>(args[0])) {
@@ -148,12 +154,13 @@ void Reader::buildSymbolic(const json &jn, const std::string &raw) {
                    "as a run-time size (compile at one size with --specialize)");
   }
   if (!expr.empty()) symExprs_[names[0]] = expr;
-  // The export's own expression for the value (sym_int_values / sym_bool_values) must agree.
+  // The export's own expression for the value must agree.
   if (!theirs) return;
   int64_t mine = std::holds_alternative<bool>(*r) ? std::get<bool>(*r)
                  : std::holds_alternative<int64_t>(*r) ? std::get<int64_t>(*r) : INT64_MIN;
+  if (!theirExpr) failNode(jn, "cannot evaluate the export's expression '" + *theirs + "': " + parseError);
   try {
-    int64_t value = SymExpr::parse(*theirs).eval(bindings_.values);
+    int64_t value = theirExpr->eval(bindings_.values);
     if (mine != value)
       failNode(jn, "evaluates to " + dynamic_sizes::str(*r) + " but the export's expression '" + *theirs + "' gives " +
                        std::to_string(value) + " at " + bindings_.str() + ": an inconsistent export");

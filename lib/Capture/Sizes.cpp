@@ -215,10 +215,8 @@ Bindings bindSymbols(const json &program, const std::vector<std::string> &specia
     }
     b.dims[s] = list;
     if (b.specialized.count(s) || rejected.count(s)) continue;
-    // A run-time symbol is printed in the program's text: a Python identifier, not a literal.
-    bool ident = !s.empty() && !std::isdigit((unsigned char)s[0]);
-    for (char c : s) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
-    if (!ident || s == "True" || s == "False" || s == "None" || s == "inf" || s == "nan") {
+    // A run-time symbol is printed in the program's text, which must read it back.
+    if (!isSizeSymbolName(s)) {
       diags.error(loc, "dynamic export: the symbol '" + s + "' is not a name aotc can keep as a run-time size; give it "
                            "a size with --specialize");
       continue;

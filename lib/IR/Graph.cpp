@@ -193,6 +193,12 @@ std::vector<Node *> Node::inputs() const {
   return r;
 }
 
+void Node::setSymArg(size_t i, std::vector<std::string> exprs) {
+  if (auto *l = std::get_if<std::vector<int64_t>>(&args.at(i)); l && exprs.size() == 1 && l->size() != 1)
+    exprs.assign(l->size(), exprs[0]);
+  symArgs.push_back({i, std::move(exprs)});
+}
+
 Node *Node::tensorArg(size_t i) const {
   AOTC_ASSERT(i < args.size() && std::holds_alternative<Node *>(args[i]),
               "node '" + name + "' argument " + std::to_string(i) + " is not a tensor");

@@ -602,13 +602,8 @@ void Parser::parseAssignment(Graph &g) {
     try {
       node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
       for (auto &[argName, exprs] : pendingSymArgs_)
-        for (size_t i = 0; i < sargs.size(); ++i) {
-          if (sargs[i].name != argName) continue;
-          // A single size given for an int[N] argument was repeated N times (buildCall).
-          if (auto *l = std::get_if<std::vector<int64_t>>(&node->args[i]); l && exprs.size() == 1 && l->size() != 1)
-            exprs.assign(l->size(), exprs[0]);
-          node->symArgs.push_back({i, exprs});
-        }
+        for (size_t i = 0; i < sargs.size(); ++i)
+          if (sargs[i].name == argName) node->setSymArg(i, exprs);
     } catch (const Error &e) {
       // Errors of argument binding / shape inference: add the statement's stack trace.
       std::string msg = e.what();

@@ -104,10 +104,7 @@ void Parser::parseHeaderLine(const std::string &body, int line, int col) {
       return (int64_t)v;
     };
     bool dynamic = w[2].rfind("dynamic=", 0) == 0;
-    bool ident = !w[1].empty() && !std::isdigit((unsigned char)w[1][0]);
-    for (char c : w[1]) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
-    static const std::set<std::string> literals = {"True", "False", "None", "inf", "nan", "torch", "self"};
-    if (!ident || literals.count(w[1])) userError(loc, "'# aotc: size': '" + w[1] + "' is not a symbol name");
+    if (!isSizeSymbolName(w[1])) userError(loc, "'# aotc: size': '" + w[1] + "' is not a symbol name");
     for (const Program::SpecializedSize &o : prog_.specializedSizes)
       if (o.symbol == w[1]) userError(loc, "'# aotc: size': symbol '" + w[1] + "' is declared twice");
     Program::SpecializedSize z{w[1], num(dynamic ? w[2].substr(8) : w[2]), num(w[3]), w[4] == "inf" ? -1 : num(w[4]),

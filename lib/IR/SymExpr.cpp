@@ -545,7 +545,7 @@ struct SymExprCanon {
   /// constant last (sympy's `2*s17 - 1`).
   SymExpr build(const Poly &p) {
     std::vector<std::pair<std::vector<std::string>, int64_t>> terms(p.begin(), p.end());
-    std::stable_sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) {
+    std::sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) { // distinct monomials: a total order
       if (a.first.size() != b.first.size()) return a.first.size() > b.first.size();
       return a.first < b.first;
     });
@@ -575,6 +575,13 @@ std::string SymExpr::normalText() const {
 SymExpr SymExpr::canonical() const {
   SymExprCanon c;
   return c.build(c.poly(*this));
+}
+
+bool isSizeSymbolName(const std::string &name) {
+  static const std::set<std::string> taken = {"True", "False", "None", "inf", "nan", "torch", "self"};
+  bool ident = !name.empty() && !std::isdigit((unsigned char)name[0]);
+  for (char c : name) ident = ident && (std::isalnum((unsigned char)c) || c == '_');
+  return ident && !taken.count(name);
 }
 
 bool SymExpr::hasSymbols() const {
