@@ -15,8 +15,8 @@
 //     Every rank trains on its shard with aotc::rt::MpiCommunicator (the scratch poisoned with
 //     NaN bytes before each update step); after every step the ranks'
 //     parameters must have the same bits (a hash gathered from every rank). Rank 0 writes OUT
-//     and prints the communicator's counters ("overlap: S started, C completed before the
-//     wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
+//     and prints the communicator's counters summed over the ranks ("overlap: S started, C
+//     completed before the wait"). FAULT: kill (rank 1 SIGKILLs itself before step 3) or fail (rank 1's integer
 //     inputs out of range at step 3: its step fails and the Trainer aborts the job), hang (rank
 //     1 sleeps before step 3: rank 0's wait gives up after AOTC_COMM_TIMEOUT) or nan (rank
 //     1's float inputs NaN at step 3: with --skip-nonfinite every rank must skip that step and
@@ -202,14 +202,19 @@ int dataParallel(const SafetensorsFile &w, const SafetensorsFile &fx, int steps,
     hashes.data<int64_t>()[s] = h;
   }
   const auto &st = comm.stats();
+  // The overlap counters summed over the ranks: which rank finds an all-reduce complete before
+  // its wait depends on which one runs ahead (the one behind finds the other's contribution
+  // there), not on whether the step overlaps.
+  int64_t mine[2] = {st.started, st.completedBeforeWait}, sum[2] = {0, 0};
+  MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
     write(t, hashes,
-          {{"started", (double)st.started}, {"completed_before_wait", (double)st.completedBeforeWait},
+          {{"started", (double)sum[0]}, {"completed_before_wait", (double)sum[1]},
            {"wait_seconds", st.waitSeconds}, {"bytes", (double)st.bytes}},
           out);
     std::printf("%s: %d ranks x %d steps, parameters identical on every rank after every step; overlap: %lld "
                 "collectives started, %lld completed before the wait, %.3f ms waiting per step\n",
-                kProg.name, size, steps, (long long)st.started, (long long)st.completedBeforeWait,
+                kProg.name, size, steps, (long long)sum[0], (long long)sum[1],
                 1e3 * st.waitSeconds / steps);
   }
   return 0;
