@@ -69,6 +69,10 @@ enum class InputRole {
 /// "parameter", "buffer", "user_input", "tangent", "saved", "constant", "rng_state".
 const char *roleName(InputRole r);
 
+/// Run-time size expressions of a call's int and int-list arguments (Node::symArgs): (schema
+/// argument index, one SymExpr::str() per element, "" for a constant element).
+using SymArgs = std::vector<std::pair<size_t, std::vector<std::string>>>;
+
 struct Node {
   std::string name;
   NodeKind kind = NodeKind::CallFunction;
@@ -96,7 +100,7 @@ struct Node {
   /// (docs/dynamic-shapes.md): (argument index, one expression per element: "" for a constant
   /// element, else its SymExpr::str() over the program's run-time symbols). `args` holds the
   /// values at the program's reference sizes, which shape inference reads.
-  std::vector<std::pair<size_t, std::vector<std::string>>> symArgs;
+  SymArgs symArgs;
   const std::vector<std::string> *symArg(size_t i) const {
     for (const auto &[k, e] : symArgs)
       if (k == i) return &e;
@@ -105,6 +109,10 @@ struct Node {
   /// Records argument i's expressions (as read: one for a single int given for an int[N]
   /// argument, which buildCall repeated N times, is repeated as well). Both readers call it.
   void setSymArg(size_t i, std::vector<std::string> exprs);
+
+  /// Whether the node reads or computes run-time sizes: a symbolic size argument, argument
+  /// or result (docs/dynamic-shapes.md). A pass that rewrites such a node must carry them.
+  bool runtimeSized() const;
 
   /// A node made from `o` (a rewrite, a derivative, a copy) keeps where `o` came from.
   void inheritSource(const Node &o) {

@@ -184,14 +184,20 @@ std::string canonicalTarget(const std::string &target);
 ///    double, a single int for "int[N]" is repeated N times, an empty list takes the
 ///    list's element type; a Python number in a Tensor position is kept as a wrapped
 ///    scalar for pointwise ops only (as eager PyTorch does for `aten.mul.Tensor(x, 0.5)`);
-///  * result types are inferred with OpDef::infer.
+///  * result types are inferred with OpDef::infer, and their run-time sizes (TensorType::sym)
+///    with inferSymbolic when an argument or `symArgs` (Node::symArgs, by schema index) has
+///    them: a pass's new node carries the sizes of what it reads. An op without a shape
+///    function over run-time sizes is then a nodeError (compile at one size, --specialize).
+///    SizeInference::Reference skips that: the readers set sym from their input.
 /// `name` is used verbatim (pick a fresh one with Graph::uniqueName). On any error
 /// the graph is left unchanged.
 /// Unknown targets raise a user error at `loc`. getitem is handled too
 /// (args {tuple node, index}).
+enum class SizeInference { Runtime, Reference };
 Node *buildCall(Graph &g, const std::string &name, const std::string &target,
                 const std::vector<Arg> &args, const std::vector<std::pair<std::string, Arg>> &kwargs,
-                const SourceLoc &loc = {}, Node *insertBefore = nullptr);
+                const SourceLoc &loc = {}, Node *insertBefore = nullptr, const SymArgs &symArgs = {},
+                SizeInference sizes = SizeInference::Runtime);
 
 /// buildCall's argument binding alone: `args` and `kwargs` in schema order, defaults filled,
 /// values coerced, for the op of `at.op` (errors name `at`; no types are inferred).

@@ -61,7 +61,8 @@ private:
   [[noreturn]] void fail(const std::string &msg) { nodeError(at_, msg); }
   Node *call(const std::string &target, std::vector<Arg> args,
              std::vector<std::pair<std::string, Arg>> kwargs = {}) {
-    Node *n = buildCall(g_, g_.uniqueName(c_.name + "_cplx"), target, args, kwargs, c_.loc);
+    Node *n = buildCall(g_, g_.uniqueName(c_.name + "_cplx"), target, args, kwargs, c_.loc, nullptr, {},
+                        SizeInference::Reference);
     n->inheritSource(at_);
     return n;
   }

@@ -752,7 +752,7 @@ void Reader::buildNode(const json &jn) {
       if (!single) failNode(jn, "an op with several results on complex values is not supported");
       n = complex_values::lowerComplexCall(p_.forward, cc, isComplex);
     } else {
-      n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_);
+      n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_, nullptr, {}, SizeInference::Reference);
     }
   } catch (const Error &e) {
     // Errors of argument binding / shape inference: add the node's stack trace.
@@ -815,7 +815,7 @@ void Reader::buildNode(const json &jn) {
     if (!referenced_.count(name)) continue; // e.g. `<node>_unused_<i>`: nothing reads it
     // A one-element list result (split into one chunk): the node's value itself.
     Node *gi = n->types.size() == 1
-                   ? buildCall(p_.forward, name, "aten.alias.default", {Arg(n)}, {}, loc_)
+                   ? buildCall(p_.forward, name, "aten.alias.default", {Arg(n)}, {}, loc_, nullptr, {}, SizeInference::Reference)
                    : buildCall(p_.forward, name, "getitem", {Arg(n), Arg((int64_t)i)}, {}, loc_);
     gi->loc = loc_;
     gi->stackTrace = stack;

@@ -51,14 +51,19 @@ Vals linear(Emitter &e, Node &n) {
   int64_t in = ws[1], out = ws[0];
   Node *wt = e.permute(w, {1, 0});
   Node *x2 = x;
-  int64_t rows = numelOf(xs) / std::max<int64_t>(in, 1);
-  if (xs.size() != 2) x2 = e.view(x, {rows, in});
+  // The leading dims (run-time sizes among them) flattened into rows.
+  std::vector<Size> lead = sizesOf(x->type());
+  lead.pop_back();
+  Size rows = 1;
+  for (const Size &d : lead) rows = rows * d;
+  if (xs.back() != in) rows = Size(numelOf(xs) / std::max<int64_t>(in, 1)); // infer's error follows
+  if (xs.size() != 2) x2 = e.view(x, {rows.v, in}, {rows.text(), ""});
   bool fuseBias = b && (b->type().shape == Shape{out} || b->type().shape.empty());
   Node *y = fuseBias ? e.call("aten.addmm.default", {b, x2, wt}) : e.call("aten.mm.default", {x2, wt});
   if (xs.size() != 2) {
-    Shape ys(xs.begin(), xs.end() - 1);
+    std::vector<Size> ys = lead;
     ys.push_back(out);
-    y = e.view(y, ys);
+    y = e.view(y, values(ys), symArg(1, ys).second);
   }
   if (b && !fuseBias) y = e.add(y, b);
   return {y};
@@ -120,7 +125,7 @@ Vals nllLossForward(Emitter &e, Node &n) {
   }
   Node *totalWeight;
   if (w) {
-    Node *wx = e.call("aten.expand.default", {w, st.shape});
+    Node *wx = e.call("aten.expand.default", {w, st.shape}, {}, {{1, st.sym}});
     Node *ws = e.call("aten.gather.default", {wx, cdim, safeU});
     ws = e.call("aten.squeeze.dims", {ws, std::vector<int64_t>{cdim}});
     Node *mask3 = e.call("aten.ne.Scalar", {target, ignore});
@@ -170,6 +175,9 @@ Vals crossEntropy(Emitter &e, Node &n) {
     if (reduction == None) return {e.neg(e.sum(prod, {cdim}, false))};
     Node *total = e.neg(e.sum(prod, {}, false));
     if (reduction == Sum) return {total};
+    if (st.symbolic()) // the count would be folded at the largest sizes
+      nodeError(n, "cross_entropy: the mean over probability targets of run-time size " + st.str() +
+                       " is not supported yet: compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
     return {e.div(total, double(st.numel() / std::max<int64_t>(st.shape[cdim], 1)))};
   }
   Node *nll = e.call("aten.nll_loss.default", {logp, target, n.args[2], reduction, n.args[4]});
@@ -204,16 +212,18 @@ using namespace rewrite;
 Vals cat(Emitter &e, Node &n) {
   const auto &ts = std::get<std::vector<Node *>>(n.args.at(0));
   const TensorType &ot = n.types[0];
-  Node *y = e.call("aten.full.default", {ot.shape, int64_t(0)}, {{"dtype", DTypeLit{ot.dtype}}});
-  if (ot.shape == Shape{0}) return {y};
+  Node *y = e.call("aten.full.default", {ot.shape, int64_t(0)}, {{"dtype", DTypeLit{ot.dtype}}}, {{0, ot.sym}});
+  if (ot.shape == Shape{0} && !ot.symbolic()) return {y};
   int64_t dim = wrapDimAt(n, n.intArg(1), ot.rank());
-  int64_t off = 0;
+  Size off = 0; // run-time sizes: the offsets are expressions
   for (Node *x : ts) {
     const TensorType &t = x->type();
-    if (t.shape == Shape{0} || t.shape[dim] == 0) continue;
-    int64_t len = t.shape[dim];
-    y = e.call("aten.slice_scatter.default", {y, e.toDtype(x, ot.dtype), dim, off, off + len, int64_t(1)});
-    off += len;
+    if (t.symbolic() ? t.rank() == 1 && t.shape[0] == 0 && t.sym[0].empty() : t.shape == Shape{0} || t.shape[dim] == 0)
+      continue;
+    Size end = off + sizeOf(t, dim);
+    y = e.call("aten.slice_scatter.default", {y, e.toDtype(x, ot.dtype), dim, off.v, end.v, int64_t(1)}, {},
+               {{3, {off.text()}}, {4, {end.text()}}});
+    off = end;
   }
   return {y};
 }
@@ -224,6 +234,11 @@ Vals cat(Emitter &e, Node &n) {
 Vals split(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   int64_t dim = wrapDimAt(n, n.intArg(2), x->type().rank());
+  // The pieces of a run-time dim: their number would depend on the size (torch.export fixes
+  // it with guards; aotc's results are a fixed list).
+  if (sizeOf(x->type(), (size_t)dim).e.hasSymbols() || n.symArg(1))
+    nodeError(n, "splitting a dim of run-time size " + x->type().dimStr((size_t)dim) +
+                     " is not supported yet: compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
   Vals r;
   int64_t start = 0;
   for (const TensorType &t : n.types) {
@@ -251,7 +266,7 @@ Vals silu(Emitter &e, Node &n) {
 /// t(x): permute [1, 0] for 2-D, an identity view for rank < 2.
 Vals transposeT(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  if (x->type().rank() < 2) return {e.view(x, x->type().shape)};
+  if (x->type().rank() < 2) return {e.view(x, x->type().shape, x->type().sym)};
   return {e.permute(x, {1, 0})};
 }
 
@@ -269,7 +284,7 @@ Vals transposeInt(Emitter &e, Node &n) {
 
 /// _unsafe_view / reshape(x, shape) -> view(x, shape): aotc values are dense,
 /// so a reshape never needs a copy.
-Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0], n.args[1]})}; }
+Vals toView(Emitter &e, Node &n) { return {e.call("aten.view.default", {n.args[0], n.args[1]}, {}, n.symArgs)}; }
 
 /// clamp(x, min, max), clamp_min(x, min), clamp_max(x, max), hardtanh(x, min_val, max_val)
 /// -> where.self with 0-d tensors of the result dtype. The value is torch.clamp's
@@ -329,7 +344,8 @@ Vals whereScalar(Emitter &e, Node &n) {
 Vals copy(Emitter &e, Node &n) {
   const TensorType &t = n.types[0];
   Node *src = n.tensorArg(1);
-  if (src->type().shape != t.shape) src = e.call("aten.expand.default", {src, t.shape});
+  if (src->type().shape != t.shape || src->type().sym != t.sym)
+    src = e.call("aten.expand.default", {src, t.shape}, {}, {{1, t.sym}});
   Node *y = e.toDtype(src, t.dtype);
   if (y == n.tensorArg(1)) y = e.call("aten.clone.default", {y});
   return {y};
@@ -371,23 +387,23 @@ static const std::vector<RuleEntry> &table() {
   using namespace rules;
   // clang-format off
   static const std::vector<RuleEntry> t = {
-    {"aten.linear.default",            linear,       "permute(w) + addmm/mm (views for rank != 2)"},
-    {"aten.layer_norm.default",        layerNorm,    "native_layer_norm(...)[0]"},
+    {"aten.linear.default",            linear,       "permute(w) + addmm/mm (views for rank != 2)", true},
+    {"aten.layer_norm.default",        layerNorm,    "native_layer_norm(...)[0]", true},
     {"aten.softmax.int",               [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._softmax.default"); },
-                                                     "_softmax (after _to_copy when dtype is given)"},
+                                                     "_softmax (after _to_copy when dtype is given)", true},
     {"aten.log_softmax.int",           [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._log_softmax.default"); },
-                                                     "_log_softmax (after _to_copy when dtype is given)"},
+                                                     "_log_softmax (after _to_copy when dtype is given)", true},
     {"aten._safe_softmax.default",     [](Emitter &e, Node &n) {
                                          Node *x = n.tensorArg(0);
                                          if (auto dt = dtypeArgOf(n, 2)) x = e.toDtype(x, *dt);
                                          return Vals{e.call("aotc.safe_softmax.default", {x, n.args[1]})};
                                        },
-                                                     "aotc::safe_softmax (after _to_copy when dtype is given), kept through autodiff"},
-    {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss; probability targets: -sum(logp * target)"},
-    {"aten.nll_loss.default",          nllLoss,      "nll_loss_forward(...)[0]"},
-    {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight"},
-    {"aten.mse_loss.default",          mseLoss,      "sub, pow 2, mean/sum"},
-    {"aten.silu.default",              silu,         "x * sigmoid(x)"},
+                                                     "aotc::safe_softmax (after _to_copy when dtype is given), kept through autodiff", true},
+    {"aten.cross_entropy_loss.default", crossEntropy, "_log_softmax + nll_loss; probability targets: -sum(logp * target)", true},
+    {"aten.nll_loss.default",          nllLoss,      "nll_loss_forward(...)[0]", true},
+    {"aten.nll_loss_forward.default",  nllLossForward, "ne/where/unsqueeze/gather/squeeze/neg + sum/div by total weight", true},
+    {"aten.mse_loss.default",          mseLoss,      "sub, pow 2, mean/sum", true},
+    {"aten.silu.default",              silu,         "x * sigmoid(x)", true},
     {"aten._local_scalar_dense.default", [](Emitter &e, Node &n) {
                                          Node *x = n.tensorArg(0);
                                          return Vals{e.call("aten.detach.default", {e.view(x, {})})};
@@ -396,11 +412,11 @@ static const std::vector<RuleEntry> &table() {
     {"aten.max.default",               [](Emitter &e, Node &n) {
                                          return Vals{e.call("aten.amax.default", {n.tensorArg(0), std::vector<int64_t>{}, false})};
                                        },
-                                                     "amax over every dim"},
+                                                     "amax over every dim", true},
     {"aten.min.default",               [](Emitter &e, Node &n) {
                                          return Vals{e.call("aten.amin.default", {n.tensorArg(0), std::vector<int64_t>{}, false})};
                                        },
-                                                     "amin over every dim"},
+                                                     "amin over every dim", true},
     {"aten.unfold.default",            [](Emitter &e, Node &n) {
                                          Node *x = n.tensorArg(0);
                                          const Shape &xs = x->type().shape, &os = n.type().shape;
@@ -420,13 +436,13 @@ static const std::vector<RuleEntry> &table() {
                                          Node *mean = e.call("aten.mean.dim", {x, n.args[1], n.args[3]});
                                          return Vals{var, mean};
                                        },
-                                                     "(var.correction, mean.dim) over the same dims"},
+                                                     "(var.correction, mean.dim) over the same dims", true},
     {"aten.exp2.default",              [](Emitter &e, Node &n) {
                                          Node *x = n.tensorArg(0);
                                          x = e.toDtype(x, n.type().dtype);
                                          return Vals{e.exp(e.mul(x, 0.69314718055994530942))};
                                        },
-                                                     "exp(x ln 2) (integers cast to the default float first)"},
+                                                     "exp(x ln 2) (integers cast to the default float first)", true},
     {"aten.round.decimals",            [](Emitter &e, Node &n) {
                                          Node *x = n.tensorArg(0);
                                          int64_t dec = n.intArg(1);
@@ -435,29 +451,29 @@ static const std::vector<RuleEntry> &table() {
                                            return Vals{e.div(e.call("aten.round.default", {e.mul(x, p)}), p)};
                                          return Vals{e.mul(e.call("aten.round.default", {e.div(x, p)}), p)};
                                        },
-                                                     "round(x 10^d) / 10^d; d < 0: round(x / 10^-d) 10^-d"},
-    {"aten.t.default",                 transposeT,   "permute [1, 0]"},
-    {"aten.transpose.int",             transposeInt, "permute with two dims swapped"},
-    {"aten._unsafe_view.default",      toView,       "view"},
-    {"aten.reshape.default",           toView,       "view"},
+                                                     "round(x 10^d) / 10^d; d < 0: round(x / 10^-d) 10^-d", true},
+    {"aten.t.default",                 transposeT,   "permute [1, 0]", true},
+    {"aten.transpose.int",             transposeInt, "permute with two dims swapped", true},
+    {"aten._unsafe_view.default",      toView,       "view", true},
+    {"aten.reshape.default",           toView,       "view", true},
     {"aten.clamp.default",             clampLike,
-     "m = where(x > min, x, where(x != x, nan, min)); where(m < max, m, where(m != m, nan, max)): gradient strictly inside, none for NaN x, as eager"},
-    {"aten.hardtanh.default",          clampLike,    "as clamp"},
-    {"aten.clamp_min.default",         clampLike,    "where(x > min, x, where(x != x, nan, min))"},
-    {"aten.clamp_max.default",         clampLike,    "where(x < max, x, where(x != x, nan, max))"},
-    {"aten.cat.default",               cat,          "slice_scatter of each input into zeros"},
-    {"aten.split.Tensor",              split,        "one slice.Tensor per chunk"},
-    {"aten.split_with_sizes.default",  split,        "one slice.Tensor per piece"},
-    {"aten.chunk.default",             split,        "one slice.Tensor per chunk (ceil(size / chunks) each)"},
+     "m = where(x > min, x, where(x != x, nan, min)); where(m < max, m, where(m != m, nan, max)): gradient strictly inside, none for NaN x, as eager", true},
+    {"aten.hardtanh.default",          clampLike,    "as clamp", true},
+    {"aten.clamp_min.default",         clampLike,    "where(x > min, x, where(x != x, nan, min))", true},
+    {"aten.clamp_max.default",         clampLike,    "where(x < max, x, where(x != x, nan, max))", true},
+    {"aten.cat.default",               cat,          "slice_scatter of each input into zeros", true},
+    {"aten.split.Tensor",              split,        "one slice.Tensor per chunk", true},
+    {"aten.split_with_sizes.default",  split,        "one slice.Tensor per piece", true},
+    {"aten.chunk.default",             split,        "one slice.Tensor per chunk (ceil(size / chunks) each)", true},
     {"aten.unbind.int",                unbind,       "one select.int per index"},
-    {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor"},
-    {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor"},
-    {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)"},
-    {"aten.masked_fill.Tensor",        whereScalar,  "where.self(mask, value cast to x's dtype, x)"},
-    {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)"},
-    {"aten.bitwise_not.default",       bitwiseNot,   "logical_not (bool); sub(neg(x), 1) (integers)"},
-    {"aten.isinf.default",             isinfRule,      "eq(abs(x), inf); ne(x, x) for integers and bool"},
-    {"aten.argmin.default",            argmin,       "argmax(neg(x)) (floating), argmax(~x) (integers)"},
+    {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor", true},
+    {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor", true},
+    {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)", true},
+    {"aten.masked_fill.Tensor",        whereScalar,  "where.self(mask, value cast to x's dtype, x)", true},
+    {"aten.square.default",            square,       "pow.Tensor_Scalar(x, 2)", true},
+    {"aten.bitwise_not.default",       bitwiseNot,   "logical_not (bool); sub(neg(x), 1) (integers)", true},
+    {"aten.isinf.default",             isinfRule,      "eq(abs(x), inf); ne(x, x) for integers and bool", true},
+    {"aten.argmin.default",            argmin,       "argmax(neg(x)) (floating), argmax(~x) (integers)", true},
     {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index"},
     {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else scatter.src (the last write wins)"},
     {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,
@@ -476,12 +492,12 @@ static const std::vector<RuleEntry> &table() {
     {"aten.nanmedian.dim", orderStatistic, "index = argmax(stable rank == (count of numbers - 1) / 2) (NaN ranks last); values = gather"},
     {"aten.adaptive_max_pool2d.default", adaptiveMaxPool, "the window taps gathered (index_select of flat positions, -inf outside), the last NaN or first max tap, values = gather by its flat index"},
     {"aten.adaptive_max_pool3d.default", adaptiveMaxPool, "as adaptive_max_pool2d over (D, H, W)"},
-    {"aten.copysign.Tensor", copysign, "where(y < 0 or 1/y < 0, -abs(x), abs(x))"},
-    {"aten.copysign.Scalar", copysign, "-abs(x) or abs(x) by the number's sign bit"},
-    {"aten.fmax.default", fmaxFmin, "where(isnan(b), a, where(isnan(a), b, maximum(a, b)))"},
-    {"aten.fmin.default", fmaxFmin, "where(isnan(b), a, where(isnan(a), b, minimum(a, b)))"},
-    {"aten.hypot.default", hypot, "sqrt(a * a + b * b)"},
-    {"aten.ldexp.Tensor", ldexp, "self * pow.Scalar(2, other)"},
+    {"aten.copysign.Tensor", copysign, "where(y < 0 or 1/y < 0, -abs(x), abs(x))", true},
+    {"aten.copysign.Scalar", copysign, "-abs(x) or abs(x) by the number's sign bit", true},
+    {"aten.fmax.default", fmaxFmin, "where(isnan(b), a, where(isnan(a), b, maximum(a, b)))", true},
+    {"aten.fmin.default", fmaxFmin, "where(isnan(b), a, where(isnan(a), b, minimum(a, b)))", true},
+    {"aten.hypot.default", hypot, "sqrt(a * a + b * b)", true},
+    {"aten.ldexp.Tensor", ldexp, "self * pow.Scalar(2, other)", true},
     {"aten.view_copy.default", copyForm, "clone(view)"},
     {"aten._embedding_bag_forward_only.default", embeddingBagForwardOnly, "_embedding_bag (the same results)"},
     {"aten.permute_copy.default", copyForm, "clone(permute)"},
@@ -499,7 +515,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.diagonal_scatter.default",  diagonalScatter, "index_put with aranges on dim1, dim2 (moved last), permuted back"},
     {"aten.index_reduce.default",      indexReduce,  "prod: scatter_reduce.two; mean: scatter_add of sources and counts; amax/amin: extremum of where(index == n, source, -+inf) (and self)"},
     {"aten.multilabel_margin_loss.default", multilabelMarginLoss, "torch's decomposition: targets up to the first -1, gather, clamp(1 - x[y] + x, 0) masked, sums"},
-    {"aten.copy.default",              copy,         "_to_copy(expand(src, self's shape), self's dtype)"},
+    {"aten.copy.default",              copy,         "_to_copy(expand(src, self's shape), self's dtype)", true},
     {"aten.upsample_nearest2d.vec",    upsampleVec,  "upsample_nearest2d with the output size and scales of compute_output_size"},
     {"aten.upsample_bilinear2d.vec",   upsampleVec,  "upsample_bilinear2d with the output size and scales of compute_output_size"},
     {"aten._reshape_alias.default",    reshapeAlias, "view (contiguous strides), else as_strided"},
@@ -513,10 +529,10 @@ static const std::vector<RuleEntry> &table() {
     {"aten.replication_pad3d.default", pad,          "as replication_pad1d, per padded dim"},
     {"aten.max.dim",                   maxMinDim,    "argmax(x) + gather of the value at the index (squeezed unless keepdim)"},
     {"aten.min.dim",                   maxMinDim,    "argmax of the order reversed (neg / ~x / logical_not) + gather"},
-    {"aten.pow.Scalar",                powScalar,    "pow.Tensor_Tensor(full_like(exponent, base, result dtype), exponent)"},
-    {"aten.div.Tensor_mode",           divMode,      "div; trunc(div); floor: torch's div_floor_floating with fmod, where, floor"},
-    {"aten.div.Scalar_mode",           divMode,      "as div.Tensor_mode"},
-    {"aten.fill.Scalar",               fillScalar,   "full_like(self, value)"},
+    {"aten.pow.Scalar",                powScalar,    "pow.Tensor_Tensor(full_like(exponent, base, result dtype), exponent)", true},
+    {"aten.div.Tensor_mode",           divMode,      "div; trunc(div); floor: torch's div_floor_floating with fmod, where, floor", true},
+    {"aten.div.Scalar_mode",           divMode,      "as div.Tensor_mode", true},
+    {"aten.fill.Scalar",               fillScalar,   "full_like(self, value)", true},
     {"aten.empty.memory_format",       emptyLike,    "zeros (uninitialized values are zeros in aotc)"},
     {"aten.empty_strided.default",     emptyLike,    "zeros (values are dense: the strides do not matter)"},
     {"aten.sort.default",              sortOrTopk,   "stable ranks (sum over j of x[j] before x[i], ties by position; NaN last) + scatter.src of values and positions"},
@@ -532,7 +548,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.max_pool3d_with_indices.default", pool3d, "max_pool2d_with_indices over (H, W), then over D; index d*H*W + the first pass's at d"},
     {"aten.grid_sampler_2d.default",   gridSampler2d, "source coordinates (unnormalize, reflect, clip) and 4 (bilinear) or 1 (nearest) weighted gathers, 0 outside"},
     {"aten._embedding_bag.default",    embeddingBag, "bag = #(offsets <= i) - 1; scatter_add (sum, mean / count) or amax + first position (max) into [B + 1, D]"},
-    {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)"},
+    {"aten.var.dim",                   varDim,       "var.correction(correction = unbiased)", true},
     {"aten.embedding_dense_backward.default", embeddingDenseBackward, "scatter_add of the rows (0 at padding_idx, / count if scale_grad_by_freq) into zeros"},
     {"aten._native_batch_norm_legit.no_stats", batchNormNoStats, "_native_batch_norm_legit_functional with running stats zeros / ones (unread)"},
     {"aten.triangular_solve.default",  triangularSolve, "linalg_solve_triangular of A (transposed: A^T, upper flipped); A expanded and cloned"},

@@ -50,13 +50,15 @@ struct Streams {
   Node *rng = nullptr;
   std::unordered_map<const Node *, int64_t> id;
 
-  /// philox_uniform of node n's stream, of n's shape and dtype `dt`.
-  Node *uniform(Emitter &e, Node &n, const Shape &shape, DType dt) const {
+  /// philox_uniform of node n's stream, of n's shape and dtype `dt`. A run-time size (`sym`,
+  /// TensorType::sym) leaves each element's counter as at a static size: element i of the
+  /// stream is the same number whatever the sizes.
+  Node *uniform(Emitter &e, Node &n, const Shape &shape, DType dt, const std::vector<std::string> &sym = {}) const {
     int64_t k = id.at(&n);
     Node *seed = e.call("aten.select.int", {rng, int64_t(0), int64_t(0)});
     Node *off = e.call("aten.select.int", {rng, int64_t(0), int64_t(1)});
     if (k) off = e.add(off, k);
-    return e.call("aotc.philox_uniform.default", {seed, off, std::vector<int64_t>(shape), DTypeLit{dt}});
+    return e.call("aotc.philox_uniform.default", {seed, off, std::vector<int64_t>(shape), DTypeLit{dt}}, {}, {{2, sym}});
   }
 };
 
@@ -66,12 +68,13 @@ Vals dropout(Emitter &e, Node &n, const Streams &s, bool withMask) {
   double p = n.scalarArg(1);
   Node *out, *mask;
   if (draws(n)) {
-    mask = e.call("aten.gt.Scalar", {s.uniform(e, n, t.shape, t.dtype), p});
+    mask = e.call("aten.gt.Scalar", {s.uniform(e, n, t.shape, t.dtype, t.sym), p});
     out = e.mul(e.mul(mask, x), 1.0 / (1.0 - p));
   } else {
     bool zero = p == 1.0 && training(n);
     out = zero ? e.mul(x, 0.0) : e.call("aten.clone.default", {x});
-    mask = e.call("aten.full.default", {std::vector<int64_t>(t.shape), !zero}, {{"dtype", DTypeLit{DType::Bool}}});
+    mask = e.call("aten.full.default", {std::vector<int64_t>(t.shape), !zero}, {{"dtype", DTypeLit{DType::Bool}}},
+                  {{0, t.sym}});
   }
   if (withMask) return {out, mask};
   return {out};
@@ -80,14 +83,14 @@ Vals dropout(Emitter &e, Node &n, const Streams &s, bool withMask) {
 std::vector<RuleEntry> randomRules(const Streams &s) {
   auto draw = [&s](Emitter &e, Node &n) -> Vals {
     const TensorType &t = n.type();
-    return {s.uniform(e, n, t.shape, t.dtype)};
+    return {s.uniform(e, n, t.shape, t.dtype, t.sym)};
   };
   auto bernoulli = [&s](Emitter &e, Node &n) -> Vals {
     Node *x = n.tensorArg(0);
     const TensorType &t = x->type();
     Arg p = n.target == "aten.bernoulli.p" ? n.args[1] : Arg(x);
     return {e.toDtype(e.call(n.target == "aten.bernoulli.p" ? "aten.lt.Scalar" : "aten.lt.Tensor",
-                             {s.uniform(e, n, t.shape, t.dtype), p}),
+                             {s.uniform(e, n, t.shape, t.dtype, t.sym), p}),
                       t.dtype)};
   };
   // Box-Muller: u = the stream's uniforms of shape [2, *size]; sqrt(-2 log(1 - u[0])) cos(2 pi u[1])
@@ -96,7 +99,9 @@ std::vector<RuleEntry> randomRules(const Streams &s) {
     const TensorType &t = n.type();
     Shape two = t.shape;
     two.insert(two.begin(), 2);
-    Node *u = s.uniform(e, n, two, t.dtype);
+    std::vector<std::string> twoSym = t.sym;
+    if (!twoSym.empty()) twoSym.insert(twoSym.begin(), "");
+    Node *u = s.uniform(e, n, two, t.dtype, twoSym);
     Node *u0 = e.call("aten.select.int", {u, int64_t(0), int64_t(0)});
     Node *u1 = e.call("aten.select.int", {u, int64_t(0), int64_t(1)});
     Node *r = e.call("aten.sqrt.default", {e.mul(e.call("aten.log.default", {e.call("aten.rsub.Scalar", {u0, 1.0})}), -2.0)});
@@ -115,16 +120,16 @@ std::vector<RuleEntry> randomRules(const Streams &s) {
   };
   return {
       {"aten.randperm.default", randperm, "perm[rank(u_i)] = i: stable ranks of n f64 philox uniforms, scatter.src of arange"},
-      {"aten.randn.default", normal, "Box-Muller: sqrt(-2 log(1 - u0)) cos(2 pi u1), u = philox_uniform [2, *size]"},
-      {"aten.randn_like.default", normal, "as randn"},
-      {"aten.rand.default", draw, "philox_uniform of its stream"},
-      {"aten.rand_like.default", draw, "philox_uniform of its stream"},
-      {"aten.bernoulli.default", bernoulli, "_to_copy(u < self)"},
-      {"aten.bernoulli.p", bernoulli, "_to_copy(u < p)"},
+      {"aten.randn.default", normal, "Box-Muller: sqrt(-2 log(1 - u0)) cos(2 pi u1), u = philox_uniform [2, *size]", true},
+      {"aten.randn_like.default", normal, "as randn", true},
+      {"aten.rand.default", draw, "philox_uniform of its stream", true},
+      {"aten.rand_like.default", draw, "philox_uniform of its stream", true},
+      {"aten.bernoulli.default", bernoulli, "_to_copy(u < self)", true},
+      {"aten.bernoulli.p", bernoulli, "_to_copy(u < p)", true},
       {"aten.native_dropout.default", [&s](Emitter &e, Node &n) { return dropout(e, n, s, true); },
-       "mask = u > p; (mask * x / (1 - p), mask)"},
+       "mask = u > p; (mask * x / (1 - p), mask)", true},
       {"aten.dropout.default", [&s](Emitter &e, Node &n) { return dropout(e, n, s, false); },
-       "native_dropout's output"},
+       "native_dropout's output", true},
   };
 }
 

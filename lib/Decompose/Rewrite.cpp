@@ -16,7 +16,12 @@ static std::string opBaseName(const std::string &target) {
 
 Node *Emitter::call(const std::string &target, const std::vector<Arg> &args,
                     const KwArgs &kwargs) {
-  Node *n = buildCall(g_, g_.fxName(opBaseName(target)), target, args, kwargs, at_->loc, at_);
+  return call(target, args, kwargs, {});
+}
+
+Node *Emitter::call(const std::string &target, const std::vector<Arg> &args, const KwArgs &kwargs,
+                    const SymArgs &sym) {
+  Node *n = buildCall(g_, g_.fxName(opBaseName(target)), target, args, kwargs, at_->loc, at_, sym);
   n->inheritSource(*at_);
   created_.insert(n);
   order_.push_back(n);
@@ -36,8 +41,42 @@ Node *Emitter::toDtype(Node *x, DType dt) {
   return call("aten._to_copy.default", {x}, {{"dtype", DTypeLit{dt}}});
 }
 
-Node *Emitter::view(Node *x, const Shape &shape) {
-  return call("aten.view.default", {x, std::vector<int64_t>(shape)});
+Node *Emitter::view(Node *x, const Shape &shape, const std::vector<std::string> &sym) {
+  return call("aten.view.default", {x, std::vector<int64_t>(shape)}, {}, {{1, sym}});
+}
+
+std::string Size::text() const {
+  SymExpr c = e.canonical();
+  return c.hasSymbols() ? c.str() : std::string();
+}
+Size operator+(const Size &a, const Size &b) {
+  return {a.v + b.v, SymExpr::binary(SymExpr::Op::Add, a.e, b.e).canonical()};
+}
+Size operator-(const Size &a, const Size &b) {
+  return {a.v - b.v,
+          SymExpr::binary(SymExpr::Op::Add, a.e, SymExpr::binary(SymExpr::Op::Mul, SymExpr::integer(-1), b.e)).canonical()};
+}
+Size operator*(const Size &a, const Size &b) {
+  return {a.v * b.v, SymExpr::binary(SymExpr::Op::Mul, a.e, b.e).canonical()};
+}
+Size sizeOf(const TensorType &t, size_t d) {
+  if (d < t.sym.size() && !t.sym[d].empty()) return {t.shape.at(d), SymExpr::parse(t.sym[d])};
+  return {t.shape.at(d)};
+}
+std::vector<Size> sizesOf(const TensorType &t) {
+  std::vector<Size> r;
+  for (size_t d = 0; d < t.shape.size(); ++d) r.push_back(sizeOf(t, d));
+  return r;
+}
+std::vector<int64_t> values(const std::vector<Size> &s) {
+  std::vector<int64_t> r;
+  for (const Size &x : s) r.push_back(x.v);
+  return r;
+}
+std::pair<size_t, std::vector<std::string>> symArg(size_t i, const std::vector<Size> &s) {
+  std::vector<std::string> r;
+  for (const Size &x : s) r.push_back(x.text());
+  return {i, r};
 }
 
 Node *Emitter::iota(int64_t n, DType dt) { return call("aten.arange.default", {n}, {{"dtype", DTypeLit{dt}}}); }
@@ -56,6 +95,10 @@ static void checkType(const Node &orig, size_t i, const Node *v, const std::stri
 
 /// Rewrites one node; returns false when the rule declined.
 static bool rewriteOne(Graph &g, Node *n, const RuleEntry &e, const std::string &stage) {
+  // Before the rule runs: what it builds would have the sizes at their largest values.
+  if (!e.runtimeSizes && n->runtimeSized())
+    nodeError(*n, stage + " of this op over run-time sizes is not supported yet (its rule: " + e.summary +
+                      "): compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
   Emitter em(g, n);
   std::vector<Node *> vals = e.rule(em, *n);
   if (vals.empty()) {

@@ -10,12 +10,17 @@
 //    op; a value of another op keeps its own op's name;
 //  * every replacement value must have exactly the replaced result's type
 //    (internal error otherwise), so rules cannot silently change semantics;
-//  * nodes a rule created but nobody reads are erased.
+//  * nodes a rule created but nobody reads are erased;
+//  * a node with run-time sizes (Node::runtimeSized, docs/dynamic-shapes.md) may only be
+//    rewritten by a rule marked `runtimeSizes`: one that takes every size it puts into an
+//    argument with its expression (Size, Emitter::call's SymArgs). Any other is a located
+//    error, never a silent specialization to the reference sizes.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "aotc/Graph.h"
 #include "aotc/OpRegistry.h"
+#include "aotc/SymExpr.h"
 
 #include <functional>
 #include <optional>
@@ -27,6 +32,26 @@ namespace aotc::rewrite {
 
 using KwArgs = std::vector<std::pair<std::string, Arg>>;
 
+/// A size a rule computes: its value at the program's reference sizes and its expression over
+/// the run-time sizes (a constant for a static one). Arithmetic keeps both.
+struct Size {
+  int64_t v = 0;
+  SymExpr e = SymExpr::integer(0);
+  Size(int64_t x = 0) : v(x), e(SymExpr::integer(x)) {}
+  Size(int64_t x, SymExpr expr) : v(x), e(std::move(expr)) {}
+  /// The expression's text for Node::symArgs: "" when it is a constant.
+  std::string text() const;
+  friend Size operator+(const Size &a, const Size &b);
+  friend Size operator-(const Size &a, const Size &b);
+  friend Size operator*(const Size &a, const Size &b);
+};
+/// Dim d of t (TensorType::sym where run-time), and all of them.
+Size sizeOf(const TensorType &t, size_t d);
+std::vector<Size> sizesOf(const TensorType &t);
+/// The values of `s` (an int[] argument) and argument i's entry of Node::symArgs for them.
+std::vector<int64_t> values(const std::vector<Size> &s);
+std::pair<size_t, std::vector<std::string>> symArg(size_t i, const std::vector<Size> &s);
+
 /// Builds nodes in place of one node (`at`).
 class Emitter {
 public:
@@ -35,6 +60,8 @@ public:
   /// Emits `target(args, kwargs)` before the replaced node (defaults filled,
   /// types inferred by the registry).
   Node *call(const std::string &target, const std::vector<Arg> &args, const KwArgs &kwargs = {});
+  /// As call, with the run-time sizes of int and int-list arguments by schema index (symArg).
+  Node *call(const std::string &target, const std::vector<Arg> &args, const KwArgs &kwargs, const SymArgs &sym);
 
   // Shorthands (all emit one node; scalars are Python numbers, i.e. wrapped scalars).
   Node *add(Arg a, Arg b) { return call("aten.add.Tensor", {a, b}); }
@@ -49,8 +76,8 @@ public:
   Node *scalarTensor(Arg v, DType dt);
   /// _to_copy(x, dtype=dt), or x itself when it already has dtype `dt`.
   Node *toDtype(Node *x, DType dt);
-  /// view(x, shape).
-  Node *view(Node *x, const Shape &shape);
+  /// view(x, shape); with `sym`, shape's run-time sizes (TensorType::sym).
+  Node *view(Node *x, const Shape &shape, const std::vector<std::string> &sym = {});
   /// [0, 1, ..., n - 1] of dtype `dt` (aten.arange).
   Node *iota(int64_t n, DType dt = DType::I64);
   /// permute(x, dims).
@@ -77,6 +104,8 @@ struct RuleEntry {
   std::string target; ///< "aten.linear.default"
   Rule rule;
   std::string summary; ///< One line for docs and --help-style listings.
+  /// The rule carries run-time sizes (see the top of this file); others refuse such nodes.
+  bool runtimeSizes = false;
 };
 
 /// Applies `table` until no rule fires. `stage` names the stage in diagnostics.

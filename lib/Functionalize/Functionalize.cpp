@@ -174,6 +174,7 @@ private:
 
   Node *copyCall(const Node *o, const std::string &name, std::vector<Arg> args) {
     Node *n = neu_.addCall(name, o->target, std::move(args), o->types);
+    n->symArgs = o->symArgs; // run-time size arguments stay expressions
     n->loc = o->loc;
     n->inheritSource(*o);
     return n;
@@ -215,14 +216,23 @@ private:
     return n;
   }
 
+  /// `target` built before nothing (appended); its results' run-time sizes are inferred from
+  /// the arguments' and `sym` (buildCall).
   Node *emit(const Node *at, const std::string &target, std::vector<Arg> args,
-             std::vector<std::pair<std::string, Arg>> kwargs = {}) {
+             std::vector<std::pair<std::string, Arg>> kwargs = {}, const SymArgs &sym = {}) {
     std::string base = opName(target);
     if (!base.empty() && base.back() == '_') base.pop_back();
-    Node *n = buildCall(neu_, fresh(base), target, args, kwargs, at->loc);
+    Node *n = buildCall(neu_, fresh(base), target, args, kwargs, at->loc, nullptr, sym);
     n->inheritSource(*at);
     created_.insert(n);
     return n;
+  }
+
+  /// A view's size arguments at the index its scatter takes them (one more: the scatter's
+  /// `src` comes second).
+  static SymArgs shifted(SymArgs sym) {
+    for (auto &[i, e] : sym) ++i;
+    return sym;
   }
 
   /// The inverse of view `v`: the new value of v's input given the new value
@@ -233,7 +243,7 @@ private:
     if (op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" ||
         op == "alias" || op == "detach" || op == "view_as" || op == "flatten" ||
         op == "unflatten" || op == "lift_fresh")
-      return emit(v, "aten.view.default", {upd, bt.shape});
+      return emit(v, "aten.view.default", {upd, bt.shape}, {}, {{1, bt.sym}});
     if (op == "permute") {
       const auto &dims = v->intListArg(1);
       std::vector<int64_t> inv(dims.size());
@@ -244,7 +254,7 @@ private:
       return emit(v, "aten.permute.default", {upd, inv});
     }
     if (op == "t" || op == "transpose") {
-      if (bt.rank() < 2) return emit(v, "aten.view.default", {upd, bt.shape});
+      if (bt.rank() < 2) return emit(v, "aten.view.default", {upd, bt.shape}, {}, {{1, bt.sym}});
       int64_t d0 = 0, d1 = 1;
       if (op == "transpose") {
         d0 = *wrapDim(v->intArg(1), bt.rank());
@@ -258,10 +268,10 @@ private:
     if (v->target == "aten.slice.Tensor") {
       std::vector<Arg> args = {base, upd};
       args.insert(args.end(), v->args.begin() + 1, v->args.end());
-      return emit(v, "aten.slice_scatter.default", args);
+      return emit(v, "aten.slice_scatter.default", args, {}, shifted(v->symArgs));
     }
     if (v->target == "aten.select.int")
-      return emit(v, "aten.select_scatter.default", {base, upd, v->args[1], v->args[2]});
+      return emit(v, "aten.select_scatter.default", {base, upd, v->args[1], v->args[2]}, {}, shifted(v->symArgs));
     nodeError(*m, "unsupported mutation: in-place write through the '" + op + "' view '" +
                       v->name + "'");
   }
@@ -280,13 +290,13 @@ private:
       Node *v = src;
       if (src->type().dtype != st.dtype)
         v = emit(m, "aten._to_copy.default", {v}, {{"dtype", DTypeLit{st.dtype}}});
-      if (src->type().shape != st.shape) {
+      if (src->type().shape != st.shape || src->type().sym != st.sym) {
         auto b = broadcastShapes(src->type().shape, st.shape);
         if (!b || *b != st.shape)
           nodeError(*m, "unsupported mutation: cannot copy a tensor of shape " +
                             shapeStr(src->type().shape) + " into one of shape " +
                             shapeStr(st.shape));
-        v = emit(m, "aten.expand.default", {v, st.shape});
+        v = emit(m, "aten.expand.default", {v, st.shape}, {}, {{1, st.sym}});
       }
       if (v == src) v = emit(m, "aten.clone.default", {v});
       return v;

@@ -199,6 +199,16 @@ void Node::setSymArg(size_t i, std::vector<std::string> exprs) {
   symArgs.push_back({i, std::move(exprs)});
 }
 
+bool Node::runtimeSized() const {
+  if (!symArgs.empty()) return true;
+  for (const TensorType &t : types)
+    if (t.symbolic()) return true;
+  for (const Node *in : inputs())
+    for (const TensorType &t : in->types)
+      if (t.symbolic()) return true;
+  return false;
+}
+
 Node *Node::tensorArg(size_t i) const {
   AOTC_ASSERT(i < args.size() && std::holds_alternative<Node *>(args[i]),
               "node '" + name + "' argument " + std::to_string(i) + " is not a tensor");

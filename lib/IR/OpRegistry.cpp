@@ -520,9 +520,25 @@ std::vector<Arg> bindArgs(const Node &at, const std::vector<Arg> &args,
   return out;
 }
 
+/// The run-time sizes a node reads, for messages: "argument 'x' is f32[s17, 16]".
+static std::string describeSizes(const Node &n) {
+  std::vector<std::string> parts;
+  const OpSchema *s = n.op ? &n.op->schema : nullptr;
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    std::string name = s && i < s->args.size() ? s->args[i].name : std::to_string(i);
+    if (auto *p = std::get_if<Node *>(&n.args[i]); p && *p && (*p)->types.size() == 1 && (*p)->type().symbolic())
+      parts.push_back("argument '" + name + "' is " + (*p)->type().str());
+    else if (n.symArg(i))
+      parts.push_back("argument '" + name + "' depends on run-time sizes");
+  }
+  std::string r;
+  for (const std::string &p : parts) r += (r.empty() ? "" : ", ") + p;
+  return r.empty() ? "its results have run-time sizes" : r;
+}
+
 Node *buildCall(Graph &g, const std::string &name, const std::string &target,
                 const std::vector<Arg> &args, const std::vector<std::pair<std::string, Arg>> &kwargs,
-                const SourceLoc &loc, Node *insertBefore) {
+                const SourceLoc &loc, Node *insertBefore, const SymArgs &symArgs, SizeInference sizes) {
   std::string t = canonicalTarget(target);
   Node tmp;
   tmp.name = name;
@@ -541,11 +557,24 @@ Node *buildCall(Graph &g, const std::string &name, const std::string &target,
     if (!op) userError(loc, "unknown op '" + target + "'");
     tmp.op = op;
     tmp.args = bindArgs(tmp, args, kwargs);
+    for (const auto &[i, exprs] : symArgs) {
+      AOTC_ASSERT(i < tmp.args.size(), "run-time sizes for argument " + std::to_string(i) + " of " + t);
+      if (std::any_of(exprs.begin(), exprs.end(), [](const std::string &e) { return !e.empty(); }))
+        tmp.setSymArg(i, exprs);
+    }
     types = checkedInfer(*op, tmp);
+  }
+  if (sizes == SizeInference::Runtime) {
+    std::optional<std::vector<std::vector<std::string>>> sym = inferSymbolic(tmp, types);
+    if (!sym)
+      nodeError(tmp, "aotc has no shape function over run-time sizes for this op yet (" + describeSizes(tmp) +
+                         "): compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+    for (size_t k = 0; k < types.size(); ++k) types[k].sym = (*sym)[k];
   }
   Node *n = insertBefore ? g.insertCallBefore(insertBefore, name, t, std::move(tmp.args), std::move(types))
                          : g.addCall(name, t, std::move(tmp.args), std::move(types));
   n->loc = loc;
+  n->symArgs = std::move(tmp.symArgs);
   return n;
 }
 

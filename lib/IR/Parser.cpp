@@ -416,7 +416,7 @@ Node *Parser::parseEffect(Graph &g, const std::string &name, const SourceLoc &lo
                             "', which is not the info result of a linalg op with check_errors: aotc checks "
                             "LAPACK's info only where the op computes it");
   tokens_.insert(t);
-  Node *n = buildCall(g, name, "aten.alias.default", {Arg(t)}, {}, loc);
+  Node *n = buildCall(g, name, "aten.alias.default", {Arg(t)}, {}, loc, nullptr, {}, SizeInference::Reference);
   tokens_.insert(n);
   return n;
 }
@@ -501,12 +501,12 @@ void Parser::parseAssignment(Graph &g) {
     expectOp("]", "after the index");
     int64_t k = std::strtoll(it.text.c_str(), nullptr, 10) * (neg ? -1 : 1);
     if (tokens_.count(src) && k == 0) { // with_effects' new token
-      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc);
+      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc, nullptr, {}, SizeInference::Reference);
       tokens_.insert(node);
     } else if (src->types.size() == 1 && src->op && src->op->schema.returnsList && k == 0) {
       // The only element of a one-element list result (a split into one chunk) is the
       // node's value itself; an alias keeps the getitem's name.
-      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc);
+      node = buildCall(g, lhs.text, "aten.alias.default", {Arg(src)}, {}, nodeLoc, nullptr, {}, SizeInference::Reference);
     } else if (src->types.size() < 2)
       fail(r, "'" + src->name + "' is not a tuple-valued node; cannot index it");
     if (!node && (k < 0 || k >= (int64_t)src->types.size()))
@@ -600,7 +600,7 @@ void Parser::parseAssignment(Graph &g) {
                                             std::to_string(numPositional) + " positional arguments, got " +
                                             std::to_string(pos.size()));
     try {
-      node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc);
+      node = buildCall(g, lhs.text, target, args, kwargs, nodeLoc, nullptr, {}, SizeInference::Reference);
       for (auto &[argName, exprs] : pendingSymArgs_)
         for (size_t i = 0; i < sargs.size(); ++i)
           if (sargs[i].name == argName) node->setSymArg(i, exprs);

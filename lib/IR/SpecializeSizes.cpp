@@ -96,7 +96,7 @@ void specializeSizes(Program &p, const std::vector<std::string> &entries) {
   auto atSizes = [&](const std::string &text, int64_t &value) {
     SymExpr e = SymExpr::parse(text).substitute(given);
     value = e.eval(all);
-    return e.hasSymbols() ? e.str() : std::string();
+    return e.hasSymbols() ? e.normalText() : std::string(); // the form capture writes
   };
   auto specializeType = [&](TensorType &t) {
     if (!t.symbolic()) return;

@@ -289,6 +289,10 @@ SymResult likeFirst(const Node &n, const std::vector<TensorType> &types) {
   for (size_t k = 1; k < types.size(); ++k) r.push_back({});
   return r;
 }
+/// Every result shaped like argument 0 (native_dropout's output and mask).
+SymResult allLikeFirst(const Node &n, const std::vector<TensorType> &types) {
+  return SymResult(types.size(), text(dimsOf(tensorType(n, 0))));
+}
 /// native_layer_norm: the output like the input; mean and rstd keep the leading dims.
 SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
   const TensorType &in = tensorType(n, 0);
@@ -302,10 +306,14 @@ SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
   return r;
 }
 
-/// Factories with a `size` argument (full, zeros, ones, empty, ...).
+/// Factories with a `size` argument (full, empty; philox_uniform's is its
+/// third).
 SymResult sizeFactory(const Node &n, const std::vector<TensorType> &types) {
+  size_t at = 0;
+  for (size_t i = 0; i < n.op->schema.args.size(); ++i)
+    if (n.op->schema.args[i].name == "size") at = i;
   Dims out;
-  for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 0, k));
+  for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, at, k));
   return {text(out)};
 }
 /// *_like factories: argument 0's dims.
@@ -363,7 +371,16 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten._log_softmax.default", likeFirst);
   set("aten._native_batch_norm_legit_functional.default", likeFirst);
   set("aten.native_layer_norm.default", layerNorm);
-  set("aten.full.default", sizeFactory);
+  for (const char *t : {"aten.full.default", "aten.empty.memory_format", "aten.rand.default", "aten.randn.default",
+                        "aotc.philox_uniform.default"})
+    set(t, sizeFactory);
+  for (const char *t : {"aten.rand_like.default", "aten.randn_like.default"}) set(t, likeFactory);
+  set("aten.native_dropout.default", allLikeFirst);
+  // Results shaped like the first argument: aliases, scatters into it, softmax variants.
+  for (const char *t : {"aten.alias.default", "aten.detach.default", "aten.slice_scatter.default",
+                        "aten.select_scatter.default", "aten._safe_softmax.default", "aotc.safe_softmax.default",
+                        "aten.dropout.default"})
+    set(t, likeFirst);
   set("aten.full_like.default", likeFactory);
   set("aten.arange.default", arange);
   set("aten.arange.start_step", arange);

@@ -41,6 +41,10 @@ const std::vector<std::string> kTextStages = {"capture", "functionalize", "decom
 
 namespace {
 
+/// The last stage that carries run-time sizes (issue 30, docs/dynamic-shapes.md); the pipeline
+/// refuses them after it.
+constexpr const char *kLastRuntimeSizeStage = "decompose";
+
 /// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9, fatbin = 10).
 int stageIndex(const std::string &s) {
   auto it = std::find(kStages.begin(), kStages.end(), s);
@@ -206,9 +210,10 @@ CompileResult runPipeline(const CompileOptions &o) {
     if (!o.maxSize.empty())
       userError("--max-size applies when capturing a torch.export program; --start-from=" + o.startFrom +
                 " reads aotc IR, whose run-time sizes have their bounds already");
-    if (!o.specialize.empty() && o.startFrom != "capture")
-      userError("--specialize applies when capturing a torch.export program or reading capture text with "
-                "run-time sizes; --start-from=" + o.startFrom + " reads aotc IR, whose sizes are static");
+    if (!o.specialize.empty() && stageIndex(o.startFrom) > stageIndex(kLastRuntimeSizeStage))
+      userError("--specialize applies when capturing a torch.export program or reading the text of a stage "
+                "with run-time sizes (capture to " + std::string(kLastRuntimeSizeStage) + "); --start-from=" +
+                o.startFrom + " reads aotc IR, whose sizes are static");
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
     if (p.stage != o.startFrom)
@@ -228,16 +233,6 @@ CompileResult runPipeline(const CompileOptions &o) {
     userError("--name '" + p.name + "' is not a C identifier");
   if (stopsAfter("capture", printProgram(p)))
     return r;
-  // Run-time sizes go no further than capture yet (issue 30, docs/dynamic-shapes.md).
-  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
-    std::string list;
-    for (const Program::SpecializedSize &z : p.specializedSizes)
-      if (z.dynamic) list += "\n  " + z.str();
-    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
-                                      "\nonly capture carries run-time sizes so far (--emit=capture); the later stages "
-                                      "compile static sizes: give each symbol a size with --specialize SYMBOL=N or "
-                                      "INPUT:DIM=N (docs/dynamic-shapes.md)");
-  }
 
   // 2. functionalize: in-place ops, aliasing and input mutation removed.
   if (runs("functionalize"))
@@ -252,6 +247,16 @@ CompileResult runPipeline(const CompileOptions &o) {
     widenIndexInputs(p.forward); // a hand-written later-stage text may still read i32 indices
   if (stopsAfter("decompose", printProgram(p)))
     return r;
+  // Run-time sizes go no further than decompose yet (issue 30, docs/dynamic-shapes.md).
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nonly capture, functionalize and decompose carry run-time sizes so far "
+                                      "(--emit=decompose); the later stages compile static sizes: give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
 
   // 4. joint: forward + backward from derivatives.yaml (+ --derivatives files).
   if (runs("joint"))

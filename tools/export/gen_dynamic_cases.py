@@ -8,11 +8,17 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
                 give the same bytes as dyn_mlp.pt2 compiled at s17=37;
   dyn_lm.pt2    a 1-layer nanoGPT (tools/export/lm_models.py: causal SDPA, arange(T) positions),
                 batch Dim(1..8) and sequence Dim(2..16) shared by idx and target;
+  dyn_ops.pt2   ops whose Core ATen forms aotc's functionalize and decompose rewrite over run-time sizes
+                (test/lit/decompose/dynamic.test): layer norm, linear on [B, T, C], split, a
+                transpose-bmm-softmax, dropout, an in-place mul_ and a write through a view, cross
+                entropy and mse_loss; batch Dim(1..16) shared by x, y and t, sequence Dim(2..12);
 and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
 torch's float64 loss as ref.output_0 and its gradients as ref.grad.<FQN> (float32).
-Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py  (torch 2.15.0)"""
+Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py [CASE ...]  (torch 2.15.0;
+CASE: mlp, lm, ops; none: all)"""
 import copy
 import os
+import sys
 
 import torch
 import torch.nn as nn
@@ -38,6 +44,23 @@ class DynMLP(nn.Module):
         return (F.cross_entropy(self.l2(h), torch.cat([y, y])[1:]),)
 
 
+class DynOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.ln, self.l2 = nn.Linear(8, 24), nn.LayerNorm(8), nn.Linear(8, 5)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x, y, t):
+        h = self.l1(self.ln(x))                               # [B, T, 24]
+        a, b, c = h.split(8, dim=-1)                          # a static dim split
+        s = torch.softmax(a.transpose(1, 2) @ b, dim=-1)      # [B, 8, 8]
+        g = self.drop(c).reshape(-1, 8)                       # [B*T, 8]
+        g.mul_(2.0)                                           # in place, run-time sizes
+        g[:, 0] = 0.0                                         # a write through a view
+        ce = F.cross_entropy(self.l2(g), y.reshape(-1))
+        return (ce + F.mse_loss(s.sum(-1), t),)
+
+
 def golden(name, tag, module, names, args):
     m64 = copy.deepcopy(module).double()
     a64 = tuple(a.double() if a.is_floating_point() else a for a in args)
@@ -61,6 +84,22 @@ def export(name, module, args, dynamic_shapes, **kw):
 
 def main():
     common.setup()
+    cases = sys.argv[1:] or ["mlp", "lm", "ops"]
+    if "mlp" in cases:
+        gen_mlp()
+    if "lm" in cases:
+        gen_lm()
+    if "ops" in cases:
+        torch.manual_seed(0)
+        B, T = Dim("batch", min=1, max=16), Dim("seq", min=2, max=12)
+        export("dyn_ops", DynOps().train(), (torch.randn(4, 6, 8), torch.randint(0, 5, (4, 6)), torch.randn(4, 8)),
+               {"x": {0: B, 1: T}, "y": {0: B, 1: T}, "t": {0: B}})
+    for f in sorted(os.listdir(OUT)):
+        if f.startswith("dyn_"):
+            print(os.path.join(OUT, f), os.path.getsize(os.path.join(OUT, f)), "bytes")
+
+
+def gen_mlp():
     torch.manual_seed(0)
     mlp = DynMLP().train()
     B = Dim("batch", min=2, max=64)
@@ -73,15 +112,14 @@ def main():
             torch.export.save(torch.export.export(mlp, args).run_decompositions(),
                               os.path.join(OUT, "dyn_mlp_static37.pt2"))
 
+
+def gen_lm():
     lm = lm_models.NanoGPT(vocab=32, block=16, d=16, heads=2, layers=1).train()
     Bl, T = Dim("batch", min=1, max=8), Dim("seq", min=2, max=16)
     tok = lambda b, t: torch.randint(0, 32, (b, t))
     export("dyn_lm", lm, (tok(4, 8), tok(4, 8)), {"idx": {0: Bl, 1: T}, "target": {0: Bl, 1: T}})
     for b, t in ((1, 2), (3, 7), (8, 16)):
         golden("dyn_lm", f"b{b}t{t}", lm, ["idx", "target"], (tok(b, t), tok(b, t)))
-    for f in sorted(os.listdir(OUT)):
-        if f.startswith("dyn_"):
-            print(os.path.join(OUT, f), os.path.getsize(os.path.join(OUT, f)), "bytes")
 
 
 if __name__ == "__main__":

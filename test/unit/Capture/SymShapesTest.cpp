@@ -3,6 +3,7 @@
 // gives the export's own expressions (capture already checks agreement where a rule exists;
 // this test also fails when a rule is missing). Then the rules at work on a hand-built graph.
 #include "aotc/Capture.h"
+#include "aotc/Diagnostics.h"
 #include "aotc/OpRegistry.h"
 #include "aotc/SymExpr.h"
 
@@ -67,6 +68,42 @@ TEST_CASE("symbolic shape functions: views, reductions, broadcasting", "[symshap
   v2->symArgs = {{1, {"s0", "", ""}}};
   CHECK(sym(v2) == "s0|.|.");
   // No rule: an op without symInfer is nullopt, never a guess.
-  Node *cs = buildCall(g, "cs", "aten.cumsum.default", {x, (int64_t)1}, {});
+  Node *cs = buildCall(g, "cs", "aten.cumsum.default", {x, (int64_t)1}, {}, {}, nullptr, {}, SizeInference::Reference);
   CHECK_FALSE(inferSymbolic(*cs, cs->types).has_value());
+}
+
+TEST_CASE("buildCall carries run-time sizes into the nodes passes build", "[symshapes]") {
+  Graph g;
+  Node *x = g.addPlaceholder("x", TensorType(DType::F32, {64, 12}, {"s0", ""}), InputRole::UserInput);
+  // The results' sizes come from the arguments' (TensorType::sym) and from symArgs.
+  Node *r = buildCall(g, "r", "aten.relu.default", {x}, {});
+  CHECK(r->type().str() == "f32[s0, 12]");
+  Node *v = buildCall(g, "v", "aten.view.default", {x, std::vector<int64_t>{64, 3, 4}}, {}, {}, nullptr,
+                      {{1, {"s0", "", ""}}});
+  CHECK(v->type().str() == "f32[s0, 3, 4]");
+  REQUIRE(v->symArg(1));
+  CHECK(*v->symArg(1) == std::vector<std::string>{"s0", "", ""});
+  Node *f = buildCall(g, "f", "aten.full.default", {std::vector<int64_t>{128, 2}, (int64_t)0}, {}, {}, nullptr,
+                      {{0, {"2*s0", ""}}});
+  CHECK(f->type().str() == "i64[2*s0, 2]"); // an int fill value, as torch.full
+  // Constant expressions leave no symArgs and no sym.
+  Node *c = buildCall(g, "c", "aten.full.default", {std::vector<int64_t>{3}, (int64_t)0}, {}, {}, nullptr, {{0, {""}}});
+  CHECK(c->symArgs.empty());
+  CHECK_FALSE(c->type().symbolic());
+  // Negative control: a size argument without its expression gives the reference value, a static
+  // type (what the two checks of docs/dynamic-shapes.md catch in a pass).
+  CHECK(buildCall(g, "v0", "aten.view.default", {x, std::vector<int64_t>{64, 3, 4}}, {})->type().str() == "f32[64, 3, 4]");
+  // An op without a shape function over run-time sizes is a user error naming it, not a guess.
+  try {
+    buildCall(g, "cs", "aten.cumsum.default", {x, (int64_t)1}, {});
+    FAIL("no error");
+  } catch (const Error &e) {
+    CHECK(e.kind() == Error::Kind::User);
+    CHECK_THAT(e.what(), Catch::Contains("node 'cs' (aten.cumsum.default): aotc has no shape function over run-time "
+                                         "sizes for this op yet (argument 'self' is f32[s0, 12])"));
+  }
+  CHECK_FALSE(g.find("cs"));
+  // Static arguments: nothing to infer, every op builds.
+  Node *y = g.addPlaceholder("y", TensorType(DType::F32, {4, 12}), InputRole::UserInput);
+  CHECK(buildCall(g, "cs2", "aten.cumsum.default", {y, (int64_t)1}, {})->type().str() == "f32[4, 12]");
 }
