@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace aotc {
@@ -45,12 +46,14 @@ class BackwardBuilder {
 public:
   explicit BackwardBuilder(Graph &g) : g_(g) {}
   /// Builds target(args, kwargs); `origin` is the forward node being differentiated.
+  /// `sym`: the run-time sizes of int and int-list arguments (buildCall's SymArgs).
   Node *call(const std::string &target, const std::vector<Arg> &args,
-             const std::vector<std::pair<std::string, Arg>> &kwargs, const Node *origin);
-  /// Sum of x over its broadcast dims so that the result has shape `to`
-  /// (PyTorch at::sum_to): sum.dim_IntList(keepdim=True) then view.
-  Node *sumTo(Node *x, const Shape &to, const Node *origin);
-  /// A zero tensor of type t (full).
+             const std::vector<std::pair<std::string, Arg>> &kwargs, const Node *origin, const SymArgs &sym = {});
+  /// Sum of x over its broadcast dims so that the result has shape `to` (`toSym`: its
+  /// run-time sizes, TensorType::sym) (PyTorch at::sum_to): sum.dim_IntList(keepdim=True)
+  /// then view.
+  Node *sumTo(Node *x, const Shape &to, const Node *origin, const std::vector<std::string> &toSym = {});
+  /// A zero tensor of type t (full; its run-time sizes too).
   Node *zeros(const TensorType &t, const Node *origin);
   /// Converts x to dtype `dt` (_to_copy) unless it already has it.
   Node *cast(Node *x, DType dt, const Node *origin);
@@ -61,18 +64,30 @@ private:
   std::map<std::string, Node *> cse_;
 };
 
+/// A formula's value, with the run-time sizes (docs/dynamic-shapes.md) of its ints: one
+/// SymExpr::str() per int of an int or int list ("" for a constant); empty when none is one.
+struct Val {
+  Arg a;
+  std::vector<std::string> sym;
+  Val() = default;
+  template <class T, class = std::enable_if_t<std::is_constructible_v<Arg, T &&>>>
+  Val(T &&v, std::vector<std::string> s = {}) : a(std::forward<T>(v)), sym(std::move(s)) {}
+  bool symbolic() const;
+};
+
 /// Everything a formula of one forward node can refer to.
 struct FormulaScope {
   const Node *node = nullptr;            ///< The forward node.
   const DerivativeRule *rule = nullptr;
   std::vector<Node *> grads;             ///< Gradient per result (nullptr: none flowed).
   std::vector<Node *> *results = nullptr; ///< Per result: the node itself or a getitem (lazy).
-  std::map<std::string, Arg> letValues;  ///< Evaluated `let:` bindings.
+  std::map<std::string, Val> letValues;  ///< Evaluated `let:` bindings.
   std::set<std::string> letInProgress;   ///< Cycle detection.
 };
 
-/// Evaluates a formula; the value is a Node* for tensors, or a constant.
-Arg evalFormula(const FormulaExpr &e, FormulaScope &scope, BackwardBuilder &bb);
+/// Evaluates a formula; the value is a Node* for tensors, or a constant (with the run-time
+/// sizes it depends on).
+Val evalFormula(const FormulaExpr &e, FormulaScope &scope, BackwardBuilder &bb);
 
 /// Checks a formula against an op schema at load time: every callee exists,
 /// every name is an input, grad/grads[i]/result/resultK fit the number of

@@ -6,6 +6,7 @@
 // build-time helpers. docs/derivatives.md documents the language.
 //===----------------------------------------------------------------------===//
 #include "AutodiffInternal.h"
+#include "aotc/SymExpr.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@ const std::vector<HelperInfo> &helpers() {
       {"last_dims", 1, 1, "last_dims(n or list): [-n, ..., -1] (n = length of a list)"},
       {"prod", 1, 1, "prod(list): product of an int list (1 for [])"},
       {"int_add", 2, 2, "int_add(a, b): the sum of two int constants (polygamma's rule: n + 1)"},
+      {"exact_div", 2, 2, "exact_div(a, b): a / b for ints b divides (an int, also over run-time sizes: batch norm's count per channel)"},
       {"transpose_perm", 3, 3, "transpose_perm(rank, dim0, dim1): the permutation swapping two dims"},
       {"dim_shape", 3, 3, "dim_shape(rank, dim, n): [1, ..., n at dim, ..., 1] (for view before expand)"},
       {"planes2", 1, 1, "planes2(sizes): [prod(sizes[:-2]), sizes[-2] * sizes[-1]] (2-D pooling planes)"},
@@ -127,8 +129,8 @@ static Node *peephole(const Node &n) {
   }
   if (x->type() != n.type()) return nullptr;
   if (t == "aten.mul.Tensor" || t == "aten.mul.Scalar" || t == "aten.div.Tensor" ||
-      t == "aten.div.Scalar" || t == "aten.pow.Tensor_Scalar")
-    return isNumber(n.args[1]) && numberOf(n.args[1]) == 1.0 ? x : nullptr;
+      t == "aten.div.Scalar" || t == "aten.pow.Tensor_Scalar") // a run-time size is 1 only somewhere
+    return isNumber(n.args[1]) && numberOf(n.args[1]) == 1.0 && !n.symArg(1) ? x : nullptr;
   if (t == "aten.view.default" || t == "aten._unsafe_view.default" ||
       t == "aten.expand.default" || t == "aten._to_copy.default")
     return x;
@@ -146,11 +148,11 @@ static Node *peephole(const Node &n) {
 
 Node *BackwardBuilder::call(const std::string &target, const std::vector<Arg> &args,
                             const std::vector<std::pair<std::string, Arg>> &kwargs,
-                            const Node *origin) {
+                            const Node *origin, const SymArgs &sym) {
   const OpDef *op = OpRegistry::get().lookup(target);
   AOTC_ASSERT(op, "backward builder: unknown op " + target);
   Node *n = buildCall(g_, g_.uniqueName(op->schema.name), target, args, kwargs,
-                      origin ? origin->loc : SourceLoc{});
+                      origin ? origin->loc : SourceLoc{}, nullptr, sym);
   if (origin) n->inheritSource(*origin);
   if (Node *same = peephole(*n)) {
     g_.erase(n);
@@ -159,6 +161,10 @@ Node *BackwardBuilder::call(const std::string &target, const std::vector<Arg> &a
   std::string key = n->target + "(";
   for (auto &a : n->args) key += argStr(a) + "|" + std::to_string(a.index()) + ",";
   key += ")";
+  for (auto &[i, e] : n->symArgs) { // the same values at the reference sizes are not the same sizes
+    key += std::to_string(i) + ":";
+    for (const std::string &x : e) key += x + ";";
+  }
   auto it = cse_.find(key);
   if (it != cse_.end()) {
     g_.erase(n);
@@ -168,29 +174,39 @@ Node *BackwardBuilder::call(const std::string &target, const std::vector<Arg> &a
   return n;
 }
 
-Node *BackwardBuilder::sumTo(Node *x, const Shape &to, const Node *origin) {
-  const Shape &from = x->type().shape;
-  if (from == to) return x;
+Node *BackwardBuilder::sumTo(Node *x, const Shape &to, const Node *origin, const std::vector<std::string> &toSym) {
+  const TensorType &xt = x->type();
+  const Shape &from = xt.shape;
+  auto dimSym = [](const std::vector<std::string> &sym, size_t i) { return i < sym.size() ? sym[i] : std::string(); };
+  std::vector<std::string> toS = toSym;
+  bool anyTo = false;
+  for (const std::string &e : toS) anyTo |= !e.empty();
+  if (!anyTo) toS.clear();
+  if (from == to && xt.sym == toS) return x;
   int64_t lead = (int64_t)from.size() - (int64_t)to.size();
-  AOTC_ASSERT(lead >= 0, "sum_to: cannot reduce " + shapeStr(from) + " to " + shapeStr(to));
+  AOTC_ASSERT(lead >= 0, "sum_to: cannot reduce " + xt.str() + " to " + shapeStr(to));
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
   for (size_t i = 0; i < to.size(); ++i) {
     int64_t s = from[lead + i];
-    if (to[i] == 1 && s != 1)
+    // A dim of 1 in `to` (a constant) against a run-time or other size: broadcast, summed.
+    bool toOne = to[i] == 1 && dimSym(toS, i).empty();
+    bool fromOne = s == 1 && dimSym(xt.sym, lead + i).empty();
+    if (toOne && !fromOne)
       dims.push_back(lead + (int64_t)i);
     else
-      AOTC_ASSERT(s == to[i], "sum_to: cannot reduce " + shapeStr(from) + " to " + shapeStr(to));
+      AOTC_ASSERT(s == to[i] && dimSym(xt.sym, lead + i) == dimSym(toS, i),
+                  "sum_to: cannot reduce " + xt.str() + " to " + shapeStr(to));
   }
   Node *r = x;
   if (!dims.empty()) r = call("aten.sum.dim_IntList", {x, dims, true}, {}, origin);
-  if (r->type().shape != to) r = call("aten.view.default", {r, to}, {}, origin);
+  if (r->type().shape != to || r->type().sym != toS) r = call("aten.view.default", {r, to}, {}, origin, {{1, toS}});
   return r;
 }
 
 Node *BackwardBuilder::zeros(const TensorType &t, const Node *origin) {
   Arg fill = isFloating(t.dtype) ? Arg(0.0) : t.dtype == DType::Bool ? Arg(false) : Arg(int64_t(0));
-  return call("aten.full.default", {t.shape, fill}, {{"dtype", DTypeLit{t.dtype}}}, origin);
+  return call("aten.full.default", {t.shape, fill}, {{"dtype", DTypeLit{t.dtype}}}, origin, {{0, t.sym}});
 }
 
 Node *BackwardBuilder::cast(Node *x, DType dt, const Node *origin) {
@@ -274,6 +290,37 @@ static int64_t expectInt(const FormulaExpr &e, const Arg &v) {
   evalError(e, "'" + e.str() + "' is " + argKindName(v) + ", expected an int");
 }
 
+bool Val::symbolic() const {
+  return std::any_of(sym.begin(), sym.end(), [](const std::string &e) { return !e.empty(); });
+}
+
+/// Int k of v (an int or an int list) as an expression.
+static SymExpr exprAt(const Val &v, size_t k, int64_t value) {
+  return k < v.sym.size() && !v.sym[k].empty() ? SymExpr::parse(v.sym[k]) : SymExpr::integer(value);
+}
+/// An expression's text for Val::sym: "" when it is a constant.
+static std::string symText(const SymExpr &e) {
+  SymExpr c = e.canonical();
+  return c.hasSymbols() ? c.str() : std::string();
+}
+static std::vector<std::string> symTexts(const std::vector<SymExpr> &es) {
+  std::vector<std::string> r;
+  bool any = false;
+  for (const SymExpr &e : es) {
+    r.push_back(symText(e));
+    any |= !r.back().empty();
+  }
+  if (!any) r.clear();
+  return r;
+}
+static SymExpr mulExpr(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Mul, std::move(a), std::move(b)); }
+/// A value that must not depend on run-time sizes (a dim index, a rank, a flag).
+static void expectStatic(const FormulaExpr &e, const Val &v) {
+  if (v.symbolic())
+    evalError(e, "'" + e.str() + "' depends on run-time sizes here, which this formula does not support yet: "
+                                 "compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+}
+
 /// The reduced-dims mask of a reduction over `dim` (int, list, None; [] = all).
 static std::vector<bool> reducedMask(const FormulaExpr &e, const Arg &dim, int64_t rank) {
   std::vector<bool> mask(rank, false);
@@ -294,7 +341,7 @@ static bool constEqual(const Arg &a, const Arg &b) {
   return argStr(a) == argStr(b) && a.index() == b.index();
 }
 
-static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &sc, BackwardBuilder &bb) {
+static Val evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &sc, BackwardBuilder &bb) {
   const std::string n = h.name;
   if ((int)e.args.size() < h.minArgs || (int)e.args.size() > h.maxArgs || !e.kwargs.empty())
     evalError(e, "wrong arguments for helper: " + std::string(h.doc));
@@ -306,15 +353,18 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
       bool defined = k < sc.grads.size() && sc.grads[k];
       return evalFormula(defined ? e.args[1] : e.args[2], sc, bb);
     }
-    Arg x = evalFormula(e.args[0], sc, bb);
-    return evalFormula(std::holds_alternative<std::monostate>(x) ? e.args[2] : e.args[1], sc, bb);
+    Val x = evalFormula(e.args[0], sc, bb);
+    return evalFormula(std::holds_alternative<std::monostate>(x.a) ? e.args[2] : e.args[1], sc, bb);
   }
   if (n == "if_equal") {
-    Arg x = evalFormula(e.args[0], sc, bb), y = evalFormula(e.args[1], sc, bb);
-    return evalFormula(constEqual(x, y) ? e.args[2] : e.args[3], sc, bb);
+    Val x = evalFormula(e.args[0], sc, bb), y = evalFormula(e.args[1], sc, bb);
+    if (x.sym != y.sym) expectStatic(e, x.symbolic() ? x : y); // equal at one size only
+    return evalFormula(constEqual(x.a, y.a) ? e.args[2] : e.args[3], sc, bb);
   }
+  std::vector<Val> vals;
+  for (auto &a : e.args) vals.push_back(evalFormula(a, sc, bb));
   std::vector<Arg> v;
-  for (auto &a : e.args) v.push_back(evalFormula(a, sc, bb));
+  for (const Val &x : vals) v.push_back(x.a);
   if (n == "sum_to") {
     Node *x = expectTensor(e.args[0], v[0]);
     Shape to = expectIntList(e.args[1], v[1]);
@@ -322,7 +372,7 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     auto b = broadcastShapes(from, to);
     if (!b || *b != from)
       evalError(e, "sum_to: " + shapeStr(from) + " is not a broadcast of " + shapeStr(to));
-    return bb.sumTo(x, to, sc.node);
+    return bb.sumTo(x, to, sc.node, vals[1].sym);
   }
   if (n == "restore_dims") {
     Node *x = expectTensor(e.args[0], v[0]);
@@ -342,12 +392,23 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
   }
   if (n == "reduced_numel") {
     Shape s = expectIntList(e.args[0], v[0]);
+    expectStatic(e.args[1], vals[1]);
     std::vector<bool> mask = reducedMask(e.args[1], v[1], (int64_t)s.size());
     int64_t c = 1;
+    SymExpr ce = SymExpr::integer(1);
     for (size_t d = 0; d < s.size(); ++d)
-      if (mask[d]) c *= s[d];
-    return c;
+      if (mask[d]) {
+        c *= s[d];
+        ce = mulExpr(ce, exprAt(vals[0], d, s[d]));
+      }
+    return Val(c, symTexts({ce}));
   }
+  // The helpers below compute on dims, ranks and permutations, never on run-time sizes, except
+  // those that say so.
+  for (size_t i = 0; i < vals.size(); ++i)
+    if (n != "prod" && n != "int_add" && n != "exact_div" && n != "dim_shape" && n != "planes2" && n != "neg_ints" && n != "tail" &&
+        n != "iota")
+      expectStatic(e.args[i], vals[i]);
   if (n == "invperm") {
     std::vector<int64_t> p = expectIntList(e.args[0], v[0]);
     int64_t r = (int64_t)p.size();
@@ -368,9 +429,19 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
   }
   if (n == "prod") {
     std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
-    return std::accumulate(l.begin(), l.end(), int64_t(1), std::multiplies<int64_t>());
+    SymExpr pe = SymExpr::integer(1);
+    for (size_t i = 0; i < l.size(); ++i) pe = mulExpr(pe, exprAt(vals[0], i, l[i]));
+    return Val(std::accumulate(l.begin(), l.end(), int64_t(1), std::multiplies<int64_t>()), symTexts({pe}));
   }
-  if (n == "int_add") return expectInt(e.args[0], v[0]) + expectInt(e.args[1], v[1]);
+  if (n == "int_add") {
+    int64_t a = expectInt(e.args[0], v[0]), b = expectInt(e.args[1], v[1]);
+    return Val(a + b, symTexts({SymExpr::binary(SymExpr::Op::Add, exprAt(vals[0], 0, a), exprAt(vals[1], 0, b))}));
+  }
+  if (n == "exact_div") {
+    int64_t a = expectInt(e.args[0], v[0]), b = expectInt(e.args[1], v[1]);
+    if (b == 0 || a % b != 0) evalError(e, "exact_div: " + std::to_string(b) + " does not divide " + std::to_string(a));
+    return Val(a / b, symTexts({SymExpr::binary(SymExpr::Op::CleanDiv, exprAt(vals[0], 0, a), exprAt(vals[1], 0, b))}));
+  }
   if (n == "transpose_perm") {
     int64_t r = expectInt(e.args[0], v[0]);
     auto d0 = wrapDim(expectInt(e.args[1], v[1]), r), d1 = wrapDim(expectInt(e.args[2], v[2]), r);
@@ -381,33 +452,50 @@ static Arg evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     return p;
   }
   if (n == "dim_shape") {
+    expectStatic(e.args[0], vals[0]);
+    expectStatic(e.args[1], vals[1]);
     int64_t r = expectInt(e.args[0], v[0]);
     auto d = wrapDim(expectInt(e.args[1], v[1]), r);
     if (!d) evalError(e, "dim_shape: dimension out of range");
     std::vector<int64_t> s(r, 1);
-    if (r > 0) s[*d] = expectInt(e.args[2], v[2]);
-    return s;
+    std::vector<SymExpr> se(r, SymExpr::integer(1));
+    if (r > 0) {
+      s[*d] = expectInt(e.args[2], v[2]);
+      se[*d] = exprAt(vals[2], 0, s[*d]);
+    }
+    return Val(s, symTexts(se));
   }
   if (n == "planes2") {
     std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
     if (l.size() < 2) evalError(e, "planes2: needs at least two sizes");
     int64_t p = 1;
-    for (size_t i = 0; i + 2 < l.size(); ++i) p *= l[i];
-    return std::vector<int64_t>{p, l[l.size() - 2] * l.back()};
+    SymExpr pe = SymExpr::integer(1);
+    for (size_t i = 0; i + 2 < l.size(); ++i) {
+      p *= l[i];
+      pe = mulExpr(pe, exprAt(vals[0], i, l[i]));
+    }
+    size_t a = l.size() - 2, b = l.size() - 1;
+    return Val(std::vector<int64_t>{p, l[a] * l[b]}, symTexts({pe, mulExpr(exprAt(vals[0], a, l[a]), exprAt(vals[0], b, l[b]))}));
   }
   if (n == "neg_ints") {
     std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
+    std::vector<SymExpr> le;
+    for (size_t i = 0; i < l.size(); ++i) le.push_back(mulExpr(SymExpr::integer(-1), exprAt(vals[0], i, l[i])));
     for (int64_t &x : l) x = -x;
-    return l;
+    return Val(l, symTexts(le));
   }
   if (n == "tail") {
+    expectStatic(e.args[1], vals[1]);
     std::vector<int64_t> l = expectIntList(e.args[0], v[0]);
     int64_t k = expectInt(e.args[1], v[1]);
     if (k < 0 || k > (int64_t)l.size()) evalError(e, "tail: n out of range");
-    return std::vector<int64_t>(l.end() - k, l.end());
+    std::vector<std::string> ts;
+    if (vals[0].symbolic()) ts.assign(vals[0].sym.end() - k, vals[0].sym.end());
+    return Val(std::vector<int64_t>(l.end() - k, l.end()), ts);
   }
   if (n == "iota")
-    return bb.call("aten.arange.default", {expectInt(e.args[0], v[0])}, {{"dtype", DTypeLit{DType::I64}}}, sc.node);
+    return bb.call("aten.arange.default", {expectInt(e.args[0], v[0])}, {{"dtype", DTypeLit{DType::I64}}}, sc.node,
+                   {{0, vals[0].sym}});
   if (n == "dims_except") {
     int64_t r = expectInt(e.args[0], v[0]);
     auto d = wrapDim(expectInt(e.args[1], v[1]), r);
@@ -440,7 +528,33 @@ static std::optional<Arg> foldConstants(const std::string &name, const std::vect
   return std::nullopt;
 }
 
-Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
+/// Integer arithmetic of a formula on run-time sizes (add, sub, mul, neg): the value and its
+/// expression; nullopt for anything else.
+static std::optional<Val> foldSymbolic(const FormulaExpr &e, const std::vector<Val> &v) {
+  bool any = false;
+  for (const Val &x : v) any |= x.symbolic();
+  if (!any) return std::nullopt;
+  for (const Val &x : v) // a tensor operand: an op whose argument is the run-time size
+    if (!isNumber(x.a)) return std::nullopt;
+  for (const Val &x : v)
+    if (!std::holds_alternative<int64_t>(x.a))
+      evalError(e, "'" + e.str() + "': a float computed from run-time sizes is not supported yet: compile at one "
+                                   "size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+  auto ex = [&](size_t i) { return exprAt(v[i], 0, std::get<int64_t>(v[i].a)); };
+  auto val = [&](size_t i) { return std::get<int64_t>(v[i].a); };
+  using Op = SymExpr::Op;
+  if (e.name == "neg" && v.size() == 1) return Val(-val(0), symTexts({mulExpr(SymExpr::integer(-1), ex(0))}));
+  if (v.size() == 2 && e.name == "add") return Val(val(0) + val(1), symTexts({SymExpr::binary(Op::Add, ex(0), ex(1))}));
+  if (v.size() == 2 && e.name == "sub")
+    return Val(val(0) - val(1), symTexts({SymExpr::binary(Op::Add, ex(0), mulExpr(SymExpr::integer(-1), ex(1)))}));
+  if (v.size() == 2 && e.name == "mul") return Val(val(0) * val(1), symTexts({mulExpr(ex(0), ex(1))}));
+  if (e.name == "div" || e.name == "pow")
+    evalError(e, "'" + e.str() + "': a float computed from run-time sizes is not supported yet: compile at one "
+                                 "size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+  return std::nullopt;
+}
+
+Val evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
   using K = FormulaExpr::Kind;
   const Node &node = *sc.node;
   switch (e.kind) {
@@ -448,15 +562,24 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
   case K::Float: return e.f;
   case K::String: return e.name;
   case K::List: {
+    std::vector<Val> vals;
+    for (auto &a : e.args) vals.push_back(evalFormula(a, sc, bb));
     std::vector<Arg> v;
-    for (auto &a : e.args) v.push_back(evalFormula(a, sc, bb));
+    for (const Val &x : vals) v.push_back(x.a);
     if (v.empty()) return std::vector<int64_t>{};
     auto all = [&](auto pred) { return std::all_of(v.begin(), v.end(), pred); };
     if (all([](const Arg &a) { return std::holds_alternative<int64_t>(a); })) {
       std::vector<int64_t> r;
-      for (auto &a : v) r.push_back(std::get<int64_t>(a));
-      return r;
+      std::vector<std::string> sym;
+      for (size_t i = 0; i < v.size(); ++i) {
+        r.push_back(std::get<int64_t>(v[i]));
+        sym.push_back(vals[i].symbolic() ? vals[i].sym[0] : std::string());
+      }
+      Val out(r);
+      if (std::any_of(sym.begin(), sym.end(), [](const std::string &x) { return !x.empty(); })) out.sym = sym;
+      return out;
     }
+    for (const Val &x : vals) expectStatic(e, x);
     if (all([](const Arg &a) { return isNumber(a); })) {
       std::vector<double> r;
       for (auto &a : v) r.push_back(numberOf(a));
@@ -481,13 +604,17 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
     if (n == "None") return std::monostate{};
     const auto &sa = node.op->schema.args;
     for (size_t i = 0; i < sa.size(); ++i)
-      if (sa[i].name == n) return node.args[i];
+      if (sa[i].name == n) {
+        Val r(node.args[i]);
+        if (const std::vector<std::string> *x = node.symArg(i)) r.sym = *x;
+        return r;
+      }
     if (auto lv = sc.letValues.find(n); lv != sc.letValues.end()) return lv->second;
     if (sc.rule)
       for (auto &[ln, le] : sc.rule->lets)
         if (ln == n) {
           if (!sc.letInProgress.insert(n).second) evalError(e, "'" + n + "' is defined in terms of itself");
-          Arg v = evalFormula(le, sc, bb);
+          Val v = evalFormula(le, sc, bb);
           sc.letInProgress.erase(n);
           sc.letValues[n] = v;
           return v;
@@ -514,8 +641,8 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
     size_t k = (size_t)e.i;
     if (!(e.args[0].kind == K::Ident && e.args[0].name == "grads")) {
       // result k of a multi-result op the formula built (convolution_backward(...)[1]).
-      Arg v = evalFormula(e.args[0], sc, bb);
-      Node *m = expectTensor(e.args[0], v);
+      Val v = evalFormula(e.args[0], sc, bb);
+      Node *m = expectTensor(e.args[0], v.a);
       if (m->types.size() < 2 || k >= m->types.size())
         evalError(e, "index " + std::to_string(k) + " of '" + m->name + "', which has " +
                          std::to_string(m->types.size()) + " result(s)");
@@ -529,28 +656,54 @@ Arg evalFormula(const FormulaExpr &e, FormulaScope &sc, BackwardBuilder &bb) {
     return sc.grads[k];
   }
   case K::Attr: {
-    Arg b = evalFormula(e.args[0], sc, bb);
-    Node *x = expectTensor(e.args[0], b);
+    Val b = evalFormula(e.args[0], sc, bb);
+    Node *x = expectTensor(e.args[0], b.a);
     const TensorType &t = x->type();
-    if (e.name == "sizes") return t.shape;
+    if (e.name == "sizes") return Val(t.shape, t.sym);
     if (e.name == "dim") return t.rank();
-    if (e.name == "numel") return t.numel();
+    if (e.name == "numel") {
+      SymExpr ne = SymExpr::integer(1);
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        ne = mulExpr(ne, d < t.sym.size() && !t.sym[d].empty() ? SymExpr::parse(t.sym[d]) : SymExpr::integer(t.shape[d]));
+      return Val(t.numel(), symTexts({ne}));
+    }
     if (e.name == "dtype") return DTypeLit{t.dtype};
     evalError(e, "unknown attribute '" + e.name + "'");
   }
   case K::Call: {
     if (const HelperInfo *h = findHelper(e.name)) return evalHelper(e, *h, sc, bb);
+    std::vector<Val> argVals, kwVals;
     std::vector<Arg> args;
     std::vector<std::pair<std::string, Arg>> kwargs;
-    for (auto &a : e.args) args.push_back(evalFormula(a, sc, bb));
-    for (auto &[k, a] : e.kwargs) kwargs.emplace_back(k, evalFormula(a, sc, bb));
-    if (kwargs.empty())
-      if (auto f = foldConstants(e.name, args)) return *f;
+    for (auto &a : e.args) {
+      argVals.push_back(evalFormula(a, sc, bb));
+      args.push_back(argVals.back().a);
+    }
+    for (auto &[k, a] : e.kwargs) {
+      kwVals.push_back(evalFormula(a, sc, bb));
+      kwargs.emplace_back(k, kwVals.back().a);
+    }
+    if (kwargs.empty()) {
+      if (auto f = foldSymbolic(e, argVals)) return *f;
+      bool symbolic = std::any_of(argVals.begin(), argVals.end(), [](const Val &x) { return x.symbolic(); });
+      if (!symbolic)
+        if (auto f = foldConstants(e.name, args)) return *f;
+    }
     std::vector<const OpDef *> cands = resolveCallee(e.name);
     if (cands.empty()) evalError(e, "unknown function '" + e.name + "'");
     for (bool lenient : {false, true})
       for (const OpDef *op : cands)
-        if (overloadFits(*op, args, kwargs, lenient)) return bb.call(op->target(), args, kwargs, sc.node);
+        if (overloadFits(*op, args, kwargs, lenient)) {
+          // The run-time sizes of the arguments, by schema index (positional ones in order).
+          SymArgs sym;
+          for (size_t i = 0; i < argVals.size(); ++i)
+            if (argVals[i].symbolic()) sym.push_back({i, argVals[i].sym});
+          for (size_t j = 0; j < kwVals.size(); ++j)
+            if (kwVals[j].symbolic())
+              for (size_t i = 0; i < op->schema.args.size(); ++i)
+                if (op->schema.args[i].name == kwargs[j].first) sym.push_back({i, kwVals[j].sym});
+          return bb.call(op->target(), args, kwargs, sc.node, sym);
+        }
     std::string got;
     for (auto &a : args) got += std::string(got.empty() ? "" : ", ") + argKindName(a);
     for (auto &[k, a] : kwargs) got += (got.empty() ? "" : ", ") + k + "=" + argKindName(a);

@@ -175,7 +175,7 @@ void JointBuilder::backprop(Node *n) {
     Node *g = nullptr;
     const TensorType &want = u.value->type();
     try {
-      Arg v = autodiff::evalFormula(f->second, scope, bb_);
+      Arg v = autodiff::evalFormula(f->second, scope, bb_).a;
       auto *gp = std::get_if<Node *>(&v);
       if (!gp || !*gp)
         userError(f->second.loc, "the formula does not produce a tensor");
@@ -187,7 +187,7 @@ void JointBuilder::backprop(Node *n) {
                                      ", which cannot be summed to the input's " + want.str());
       if (!isFloating(g->type().dtype))
         userError(f->second.loc, "the formula produces non-floating " + g->type().str());
-      g = bb_.sumTo(g, want.shape, n);
+      g = bb_.sumTo(g, want.shape, n, want.sym);
       g = bb_.cast(g, want.dtype, n);
     } catch (const Error &e) {
       if (e.kind() != Error::Kind::User) throw;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <map>
 
 namespace aotc {
@@ -517,6 +518,25 @@ struct SymExprCanon {
         Poly r;
         for (auto &[m, c] : a) r[m] = c / *d;
         return r;
+      }
+      // By one monomial that divides every term (view's -1 from an element count:
+      // CleanDiv(16*s24, s24) is 16).
+      if (b.size() == 1 && b.begin()->second != 0) {
+        const auto &[mb, cb] = *b.begin();
+        Poly r;
+        bool divides = true;
+        for (auto &[m, c] : a) {
+          std::vector<std::string> rest;
+          if (!(c == INT64_MIN && cb == -1) && c % cb == 0 &&
+              std::includes(m.begin(), m.end(), mb.begin(), mb.end())) {
+            std::set_difference(m.begin(), m.end(), mb.begin(), mb.end(), std::back_inserter(rest));
+            r[rest] = c / cb;
+          } else {
+            divides = false;
+            break;
+          }
+        }
+        if (divides) return r;
       }
       return opaque(e, {a, b});
     }

@@ -218,6 +218,17 @@ SymResult slice(const Node &n, const std::vector<TensorType> &types) {
     out[dim] = intArgExpr(n, 3); // x[:, :T] of a static dim at least T long
     if (types[0].shape[dim] == n.intArg(3)) return {text(out)};
   }
+  // [start, end) with run-time bounds inside the dim, step 1: end - start. The bounds are in
+  // range at the reference sizes; at others this assumes what the rewrites that write them
+  // guarantee (the pieces of a cat, a slice_scatter's gradient). Capture checks an export's
+  // own slices against its expressions.
+  if (runtimeArgs && !n.symArg(4) && step == 1 && !n.isNoneArg(2) && !n.isNoneArg(3)) {
+    int64_t end = n.intArg(3);
+    if (0 <= start && start <= end && end <= in.shape[dim]) {
+      out[dim] = add(intArgExpr(n, 3), mul(SymExpr::integer(-1), intArgExpr(n, 2)));
+      return {text(out)};
+    }
+  }
   throw SymExprError("this slice of a run-time size");
 }
 
@@ -293,6 +304,8 @@ SymResult likeFirst(const Node &n, const std::vector<TensorType> &types) {
 SymResult allLikeFirst(const Node &n, const std::vector<TensorType> &types) {
   return SymResult(types.size(), text(dimsOf(tensorType(n, 0))));
 }
+/// Results whose sizes no run-time size reaches (a gradient of a weight, a table's rows).
+SymResult staticResults(const Node &, const std::vector<TensorType> &types) { return SymResult(types.size()); }
 /// native_layer_norm: the output like the input; mean and rstd keep the leading dims.
 SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
   const TensorType &in = tensorType(n, 0);
@@ -379,8 +392,14 @@ void registerSymbolicShapes(OpRegistry &r) {
   // Results shaped like the first argument: aliases, scatters into it, softmax variants.
   for (const char *t : {"aten.alias.default", "aten.detach.default", "aten.slice_scatter.default",
                         "aten.select_scatter.default", "aten._safe_softmax.default", "aotc.safe_softmax.default",
-                        "aten.dropout.default"})
+                        "aten.dropout.default", "aten.scatter_add.default", "aten.scatter.src", "aten.scatter.value",
+                        "aten.scatter_reduce.two", "aten._softmax_backward_data.default",
+                        "aten._log_softmax_backward_data.default", "aten.threshold_backward.default",
+                        "aten.gelu_backward.default",
+                        // the gradient of the input like the output's; the others weights' (static)
+                        "aten.native_layer_norm_backward.default", "aten.native_batch_norm_backward.default"})
     set(t, likeFirst);
+  set("aten.embedding_dense_backward.default", staticResults);
   set("aten.full_like.default", likeFactory);
   set("aten.arange.default", arange);
   set("aten.arange.start_step", arange);

@@ -142,6 +142,12 @@ TEST_CASE("SymExpr::canonical: one form for equal polynomials", "[symexpr]") {
   CHECK(canon("(s0 + 1)**2") == "s0*s0 + 2*s0 + 1");
   CHECK(canon("CleanDiv(4*s0 + 2, 2)") == "2*s0 + 1");
   CHECK(canon("CleanDiv(3*s0, 2)") == "CleanDiv(3*s0, 2)");
+  // By a monomial dividing every term (view's -1 solved from an element count).
+  CHECK(canon("CleanDiv(16*s24, s24)") == "16");
+  CHECK(canon("CleanDiv(16*s24*s48, s24*s48)") == "16");
+  CHECK(canon("CleanDiv(6*s0**2*s1 + 3*s0, 3*s0)") == "2*s0*s1 + 1");
+  CHECK(canon("CleanDiv(s0 + 1, s0)") == "CleanDiv(s0 + 1, s0)"); // not every term: kept
+  CHECK(canon("CleanDiv(s0*s1, s0**2)") == "CleanDiv(s0*s1, s0*s0)");
   CHECK(canon("(2*s0 + s0)//1") == "3*s0");
   CHECK(canon("(s0 + s0)//2") == "2*s0//2"); // an atom: FloorDiv is not simplified
   CHECK(canon("Max(s1 + s0, 3) + 0") == "Max(s0 + s1, 3)");
