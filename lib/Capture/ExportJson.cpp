@@ -769,8 +769,11 @@ void Reader::buildNode(const json &jn) {
     p_.forward.erase(n);
     return;
   }
-  // The op's shape function over run-time sizes (from its arguments, so once per node).
+  // The op's shape function over run-time sizes (from its arguments, so once per node). A
+  // result the export gives no meta keeps it.
   const auto ours = inferSymbolic(*n, n->types);
+  if (ours)
+    for (size_t k = 0; k < n->types.size(); ++k) n->types[k].sym = (*ours)[k];
   auto check = [&](size_t k, const std::string &name) {
     if (!tensorValues_->contains(name)) return;
     TensorType meta = metaType(name);
@@ -779,7 +782,8 @@ void Reader::buildNode(const json &jn) {
     // meta gives its expression (symbolic shape functions: docs/dynamic-shapes.md).
     // (An inferred type copied from an input carries its expressions: compared without them.)
     if (meta.dtype != t.dtype || meta.shape != t.shape)
-      nodeError(*n, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " + t.str());
+      nodeError(*n, "exported meta of '" + name + "' says " + meta.str() + " but aotc infers " +
+                        TensorType(t.dtype, t.shape).str()); // the values at the reference sizes
     t.sym = meta.sym;
     // The shape function must agree with the export's expressions.
     if (ours && (meta.symbolic() || !(*ours)[k].empty()) && !sameSizes((*ours)[k], meta))

@@ -102,7 +102,7 @@ Vals sumDefault(Emitter &e, Node &n) {
   return {e.call("aten.sum.dim_IntList", {n.args[0], std::vector<int64_t>{}, false}, {{"dtype", n.args[1]}})};
 }
 
-/// mean(x, dtype) / mean.dim(x, dim, keepdim, dtype) -> sum.dim_IntList / count
+/// mean(x, dtype) / mean.dim(x, dim, keepdim, dtype) -> sum.dim_IntList / count (an int)
 /// (torch/_refs mean: sum then true_divide by the number of reduced elements).
 Vals mean(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
@@ -111,12 +111,14 @@ Vals mean(Emitter &e, Node &n) {
   std::vector<int64_t> dims = isDim ? reducedDims(n, 1, (int64_t)s.size()) : std::vector<int64_t>{};
   if (!isDim)
     for (int64_t i = 0; i < (int64_t)s.size(); ++i) dims.push_back(i);
-  int64_t count = 1;
-  for (int64_t d : dims) count *= s[d];
+  Size count = 1; // over run-time sizes an expression: a size argument of the div
+  for (int64_t d : dims) count = count * sizeOf(x->type(), (size_t)d);
   bool keepdim = isDim && n.boolArg(2);
   Arg dtype = n.args[isDim ? 3 : 1];
   Node *sum = e.call("aten.sum.dim_IntList", {x, dims, keepdim}, {{"dtype", dtype}});
-  return {e.div(sum, (double)count)};
+  // An int divisor (true division all the same), as a run-time count must be: one text at a
+  // size whether the count was run-time or not.
+  return {e.call("aten.div.Tensor", {sum, count.v}, {}, {{1, {count.text()}}})};
 }
 
 /// rsub.Scalar(x, other, alpha) = other - alpha * x.
@@ -218,7 +220,10 @@ Vals squeeze(Emitter &e, Node &n) {
 }
 
 /// alias(x) -> view(x, shape); lift_fresh_copy(x) -> clone(x).
-Vals aliasToView(Emitter &e, Node &n) { return {e.view(n.tensorArg(0), n.tensorArg(0)->type().shape)}; }
+Vals aliasToView(Emitter &e, Node &n) {
+  const TensorType &t = n.tensorArg(0)->type();
+  return {e.view(n.tensorArg(0), t.shape, t.sym)};
+}
 Vals toClone(Emitter &e, Node &n) { return {e.call("aten.clone.default", {n.args[0]})}; }
 
 
@@ -305,9 +310,11 @@ Vals softplus(Emitter &e, Node &n) {
 Vals embedding(Emitter &e, Node &n) {
   Node *w = n.tensorArg(0), *idx = n.tensorArg(1);
   const Shape &is = idx->type().shape;
-  Node *flat = is.size() == 1 ? idx : e.view(idx, {numelOf(is)});
+  Size count = 1;
+  for (size_t d = 0; d < is.size(); ++d) count = count * sizeOf(idx->type(), d);
+  Node *flat = is.size() == 1 ? idx : e.view(idx, {count.v}, {count.text()});
   Node *rows = e.call("aten.index_select.default", {w, int64_t(0), flat});
-  return {is.size() == 1 ? rows : e.view(rows, n.types[0].shape)};
+  return {is.size() == 1 ? rows : e.view(rows, n.types[0].shape, n.types[0].sym)};
 }
 
 /// leaky_relu(x, slope) = where(x > 0, x, x * slope).
@@ -334,15 +341,15 @@ const std::vector<RuleEntry> &table() {
   // clang-format off
   static const std::vector<RuleEntry> t = [] {
   std::vector<RuleEntry> t = {
-    {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form"},
-    {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form"},
-    {"aten._softmax.default",               softmax,            "exp(x - amax) / sum"},
-    {"aotc.safe_softmax.default",           safeSoftmax,        "where(m, 0, u / sum(u)), u = exp(x - where(m, 0, a)), m = (a == -inf), a = amax"},
-    {"aten._log_softmax.default",           logSoftmax,         "(x - amax) - log(sum(exp(x - amax)))"},
-    {"aten._softmax_backward_data.default", softmaxBackward,    "g y - y sum(g y)"},
-    {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)"},
-    {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results"},
-    {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask"},
+    {"aten.gelu.default",                   gelu,               "x/2 (1 + erf(x/sqrt2)) or the tanh form", true},
+    {"aten.gelu_backward.default",          geluBackward,       "grad (cdf + x pdf) or the tanh form", true},
+    {"aten._softmax.default",               softmax,            "exp(x - amax) / sum", true},
+    {"aotc.safe_softmax.default",           safeSoftmax,        "where(m, 0, u / sum(u)), u = exp(x - where(m, 0, a)), m = (a == -inf), a = amax", true},
+    {"aten._log_softmax.default",           logSoftmax,         "(x - amax) - log(sum(exp(x - amax)))", true},
+    {"aten._softmax_backward_data.default", softmaxBackward,    "g y - y sum(g y)", true},
+    {"aten._log_softmax_backward_data.default", logSoftmaxBackward, "g - exp(y) sum(g)", true},
+    {"aten.native_layer_norm.default",      nativeLayerNorm,    "mean, biased var, rsqrt; 3 results", true},
+    {"aten.native_layer_norm_backward.default", nativeLayerNormBackward, "d_input, d_weight, d_bias per output_mask", true},
     {"aten._native_batch_norm_legit_functional.default", batchNormFunctional, "training: batch mean, biased var, rsqrt; running stats with momentum and M/(M-1); else running stats"},
     {"aten._native_batch_norm_legit_no_training.default", batchNormNoTraining, "(x - running_mean) rsqrt(running_var + eps) [w] [+b]; empty save_mean/save_rstd"},
     {"aten.native_batch_norm_backward.default", nativeBatchNormBackward, "train: invstd (d - sum(d)/M - xhat sum(d xhat)/M); eval: d rsqrt(running_var + eps); sums per channel"},
@@ -372,41 +379,41 @@ const std::vector<RuleEntry> &table() {
     {"aotc.fft_c2r_backward.default",       fftC2rBackward,     "onesided _fft_r2c of the gradient, mirrored entries doubled"},
     {"aotc.prod_others.default",            prodOthers,         "prod over j of where(j == i, 1, x expanded to [.., n (i), n (j), ..])"},
     {"aten.scatter_reduce.two",             scatterReduce,      "scatter.value / scatter.src (no include_self), then scatter_add or aotc.scatter_combine; mean: / max(count, 1)"},
-    {"aten.clamp.Tensor",                   clampTensor,        "minimum(maximum(x, min), max) in the result dtype"},
-    {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)"},
-    {"aten.mean.default",                   mean,               "sum.dim_IntList / numel"},
-    {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements"},
-    {"aten.sum.default",                    sumDefault,         "sum.dim_IntList over []"},
-    {"aten.t.default",                      transposeT,         "permute [1, 0]"},
-    {"aten.transpose.int",                  transposeInt,       "permute with two dims swapped"},
-    {"aten.silu.default",                   silu,               "x * sigmoid(x)"},
-    {"aten.rsub.Scalar",                    rsubScalar,         "other - alpha x"},
-    {"aten.add.Tensor",                     dropAlpha,          "alpha != 1: add(x, other * alpha)"},
-    {"aten.sub.Tensor",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)"},
-    {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)"},
-    {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)"},
-    {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]"},
-    {"aten.reshape.default",                toView,             "view"},
-    {"aten.alias.default",                  aliasToView,        "view to the same shape"},
-    {"aten.detach.default",                 aliasToView,        "view to the same shape (autodiff passed no gradient through it)"},
-    {"aten.lift_fresh_copy.default",        toClone,            "clone"},
-    {"aten.square.default",                 square,             "pow.Tensor_Scalar(x, 2)"},
-    {"aten.clamp.default",                  clampLike,          "where-based, as decompose"},
-    {"aten.clamp_min.default",              clampLike,          "where(x <= min, min, x)"},
-    {"aten.hardtanh.default",               clampLike,          "where-based, as decompose"},
-    {"aten.cat.default",                    cat,                "slice_scatter of each input into zeros, as decompose"},
-    {"aten.split.Tensor",                   split,              "one slice.Tensor per chunk, as decompose"},
-    {"aten.split_with_sizes.default",       split,              "one slice.Tensor per piece, as decompose"},
+    {"aten.clamp.Tensor",                   clampTensor,        "minimum(maximum(x, min), max) in the result dtype", true},
+    {"aten.threshold_backward.default",     thresholdBackward,  "where(self <= threshold, 0, grad)", true},
+    {"aten.mean.default",                   mean,               "sum.dim_IntList / numel", true},
+    {"aten.mean.dim",                       mean,               "sum.dim_IntList / count of reduced elements", true},
+    {"aten.sum.default",                    sumDefault,         "sum.dim_IntList over []", true},
+    {"aten.t.default",                      transposeT,         "permute [1, 0]", true},
+    {"aten.transpose.int",                  transposeInt,       "permute with two dims swapped", true},
+    {"aten.silu.default",                   silu,               "x * sigmoid(x)", true},
+    {"aten.rsub.Scalar",                    rsubScalar,         "other - alpha x", true},
+    {"aten.add.Tensor",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true},
+    {"aten.sub.Tensor",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true},
+    {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true},
+    {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true},
+    {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]", true},
+    {"aten.reshape.default",                toView,             "view", true},
+    {"aten.alias.default",                  aliasToView,        "view to the same shape", true},
+    {"aten.detach.default",                 aliasToView,        "view to the same shape (autodiff passed no gradient through it)", true},
+    {"aten.lift_fresh_copy.default",        toClone,            "clone", true},
+    {"aten.square.default",                 square,             "pow.Tensor_Scalar(x, 2)", true},
+    {"aten.clamp.default",                  clampLike,          "where-based, as decompose", true},
+    {"aten.clamp_min.default",              clampLike,          "where(x <= min, min, x)", true},
+    {"aten.hardtanh.default",               clampLike,          "where-based, as decompose", true},
+    {"aten.cat.default",                    cat,                "slice_scatter of each input into zeros, as decompose", true},
+    {"aten.split.Tensor",                   split,              "one slice.Tensor per chunk, as decompose", true},
+    {"aten.split_with_sizes.default",       split,              "one slice.Tensor per piece, as decompose", true},
     {"aten.unbind.int",                     unbind,             "one select.int per index, as decompose"},
-    {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor"},
-    {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor"},
-    {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)"},
+    {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor", true},
+    {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor", true},
+    {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)", true},
     {"aten.var.correction",                 varCorrection,      "sum((x - mean)^2) / max(0, N - correction)"},
     {"aten.logsumexp.default",              logsumexp,          "log(sum(exp(x - m))) + m, m = amax (0 where infinite)"},
-    {"aten.elu.default",                    elu,                "where(x > 0, scale x, scale alpha expm1(input_scale x))"},
-    {"aten.softplus.default",               softplus,           "where(beta x > threshold, x, log1p(exp(beta x)) / beta)"},
-    {"aten.embedding.default",              embedding,          "index_select(weight, 0, indices.view(-1)).view(...)"},
-    {"aten.leaky_relu.default",             leakyRelu,          "where(x > 0, x, x * slope)"},
+    {"aten.elu.default",                    elu,                "where(x > 0, scale x, scale alpha expm1(input_scale x))", true},
+    {"aten.softplus.default",               softplus,           "where(beta x > threshold, x, log1p(exp(beta x)) / beta)", true},
+    {"aten.embedding.default",              embedding,          "index_select(weight, 0, indices.view(-1)).view(...)", true},
+    {"aten.leaky_relu.default",             leakyRelu,          "where(x > 0, x, x * slope)", true},
   };
   for (const RuleEntry &r : linalgLowerRules()) t.push_back(r); // LowerLinalg.cpp
   return t;

@@ -71,6 +71,12 @@ struct LnDims {
 };
 LnDims lnDims(const Node &n, const Shape &in, const std::vector<int64_t> &normalized) {
   int64_t rank = (int64_t)in.size(), k = (int64_t)normalized.size();
+  // N is a constant of the rule: a run-time size among the normalized dims is refused.
+  const TensorType &xt = n.tensorArg(n.target == "aten.native_layer_norm_backward.default" ? 1 : 0)->type();
+  for (int64_t i = std::max<int64_t>(rank - k, 0); i < rank; ++i)
+    if ((size_t)i < xt.sym.size() && !xt.sym[i].empty())
+      nodeError(n, "layer norm over the run-time size " + xt.sym[i] +
+                       " is not supported yet: compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
   if (k > rank || !std::equal(normalized.begin(), normalized.end(), in.end() - k))
     nodeError(n, "layer norm: normalized_shape " + shapeStr(normalized) +
                      " does not match the trailing dims of the input " + shapeStr(in));

@@ -604,6 +604,11 @@ void Parser::parseAssignment(Graph &g) {
       for (auto &[argName, exprs] : pendingSymArgs_)
         for (size_t i = 0; i < sargs.size(); ++i)
           if (sargs[i].name == argName) node->setSymArg(i, exprs);
+      // A tuple's results that no getitem prints keep the op's own run-time sizes (the
+      // annotations below give the others').
+      if (node->types.size() > 1)
+        if (auto sym = inferSymbolic(*node, node->types))
+          for (size_t k = 0; k < node->types.size(); ++k) node->types[k].sym = (*sym)[k];
     } catch (const Error &e) {
       // Errors of argument binding / shape inference: add the statement's stack trace.
       std::string msg = e.what();

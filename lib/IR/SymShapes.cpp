@@ -291,6 +291,16 @@ SymResult embedding(const Node &n, const std::vector<TensorType> &) {
   out.push_back(dimOf(tensorType(n, 0), 1));
   return {text(out)};
 }
+/// index_select(self, dim, index): self's dims, `dim` the index's length.
+SymResult indexSelect(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims out = dimsOf(in);
+  if (!out.empty()) {
+    const TensorType &ix = tensorType(n, 2);
+    out[wrap(n.intArg(1), in.rank())] = ix.rank() == 0 ? SymExpr::integer(1) : dimOf(ix, 0);
+  }
+  return {text(out)};
+}
 /// gather(self, dim, index): index's dims.
 SymResult gather(const Node &n, const std::vector<TensorType> &) { return {text(dimsOf(tensorType(n, 2)))}; }
 /// Results shaped like argument 0 (softmax, layer norm's output, dropout, ...), and for the
@@ -380,6 +390,7 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten.bmm.default", bmm);
   set("aten.embedding.default", embedding);
   set("aten.gather.default", gather);
+  set("aten.index_select.default", indexSelect);
   set("aten._softmax.default", likeFirst);
   set("aten._log_softmax.default", likeFirst);
   set("aten._native_batch_norm_legit_functional.default", likeFirst);

@@ -43,7 +43,7 @@ namespace {
 
 /// The last stage that carries run-time sizes (issue 30, docs/dynamic-shapes.md); the pipeline
 /// refuses them after it.
-constexpr const char *kLastRuntimeSizeStage = "joint";
+constexpr const char *kLastRuntimeSizeStage = "lower";
 
 /// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9, fatbin = 10).
 int stageIndex(const std::string &s) {
@@ -253,22 +253,22 @@ CompileResult runPipeline(const CompileOptions &o) {
     buildJoint(p, JointOptions{o.derivatives});
   if (stopsAfter("joint", printProgram(p)))
     return r;
-  // Run-time sizes go no further than the joint graph yet (issue 30, docs/dynamic-shapes.md).
-  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
-    std::string list;
-    for (const Program::SpecializedSize &z : p.specializedSizes)
-      if (z.dynamic) list += "\n  " + z.str();
-    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
-                                      "\nonly capture, functionalize, decompose and joint carry run-time sizes so far "
-                                      "(--emit=joint); the later stages compile static sizes: give each symbol a "
-                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
-  }
 
   // 5a. lower: rule-bearing composites (log_softmax, layer_norm, gelu) -> primitives.
   if (runs("lower"))
     lower(p);
   if (stopsAfter("lower", printProgram(p)))
     return r;
+  // Run-time sizes go no further than lower yet (issue 30, docs/dynamic-shapes.md).
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nonly capture, functionalize, decompose, joint and lower carry run-time sizes so "
+                                      "far (--emit=lower); the later stages compile static sizes: give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
 
   // 5b. partition: forward / backward split, saved tensors chosen by min-cut.
   if (dot) {
