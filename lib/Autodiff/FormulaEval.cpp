@@ -375,6 +375,7 @@ static Val evalHelper(const FormulaExpr &e, const HelperInfo &h, FormulaScope &s
     return bb.sumTo(x, to, sc.node, vals[1].sym);
   }
   if (n == "restore_dims") {
+    for (size_t i = 1; i < 4; ++i) expectStatic(e.args[i], vals[i]);
     Node *x = expectTensor(e.args[0], v[0]);
     auto *keep = std::get_if<bool>(&v[2]);
     if (!keep) evalError(e.args[2], "keepdim must be a bool");

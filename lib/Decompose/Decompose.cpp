@@ -73,7 +73,7 @@ Vals linear(Emitter &e, Node &n) {
 ///   -> native_layer_norm(...)[0] (aten/src/ATen/native/layer_norm.cpp).
 Vals layerNorm(Emitter &e, Node &n) {
   Node *ln = e.call("aten.native_layer_norm.default",
-                    {n.args[0], n.args[1], n.args[2], n.args[3], n.args[4]});
+                    {n.args[0], n.args[1], n.args[2], n.args[3], n.args[4]}, {}, n.symArgs);
   return {e.call("getitem", {ln, int64_t(0)})};
 }
 
@@ -388,7 +388,7 @@ static const std::vector<RuleEntry> &table() {
   // clang-format off
   static const std::vector<RuleEntry> t = {
     {"aten.linear.default",            linear,       "permute(w) + addmm/mm (views for rank != 2)", true},
-    {"aten.layer_norm.default",        layerNorm,    "native_layer_norm(...)[0]", true},
+    {"aten.layer_norm.default",        layerNorm,    "native_layer_norm(...)[0]", true, true},
     {"aten.softmax.int",               [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._softmax.default"); },
                                                      "_softmax (after _to_copy when dtype is given)", true},
     {"aten.log_softmax.int",           [](Emitter &e, Node &n) { return softmaxInt(e, n, "aten._log_softmax.default"); },
@@ -454,8 +454,8 @@ static const std::vector<RuleEntry> &table() {
                                                      "round(x 10^d) / 10^d; d < 0: round(x / 10^-d) 10^-d", true},
     {"aten.t.default",                 transposeT,   "permute [1, 0]", true},
     {"aten.transpose.int",             transposeInt, "permute with two dims swapped", true},
-    {"aten._unsafe_view.default",      toView,       "view", true},
-    {"aten.reshape.default",           toView,       "view", true},
+    {"aten._unsafe_view.default",      toView,       "view", true, true},
+    {"aten.reshape.default",           toView,       "view", true, true},
     {"aten.clamp.default",             clampLike,
      "m = where(x > min, x, where(x != x, nan, min)); where(m < max, m, where(m != m, nan, max)): gradient strictly inside, none for NaN x, as eager", true},
     {"aten.hardtanh.default",          clampLike,    "as clamp", true},

@@ -393,7 +393,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true},
     {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true},
     {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]", true},
-    {"aten.reshape.default",                toView,             "view", true},
+    {"aten.reshape.default",                toView,             "view", true, true},
     {"aten.alias.default",                  aliasToView,        "view to the same shape", true},
     {"aten.detach.default",                 aliasToView,        "view to the same shape (autodiff passed no gradient through it)", true},
     {"aten.lift_fresh_copy.default",        toClone,            "clone", true},

@@ -99,6 +99,14 @@ static bool rewriteOne(Graph &g, Node *n, const RuleEntry &e, const std::string 
   if (!e.runtimeSizes && n->runtimeSized())
     nodeError(*n, stage + " of this op over run-time sizes is not supported yet (its rule: " + e.summary +
                       "): compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+  if (!e.runtimeSizeArgs && !n->symArgs.empty()) {
+    const OpSchema &s = n->op->schema;
+    size_t i = n->symArgs.front().first;
+    nodeError(*n, stage + " of this op with a run-time size as its argument '" +
+                      (i < s.args.size() ? s.args[i].name : std::to_string(i)) +
+                      "' is not supported yet (its rule: " + e.summary +
+                      "): compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+  }
   Emitter em(g, n);
   std::vector<Node *> vals = e.rule(em, *n);
   if (vals.empty()) {

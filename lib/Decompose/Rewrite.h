@@ -14,7 +14,8 @@
 //  * a node with run-time sizes (Node::runtimeSized, docs/dynamic-shapes.md) may only be
 //    rewritten by a rule marked `runtimeSizes`: one that takes every size it puts into an
 //    argument with its expression (Size, Emitter::call's SymArgs). Any other is a located
-//    error, never a silent specialization to the reference sizes.
+//    error, never a silent specialization to the reference sizes. A node whose own arguments
+//    are run-time sizes (Node::symArgs) needs a rule marked `runtimeSizeArgs` too.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -106,6 +107,9 @@ struct RuleEntry {
   std::string summary; ///< One line for docs and --help-style listings.
   /// The rule carries run-time sizes (see the top of this file); others refuse such nodes.
   bool runtimeSizes = false;
+  /// It also carries a run-time size given as an argument (Node::symArgs: `view(x, [s17,
+  /// 32])`, `clamp_min(x, s17)`); others refuse a node with one.
+  bool runtimeSizeArgs = false;
 };
 
 /// Applies `table` until no rule fires. `stage` names the stage in diagnostics.

@@ -284,7 +284,7 @@ private:
     if (op == "zero_") return emit(m, "aten.zeros_like.default", {value(self)});
     if (m->target == "aten.fill_.Scalar")
       return emit(m, "aten.full_like.default", {value(self), m->args[1]},
-                  {{"dtype", DTypeLit{st.dtype}}});
+                  {{"dtype", DTypeLit{st.dtype}}}, m->symArgs); // fill_'s value: argument 1 of both
     if (op == "copy_" || m->target == "aten.fill_.Tensor") {
       Node *src = value(m->tensorArg(1));
       Node *v = src;
@@ -313,7 +313,7 @@ private:
       else
         pos.push_back(args[i]);
     }
-    Node *v = emit(m, fn, pos, kw);
+    Node *v = emit(m, fn, pos, kw, m->symArgs); // the same schema but the name: the same indices
     const TensorType &vt = v->type();
     if (vt.shape != st.shape)
       nodeError(*m, "unsupported mutation: output with shape " + shapeStr(st.shape) +
@@ -348,7 +348,10 @@ private:
       }
       Node *out = m->tensorArg(oi);
       const TensorType &ot = out->type();
-      Node *v = emit(m, fn, pos, kw);
+      SymArgs sym; // foo's indices: out's removed
+      for (const auto &[i, e] : m->symArgs)
+        if ((int)i != oi) sym.push_back({(int)i > oi ? i - 1 : i, e});
+      Node *v = emit(m, fn, pos, kw, sym);
       if (v->type().shape != ot.shape)
         nodeError(*m, "unsupported mutation: out= tensor of shape " + shapeStr(ot.shape) + " for a result of shape " +
                           shapeStr(v->type().shape) + " (torch would resize it; aotc's shapes are static)");
@@ -363,7 +366,7 @@ private:
       return;
     }
     if (m->target == "aten._native_batch_norm_legit.default") {
-      Node *f = emit(m, "aten._native_batch_norm_legit_functional.default", mapArgs(m));
+      Node *f = emit(m, "aten._native_batch_norm_legit_functional.default", mapArgs(m), {}, m->symArgs);
       for (int i : {3, 4}) {
         Node *stat = buildCall(neu_, fresh(f->name + "_" + std::to_string(i)), "getitem", {f, (int64_t)i}, {}, m->loc);
         created_.insert(stat);

@@ -24,6 +24,7 @@
 #include "ParserImpl.h"
 
 #include "aotc/OpRegistry.h"
+#include "aotc/SymExpr.h"
 #include "aotc/TextIR.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -637,13 +639,65 @@ void Parser::parseAssignment(Graph &g) {
     if (node->types[0].dtype != annot->dtype || node->types[0].shape != annot->shape)
       nodeError(*node, "annotated type " + annot->str() + " does not match the inferred type " +
                            node->types[0].str());
+    checkAnnotatedSizes(*node, *annot);
     node->types[0].sym = annot->sym;
+    bool anySym = false;
+    for (std::string &e : node->types[0].sym) // one spelling per size, as capture writes it
+      if (!e.empty()) {
+        SymExpr x = SymExpr::parse(e);
+        e = x.hasSymbols() ? x.normalText() : std::string();
+        anySym |= !e.empty();
+      }
+    if (!anySym) node->types[0].sym.clear();
     if (node->isGetitem()) { // the tuple's result gets the expressions too (printed on the getitem only)
       Node *src = node->tensorArg(0);
       int64_t k = node->intArg(1);
-      if (k >= 0 && k < (int64_t)src->types.size()) src->types[k].sym = annot->sym;
+      if (k >= 0 && k < (int64_t)src->types.size()) src->types[k].sym = node->types[0].sym;
     }
   }
+}
+
+/// Two expressions of one size: the same normal form, or the same values at the ends, the
+/// middle and a mix of the run-time sizes' ranges (as capture compares an export's).
+static bool sameSize(const std::string &a, const std::string &b, int64_t value, const Program &p) {
+  // "": a constant, `value` (the dim's size)
+  SymExpr x = a.empty() ? SymExpr::integer(value) : SymExpr::parse(a);
+  SymExpr y = b.empty() ? SymExpr::integer(value) : SymExpr::parse(b);
+  try {
+    if (x.canonical().str() == y.canonical().str()) return true;
+  } catch (const SymExprError &) {
+    // too large to normalize: the values decide
+  }
+  std::vector<std::map<std::string, int64_t>> points(4);
+  for (const Program::SpecializedSize &z : p.specializedSizes) {
+    int64_t hi = z.value, lo = z.dynamic ? std::min(z.min, hi) : hi;
+    size_t k = points[0].size() % 2;
+    for (int i = 0; i < 4; ++i) points[i][z.symbol] = i == 0 ? lo : i == 1 ? hi : i == 2 ? lo + (hi - lo) / 2 : k ? lo : hi;
+  }
+  for (auto &pt : points) {
+    try {
+      if (x.eval(pt) != y.eval(pt)) return false;
+    } catch (const SymExprError &) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Parser::checkAnnotatedSizes(const Node &node, const TensorType &annot) const {
+  if (!annot.symbolic() && !node.runtimeSized()) return;
+  if (node.isGetitem() && !inferSymbolic(*node.tensorArg(0), node.tensorArg(0)->types)) return;
+  std::optional<std::vector<std::vector<std::string>>> ours = inferSymbolic(node, node.types);
+  if (!ours) return; // no shape function over run-time sizes: the annotation gives them
+  std::vector<std::string> want = (*ours)[0], got = annot.sym;
+  want.resize(annot.shape.size());
+  got.resize(annot.shape.size());
+  for (size_t i = 0; i < annot.shape.size(); ++i)
+    if (!sameSize(want[i], got[i], annot.shape[i], prog_)) {
+      TensorType t(annot.dtype, annot.shape, (*ours)[0]);
+      nodeError(node, "annotated type " + annot.str() + ", but from its arguments' run-time sizes the op gives " +
+                          t.str());
+    }
 }
 
 Node *Parser::lookupRef(Graph &g, const PyVal &v) {

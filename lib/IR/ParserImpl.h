@@ -145,6 +145,8 @@ private:
   TensorType parseAnnotation(const Tok &strTok, const std::string &what);
 
   Node *lookupRef(Graph &g, const PyVal &v);
+  /// A node's annotated run-time sizes must be the op's shape function's, where it has one.
+  void checkAnnotatedSizes(const Node &node, const TensorType &annot) const;
   Arg convert(Graph &g, const PyVal &v, const SchemaArg *sa, const std::string &target);
   Arg convertGeneric(Graph &g, const PyVal &v);
 

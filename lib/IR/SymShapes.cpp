@@ -75,13 +75,24 @@ SymResult pointwise(const Node &n, const std::vector<TensorType> &types) {
     for (size_t i = 0; i < t.shape.size(); ++i) {
       SymExpr e = SymExpr::integer(t.shape[i]);
       size_t back = t.shape.size() - i;
+      std::optional<std::string> runtime;
       for (const TensorType *in : ins) {
         if (in->shape.size() < back) continue;
         size_t j = in->shape.size() - back;
         if (j < in->sym.size() && !in->sym[j].empty()) {
           e = SymExpr::parse(in->sym[j]);
+          runtime = e.canonical().str();
           break;
         }
+      }
+      // Every operand's dim is that run-time size or a constant 1: another size equals it at
+      // one size only (torch.export would have fixed it by a guard).
+      for (const TensorType *in : ins) {
+        if (!runtime || in->shape.size() < back) continue;
+        size_t j = in->shape.size() - back;
+        bool isRuntime = j < in->sym.size() && !in->sym[j].empty();
+        if (isRuntime ? SymExpr::parse(in->sym[j]).canonical().str() != *runtime : in->shape[j] != 1)
+          throw SymExprError("a run-time size broadcast against another size");
       }
       d.push_back(e);
     }
