@@ -8,7 +8,8 @@
 // are inferred again at those sizes and compared with the evaluated expressions, so a wrong
 // or missing expression is found (a user error naming the node). With every symbol given, the
 // result is the program `--specialize` captures from the export itself.
-// lib/IR/SpecializeSizes.cpp; `aotc --start-from=capture --specialize` runs it.
+// lib/IR/SpecializeSizes.cpp; `aotc --specialize` with --start-from=capture ... partition
+// runs it (a partitioned program: both graphs).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -19,7 +20,7 @@
 
 namespace aotc {
 
-/// Gives run-time symbols of `p` (stage capture) a value: each entry is "SYMBOL=N" or
+/// Gives run-time symbols of `p` (stage capture to partition) a value: each entry is "SYMBOL=N" or
 /// "INPUT:DIM=N" (a user input and a dimension whose size is one run-time symbol). User
 /// errors, all entries checked at once: a malformed entry, a symbol that is not a run-time
 /// symbol of p, an unknown input or a dim that is not one symbol, a value outside the range,

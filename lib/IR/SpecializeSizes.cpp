@@ -122,56 +122,61 @@ void specializeSizes(Program &p, const std::vector<std::string> &entries) {
     diags.throwIfAny();
     p.sizeChecks = std::move(kept);
 
-    // Arguments and types, in graph order; each node's types inferred again at these sizes.
-    auto users = p.forward.users();
-    for (const auto &up : p.forward.nodes()) {
-      Node &n = *up;
-      if (n.isPlaceholder()) {
-        for (TensorType &t : n.types) specializeType(t);
-        continue;
-      }
-      if (!n.isCall()) continue;
-      std::vector<std::pair<size_t, std::vector<std::string>>> symArgs;
-      for (auto &[i, exprs] : n.symArgs) {
-        bool any = false;
-        for (size_t k = 0; k < exprs.size(); ++k) {
-          if (exprs[k].empty()) continue;
-          int64_t v = 0;
-          exprs[k] = atSizes(exprs[k], v);
-          any |= !exprs[k].empty();
-          if (auto *x = std::get_if<int64_t>(&n.args[i])) *x = v;
-          else if (auto *l = std::get_if<std::vector<int64_t>>(&n.args[i]); l && k < l->size()) (*l)[k] = v;
-          else AOTC_ASSERT(false, "node '" + n.name + "': a size expression on a non-int argument");
-        }
-        if (any) symArgs.push_back({i, exprs});
-      }
-      n.symArgs = std::move(symArgs);
-      std::vector<TensorType> expected = n.types;
-      for (TensorType &t : expected) specializeType(t);
-      std::vector<TensorType> inferred = inferTypes(n);
-      if (inferred.size() != expected.size())
-        nodeError(n, "inference gives " + std::to_string(inferred.size()) + " results, the program " +
-                         std::to_string(expected.size()));
-      std::set<int64_t> read; // results of a tuple that some getitem reads
-      for (Node *u : users[&n])
-        if (u->isGetitem()) read.insert(u->intArg(1));
-      for (size_t k = 0; k < expected.size(); ++k) {
-        bool same = inferred[k].dtype == expected[k].dtype && inferred[k].shape == expected[k].shape;
-        // A result nothing reads has no expression from the export (no meta): inference's.
-        if (!same && expected.size() > 1 && !read.count((int64_t)k) && !n.types[k].symbolic()) {
-          expected[k] = inferred[k];
-          expected[k].sym.clear();
+    // Arguments and types, in graph order; each node's types inferred again at these sizes. A
+    // partitioned program's backward as well (its saved placeholders' types are its own).
+    auto specializeGraph = [&](Graph &g) {
+      auto users = g.users();
+      for (const auto &up : g.nodes()) {
+        Node &n = *up;
+        if (n.isPlaceholder()) {
+          for (TensorType &t : n.types) specializeType(t);
           continue;
         }
-        if (!same) {
-          diags.add(formatNodeDiag(n, "error", "its type " + n.types[k].str() + " is " + expected[k].str() + " at " +
-                                                   valuesStr(given) + ", but inference gives " + inferred[k].str()));
-          expected[k] = inferred[k]; // the nodes after it are checked against what it computes
-          expected[k].sym.clear();
+        if (!n.isCall()) continue;
+        SymArgs symArgs;
+        for (auto &[i, exprs] : n.symArgs) {
+          bool any = false;
+          for (size_t k = 0; k < exprs.size(); ++k) {
+            if (exprs[k].empty()) continue;
+            int64_t v = 0;
+            exprs[k] = atSizes(exprs[k], v);
+            any |= !exprs[k].empty();
+            if (auto *x = std::get_if<int64_t>(&n.args[i])) *x = v;
+            else if (auto *l = std::get_if<std::vector<int64_t>>(&n.args[i]); l && k < l->size()) (*l)[k] = v;
+            else AOTC_ASSERT(false, "node '" + n.name + "': a size expression on a non-int argument");
+          }
+          if (any) symArgs.push_back({i, exprs});
         }
+        n.symArgs = std::move(symArgs);
+        std::vector<TensorType> expected = n.types;
+        for (TensorType &t : expected) specializeType(t);
+        std::vector<TensorType> inferred = inferTypes(n);
+        if (inferred.size() != expected.size())
+          nodeError(n, "inference gives " + std::to_string(inferred.size()) + " results, the program " +
+                           std::to_string(expected.size()));
+        std::set<int64_t> read; // results of a tuple that some getitem reads
+        for (Node *u : users[&n])
+          if (u->isGetitem()) read.insert(u->intArg(1));
+        for (size_t k = 0; k < expected.size(); ++k) {
+          bool same = inferred[k].dtype == expected[k].dtype && inferred[k].shape == expected[k].shape;
+          // A result nothing reads has no expression from the export (no meta): inference's.
+          if (!same && expected.size() > 1 && !read.count((int64_t)k) && !n.types[k].symbolic()) {
+            expected[k] = inferred[k];
+            expected[k].sym.clear();
+            continue;
+          }
+          if (!same) {
+            diags.add(formatNodeDiag(n, "error", "its type " + n.types[k].str() + " is " + expected[k].str() + " at " +
+                                                     valuesStr(given) + ", but inference gives " + inferred[k].str()));
+            expected[k] = inferred[k]; // the nodes after it are checked against what it computes
+            expected[k].sym.clear();
+          }
+        }
+        n.types = std::move(expected);
       }
-      n.types = std::move(expected);
-    }
+    };
+    specializeGraph(p.forward);
+    specializeGraph(p.backward);
   } catch (const SymExprError &e) {
     userError(loc, std::string("--specialize: ") + e.what() + " (at " + valuesStr(given) + ")");
   }

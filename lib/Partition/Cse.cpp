@@ -57,6 +57,10 @@ void prepareJoint(Graph &g) {
     std::string key = n->target + "|";
     for (const TensorType &t : n->types) key += t.str() + ";";
     for (const Arg &a : n->args) key += "|" + argKey(a, canon);
+    for (const auto &[i, exprs] : n->symArgs) { // a view to [s17, 8] is not one to [64, 8]
+      key += "|sym" + std::to_string(i) + ":";
+      for (const std::string &e : exprs) key += e + ",";
+    }
     auto [it, fresh] = seen.emplace(key, n);
     if (!fresh && !returned.count(n)) {
       canon[n] = it->second;

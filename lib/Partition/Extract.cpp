@@ -100,6 +100,7 @@ Node *copyCall(Graph &g, const Node *n, const std::unordered_map<const Node *, N
       for (Node *&x : *v) x = remap(x);
   }
   Node *c = g.addCall(n->name, n->target, std::move(args), n->types);
+  c->symArgs = n->symArgs; // run-time size arguments stay expressions (docs/dynamic-shapes.md)
   c->loc = n->loc;
   c->inheritSource(*n);
   return c;

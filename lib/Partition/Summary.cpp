@@ -57,6 +57,15 @@ std::string partitionSummary(const Program &p) {
     s += " (the header's saved area: " + std::to_string(area) + " bytes, each tensor padded to a multiple of " +
          std::to_string(kSavedTensorAlignment) + ")";
   s += "\n";
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    // The min-cut weighed every tensor at the largest sizes (TensorType::shape holds them), and
+    // the saved area is planned at them; the backward reads the sizes from the primals it gets
+    // again, so no size is saved (docs/dynamic-shapes.md, step 2e).
+    s += "# run-time sizes (" + syms + "): bytes at the largest sizes,";
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) s += " " + z.symbol + "=" + std::to_string(z.value);
+    s += "; the backward reads them from its primals\n";
+  }
   for (const std::string &name : p.saved) {
     const TensorType &t = savedNode(p, name)->type();
     s += "#   " + name + ": " + t.str() + " (" + std::to_string(t.bytes()) + " bytes)\n";

@@ -43,7 +43,7 @@ namespace {
 
 /// The last stage that carries run-time sizes (issue 30, docs/dynamic-shapes.md); the pipeline
 /// refuses them after it.
-constexpr const char *kLastRuntimeSizeStage = "lower";
+constexpr const char *kLastRuntimeSizeStage = "partition";
 
 /// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9, fatbin = 10).
 int stageIndex(const std::string &s) {
@@ -210,10 +210,6 @@ CompileResult runPipeline(const CompileOptions &o) {
     if (!o.maxSize.empty())
       userError("--max-size applies when capturing a torch.export program; --start-from=" + o.startFrom +
                 " reads aotc IR, whose run-time sizes have their bounds already");
-    if (!o.specialize.empty() && stageIndex(o.startFrom) > stageIndex(kLastRuntimeSizeStage))
-      userError("--specialize applies when capturing a torch.export program or reading the text of a stage "
-                "with run-time sizes (capture to " + std::string(kLastRuntimeSizeStage) + "); --start-from=" +
-                o.startFrom + " reads aotc IR, whose sizes are static");
     const std::string text = readFile(o.input);
     p = parseProgram(text, o.input);
     if (p.stage != o.startFrom)
@@ -259,17 +255,6 @@ CompileResult runPipeline(const CompileOptions &o) {
     lower(p);
   if (stopsAfter("lower", printProgram(p)))
     return r;
-  // Run-time sizes go no further than lower yet (issue 30, docs/dynamic-shapes.md).
-  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
-    std::string list;
-    for (const Program::SpecializedSize &z : p.specializedSizes)
-      if (z.dynamic) list += "\n  " + z.str();
-    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
-                                      "\nonly capture, functionalize, decompose, joint and lower carry run-time sizes so "
-                                      "far (--emit=lower); the later stages compile static sizes: give each symbol a "
-                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
-  }
-
   // 5b. partition: forward / backward split, saved tensors chosen by min-cut.
   if (dot) {
     r.stopped = true;
@@ -280,6 +265,17 @@ CompileResult runPipeline(const CompileOptions &o) {
     partition(p, o.partitioner);
   if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))
     return r;
+
+  // Run-time sizes go no further than partition yet (issue 30, docs/dynamic-shapes.md).
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nonly capture, functionalize, decompose, joint, lower and partition carry run-time "
+                                      "sizes so far (--emit=" + std::string(kLastRuntimeSizeStage) + "); the later stages compile static sizes: give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
 
   // 5c. optimizer: with --optimizer, the update and accumulate graphs of the train step.
   std::optional<TrainStep> train;
