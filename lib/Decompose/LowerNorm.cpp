@@ -154,6 +154,20 @@ std::vector<int64_t> bnDims(int64_t rank) {
   return d;
 }
 
+/// M, the number of elements per channel: the product of the dims but 1 (over run-time sizes
+/// an expression, docs/dynamic-shapes.md).
+Size bnCount(const TensorType &t) {
+  Size m = 1;
+  for (int64_t d : bnDims(t.rank())) m = m * sizeOf(t, (size_t)d);
+  return m;
+}
+
+/// x / m with m an int: true division by a size argument (as mean), never 1/M folded into a
+/// float, so a run-time M stays an expression.
+Node *divBy(Emitter &e, Node *x, const Size &m) {
+  return e.call("aten.div.Tensor", {x, m.v}, {}, {{1, {m.text()}}});
+}
+
 /// t [C] as [1, C, 1, ...] to broadcast against a rank-`rank` input.
 Node *perChannel(Emitter &e, Node *t, int64_t rank) {
   Shape s(rank, 1);
@@ -185,8 +199,10 @@ Vals bnEval(Emitter &e, Node &n, double eps) {
 
 /// _native_batch_norm_legit_functional(x, w, b, running_mean, running_var, training, momentum,
 /// eps): training: mean = sum(x, dims)/M, var = sum((x - mean)^2, dims)/M, rstd = rsqrt(var + eps);
-/// new running stats (1 - momentum) r + momentum (mean | var M/(M-1)). Otherwise bnEval and the
-/// running statistics unchanged (clones).
+/// new running stats (1 - momentum) r + momentum (mean | ss/(M-1)), ss = sum((x - mean)^2): the
+/// unbiased variance as PyTorch's CPU kernel computes it (var_sum / (n - 1)), with M and M - 1
+/// int size arguments, never a float of the sizes. Otherwise bnEval and the running statistics
+/// unchanged (clones).
 Vals batchNormFunctional(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0), *rm = n.tensorArg(3), *rv = n.tensorArg(4);
   double momentum = n.scalarArg(6), eps = n.scalarArg(7);
@@ -197,16 +213,18 @@ Vals batchNormFunctional(Emitter &e, Node &n) {
     return v;
   }
   int64_t r = x->type().rank(), C = x->type().shape[1];
-  double M = C ? (double)(numelOf(x->type().shape) / C) : 0.0;
+  Size M = bnCount(x->type());
   std::vector<int64_t> dims = bnDims(r);
-  Node *mean = e.div(e.sum(x, dims, true), M);
+  Node *mean = divBy(e, e.sum(x, dims, true), M);
   Node *xc = e.sub(x, mean);
-  Node *var = e.div(e.sum(e.mul(xc, xc), dims, true), M);
+  Node *ss = e.sum(e.mul(xc, xc), dims, true);
+  Node *var = divBy(e, ss, M);
   Node *rstd = e.call("aten.rsqrt.default", {e.add(var, eps)});
   Node *out = bnNormalize(e, n, x, mean, rstd);
-  Node *meanC = e.view(mean, {C}), *varC = e.view(var, {C});
+  Node *meanC = e.view(mean, {C});
   Node *newMean = e.add(e.mul(rm, 1.0 - momentum), e.mul(meanC, momentum));
-  Node *newVar = e.add(e.mul(rv, 1.0 - momentum), e.mul(varC, momentum * M / (M - 1.0)));
+  Node *unbiased = divBy(e, e.view(ss, {C}), M - 1);
+  Node *newVar = e.add(e.mul(rv, 1.0 - momentum), e.mul(unbiased, momentum));
   return {out, meanC, e.view(rstd, {C}), newMean, newVar};
 }
 
@@ -280,8 +298,8 @@ Vals nativeBatchNormBackward(Emitter &e, Node &n) {
   if (mask.at(0)) {
     Node *d = n.isNoneArg(2) ? g : e.mul(g, perChannel(e, n.tensorArg(2), r));
     if (train) {
-      double M = (double)(x->type().numel() / std::max<int64_t>(x->type().shape[1], 1));
-      Node *inner = e.sub(e.sub(d, e.div(e.sum(d, dims, true), M)), e.mul(xhat, e.div(e.sum(e.mul(d, xhat), dims, true), M)));
+      Size M = bnCount(x->type());
+      Node *inner = e.sub(e.sub(d, divBy(e, e.sum(d, dims, true), M)), e.mul(xhat, divBy(e, e.sum(e.mul(d, xhat), dims, true), M)));
       out[0] = e.mul(invstd, inner);
     } else {
       out[0] = e.mul(d, invstd);

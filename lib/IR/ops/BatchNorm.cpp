@@ -8,7 +8,8 @@
 // are per channel (dim 1) over every other dim, M = numel / C elements each:
 //   training: mean, var = biased variance, rstd = 1/sqrt(var + eps), out = (x - mean) rstd w + b,
 //             new_running_mean = (1 - momentum) running_mean + momentum mean,
-//             new_running_var  = (1 - momentum) running_var + momentum var * M / (M - 1);
+//             new_running_var  = (1 - momentum) running_var + momentum var * M / (M - 1)
+//             (aotc's lower: var_sum / (M - 1), as ATen's CPU kernel);
 //   otherwise: the running statistics normalize, save_mean/save_rstd are empty ([0]) and the
 //             running statistics are returned unchanged (torch/_decomp native_batch_norm_helper).
 // weight, bias, running statistics: [C], the input's dtype (ATen's CPU kernel).
