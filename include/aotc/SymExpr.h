@@ -65,6 +65,15 @@ public:
   SymExpr substitute(const std::map<std::string, int64_t> &values) const;
   bool hasSymbols() const;
 
+  // Sizes as the IR keeps them (TensorType::sym, Node::symArgs): a list of texts, "" (or the
+  // list shorter) where the size is a constant.
+  /// Element k of such a list as an expression; `value` where it is a constant.
+  static SymExpr ofSize(const std::vector<std::string> &texts, size_t k, int64_t value);
+  /// The text to keep: the canonical form, "" when the expression is a constant.
+  std::string sizeText() const;
+  /// sizeText() of each; empty when every one is a constant.
+  static std::vector<std::string> sizeTexts(const std::vector<SymExpr> &sizes);
+
   /// sympy str() form with full parentheses where precedence needs them: `2*s77 - 1`.
   std::string str() const;
   void collectSymbols(std::set<std::string> &out) const;
@@ -92,6 +101,20 @@ struct SymExprError : std::runtime_error {
 /// identifier that is none of the names the text reads otherwise (True, False, None, inf, nan,
 /// torch, self). Capture and the text's parser share it, so what one writes the other reads.
 bool isSizeSymbolName(const std::string &name);
+
+/// A run-time symbol's values for sameSize: from `lo` to `hi` (its value at the reference sizes).
+struct SizeRange {
+  std::string symbol;
+  int64_t lo = 0, hi = 0;
+};
+/// Whether x and y are one size for every value of the ranges' symbols (each of `fixed` at its
+/// one value): equal canonical forms, else equal values at four points (every symbol at lo, at
+/// hi, at the middle, and alternately lo and hi), a point where either is undefined (a
+/// division by a size that is 0 there) skipped; false when none is defined. Torch simplifies
+/// with the ranges (Max(1, s0) is s0 for s0 >= 1), so two forms may be one size there. Capture
+/// and the text's parser check annotations with it.
+bool sameSize(const SymExpr &x, const SymExpr &y, const std::vector<SizeRange> &ranges,
+              const std::map<std::string, int64_t> &fixed = {});
 
 /// Python's int64 `//`, `%` (rounding toward negative infinity) and `**` (exponent >= 0);
 /// SymExprError on division by zero, a negative exponent or overflow.

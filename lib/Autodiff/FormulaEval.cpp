@@ -295,24 +295,8 @@ bool Val::symbolic() const {
 }
 
 /// Int k of v (an int or an int list) as an expression.
-static SymExpr exprAt(const Val &v, size_t k, int64_t value) {
-  return k < v.sym.size() && !v.sym[k].empty() ? SymExpr::parse(v.sym[k]) : SymExpr::integer(value);
-}
-/// An expression's text for Val::sym: "" when it is a constant.
-static std::string symText(const SymExpr &e) {
-  SymExpr c = e.canonical();
-  return c.hasSymbols() ? c.str() : std::string();
-}
-static std::vector<std::string> symTexts(const std::vector<SymExpr> &es) {
-  std::vector<std::string> r;
-  bool any = false;
-  for (const SymExpr &e : es) {
-    r.push_back(symText(e));
-    any |= !r.back().empty();
-  }
-  if (!any) r.clear();
-  return r;
-}
+static SymExpr exprAt(const Val &v, size_t k, int64_t value) { return SymExpr::ofSize(v.sym, k, value); }
+static std::vector<std::string> symTexts(const std::vector<SymExpr> &es) { return SymExpr::sizeTexts(es); }
 static SymExpr mulExpr(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Mul, std::move(a), std::move(b)); }
 /// A value that must not depend on run-time sizes (a dim index, a rank, a flag).
 static void expectStatic(const FormulaExpr &e, const Val &v) {

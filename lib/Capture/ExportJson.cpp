@@ -180,42 +180,13 @@ TensorType Reader::metaType(const std::string &name) const {
 }
 
 bool Reader::sameSizes(const std::vector<std::string> &ours, const TensorType &meta) const {
-  // Equal canonical forms, else equal values over the ranges: torch simplifies with the ranges
-  // (Max(1, s0) is s0 for s0 >= 1), so two forms may be one size there.
-  std::vector<std::map<std::string, int64_t>> points(4);
-  for (const std::string &s : bindings_.dynamic) {
-    const dynamic_sizes::Range &r = bindings_.ranges.at(s);
-    int64_t hi = bindings_.values.at(s), lo = std::min(r.min, hi);
-    int64_t k = (int64_t)(points[0].size() % 2);
-    points[0][s] = lo;
-    points[1][s] = hi;
-    points[2][s] = lo + (hi - lo) / 2;
-    points[3][s] = k ? lo : hi;
-  }
-  for (auto &pt : points) pt.insert(bindings_.specialized.begin(), bindings_.specialized.end());
+  // One size over the ranges (aotc::sameSize), dim by dim.
+  std::vector<SizeRange> ranges;
+  for (const std::string &s : bindings_.dynamic) ranges.push_back({s, bindings_.ranges.at(s).min, bindings_.values.at(s)});
   for (size_t i = 0; i < meta.shape.size(); ++i) {
-    std::string a = i < ours.size() ? ours[i] : "", b = meta.dimStr(i);
     try {
-      SymExpr x = a.empty() ? SymExpr::integer(meta.shape[i]) : SymExpr::parse(a);
-      SymExpr y = SymExpr::parse(b);
-      try {
-        if (x.canonical().str() == y.canonical().str()) continue;
-      } catch (const SymExprError &) {
-        // too large to normalize: the values decide
-      }
-      int compared = 0;
-      for (auto &pt : points) {
-        int64_t u, v;
-        try {
-          u = x.eval(pt);
-          v = y.eval(pt);
-        } catch (const SymExprError &) {
-          continue; // undefined at this point (a division by a size that is 0 there)
-        }
-        if (u != v) return false;
-        ++compared;
-      }
-      if (!compared) return false;
+      if (!sameSize(SymExpr::ofSize(ours, i, meta.shape[i]), SymExpr::parse(meta.dimStr(i)), ranges, bindings_.specialized))
+        return false;
     } catch (const SymExprError &) {
       return false;
     }
@@ -692,7 +663,7 @@ void Reader::buildNode(const json &jn) {
   std::vector<Arg> pos;
   std::vector<std::pair<std::string, Arg>> kwargs;
   std::set<std::string> seen;
-  std::vector<std::pair<size_t, std::vector<std::string>>> symArgs; // Node::symArgs
+  SymArgs symArgs;
   auto noteSym = [&](size_t index) {
     if (!lastSymExprs_.empty()) {
       if (!def) failNode(jn, "run-time sizes in an argument of a complex op are not supported");

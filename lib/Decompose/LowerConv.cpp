@@ -88,8 +88,13 @@ Vals convolution(Emitter &e, Node &n) {
   ConvShapeResult s = shapeOf(n, x, w, 3);
   if (!s.params.transposed && !bias) return {}; // already the forward primitive
   Node *y;
-  if (s.params.transposed)
-    y = e.call("aotc.conv_input_grad.default", cat({padEnd(e, x, extraOutputs(s.params)), w, s.output}, attrs(s.params)));
+  if (s.params.transposed) {
+    // The output's batch is the input's (a run-time size over a run-time batch).
+    std::vector<Size> out(s.output.begin(), s.output.end());
+    if (x->type().rank() == w->type().rank()) out[0] = sizeOf(x->type(), 0);
+    y = e.call("aotc.conv_input_grad.default", cat({padEnd(e, x, extraOutputs(s.params)), w, values(out)}, attrs(s.params)),
+               {}, {symArg(2, out)});
+  }
   else
     y = e.call("aten.convolution.default", {x, w, std::monostate{}, s.params.stride, s.params.padding,
                                             s.params.dilation, false, std::vector<int64_t>(s.params.stride.size(), 0),
@@ -109,7 +114,8 @@ Vals convolutionBackward(Emitter &e, Node &n) {
                                                            false, std::vector<int64_t>(p.stride.size(), 0), p.groups}),
                     x->type().shape);
     else
-      r[0] = e.call("aotc.conv_input_grad.default", cat({dy, w, x->type().shape}, attrs(p)));
+      r[0] = e.call("aotc.conv_input_grad.default", cat({dy, w, x->type().shape}, attrs(p)), {},
+                    {symArg(2, sizesOf(x->type()))});
   }
   if (mask[1]) {
     // Transposed: the regular convolution runs from dy's shape (its input) to x's (its output).

@@ -39,17 +39,33 @@ int64_t padded(int64_t in, int64_t out, int64_t s, int64_t p, int64_t d, int64_t
   return p + std::max(in, (out - 1) * s - p + (k - 1) * d + 1);
 }
 
-/// src [..., A, B] placed at [padA, padB] of full([..., Ap, Bp], fill).
-Node *pad2(Emitter &e, Node *src, Shape lead, int64_t A, int64_t B, int64_t Ap, int64_t Bp, int64_t padA,
-           int64_t padB, Arg fill, DType dt) {
+/// A size list as an int[] argument (its values) and its run-time sizes, for argument `i`.
+std::vector<Size> sizes(std::vector<Size> lead, std::initializer_list<int64_t> rest) {
+  for (int64_t x : rest) lead.push_back(x);
+  return lead;
+}
+Node *viewTo(Emitter &e, Node *x, const std::vector<Size> &s) { return e.view(x, values(s), symArg(0, s).second); }
+Node *fullOf(Emitter &e, const std::vector<Size> &s, Arg fill, DType dt) {
+  return e.call("aten.full.default", {values(s), fill}, {{"dtype", DTypeLit{dt}}}, {symArg(0, s)});
+}
+
+/// src [..., A, B] placed at [padA, padB] of full([..., Ap, Bp], fill); `lead` may be run-time
+/// sizes (the planes of a batch).
+Node *pad2(Emitter &e, Node *src, const std::vector<Size> &lead, int64_t A, int64_t B, int64_t Ap, int64_t Bp,
+           int64_t padA, int64_t padB, Arg fill, DType dt) {
   int64_t r = (int64_t)lead.size();
-  Shape rows = lead, full = lead;
-  rows.insert(rows.end(), {A, Bp});
-  full.insert(full.end(), {Ap, Bp});
-  Node *t1 = e.call("aten.full.default", {rows, fill}, {{"dtype", DTypeLit{dt}}});
+  Node *t1 = fullOf(e, sizes(lead, {A, Bp}), fill, dt);
   t1 = e.call("aten.slice_scatter.default", {t1, src, r + 1, padB, padB + B, int64_t(1)});
-  Node *t2 = e.call("aten.full.default", {full, fill}, {{"dtype", DTypeLit{dt}}});
+  Node *t2 = fullOf(e, sizes(lead, {Ap, Bp}), fill, dt);
   return e.call("aten.slice_scatter.default", {t2, t1, r, padA, padA + A, int64_t(1)});
+}
+
+/// The planes of a pooling input [.., H, W]: the product of its leading dims (a run-time
+/// size over a run-time batch).
+Size planesOf(const TensorType &t) {
+  Size p = 1;
+  for (size_t d = 0; d + 2 < t.shape.size(); ++d) p = p * sizeOf(t, d);
+  return p;
 }
 
 } // namespace
@@ -61,13 +77,16 @@ Vals maxPool2dWithIndices(Emitter &e, Node &n) {
   PoolGeometry g = geometryOf(n, xs);
   int64_t Hp = padded(g.H, g.OH, g.strideH, g.padH, g.dilH, g.KH);
   int64_t Wp = padded(g.W, g.OW, g.strideW, g.padW, g.dilW, g.KW);
-  int64_t P = g.planes, KK = g.KH * g.KW;
-  Node *xr = e.view(x, {P, g.H, g.W});
+  Size P = planesOf(x->type());
+  int64_t KK = g.KH * g.KW;
+  Node *xr = viewTo(e, x, sizes({P}, {g.H, g.W}));
   Node *xp = pad2(e, xr, {P}, g.H, g.W, Hp, Wp, g.padH, g.padW, -INFINITY, dt);
+  std::vector<Size> winSize = sizes({P}, {g.OH, g.OW, g.KH, g.KW});
   Node *win = e.call("aten.as_strided.default",
-                     {xp, Shape{P, g.OH, g.OW, g.KH, g.KW},
-                      std::vector<int64_t>{Hp * Wp, g.strideH * Wp, g.strideW, g.dilH * Wp, g.dilW}, int64_t(0)});
-  Node *flat = e.view(win, {P, g.OH, g.OW, KK});
+                     {xp, values(winSize),
+                      std::vector<int64_t>{Hp * Wp, g.strideH * Wp, g.strideW, g.dilH * Wp, g.dilW}, int64_t(0)},
+                     {}, {symArg(1, winSize)});
+  Node *flat = viewTo(e, win, sizes({P}, {g.OH, g.OW, KK}));
   Node *out = e.call("aten.amax.default", {flat, std::vector<int64_t>{3}, false});
   Node *k = e.call("aten.argmax.default", {flat, int64_t(3), true});
   if (isFloating(dt)) { // a window with a NaN: the last one, as ATen's kernel
@@ -83,28 +102,34 @@ Vals maxPool2dWithIndices(Emitter &e, Node &n) {
   Node *pwin = e.call("aten.as_strided.default",
                       {posP, Shape{g.OH, g.OW, g.KH, g.KW},
                        std::vector<int64_t>{g.strideH * Wp, g.strideW, g.dilH * Wp, g.dilW}, int64_t(0)});
-  Node *pflat = e.call("aten.expand.default", {e.view(pwin, {g.OH, g.OW, KK}), Shape{P, g.OH, g.OW, KK}});
+  std::vector<Size> flatSize = sizes({P}, {g.OH, g.OW, KK});
+  Node *pflat = e.call("aten.expand.default", {e.view(pwin, {g.OH, g.OW, KK}), values(flatSize)}, {},
+                       {symArg(1, flatSize)});
   Node *idx = e.call("aten.gather.default", {pflat, int64_t(3), k});
-  Shape os = n.types[0].shape;
-  return {e.view(out, os), e.view(idx, os)};
+  const TensorType &os = n.types[0];
+  return {e.view(out, os.shape, os.sym), e.view(idx, os.shape, os.sym)};
 }
 
 Vals maxPool2dWithIndicesBackward(Emitter &e, Node &n) {
   Node *g = n.tensorArg(0), *x = n.tensorArg(1), *ix = n.tensorArg(7);
   PoolGeometry geo = geometryOf(n, x->type().shape, 2);
-  int64_t P = geo.planes;
-  Node *zeros = e.call("aten.full.default", {Shape{P, geo.H * geo.W}, 0.0}, {{"dtype", DTypeLit{x->type().dtype}}});
-  Node *acc = e.call("aten.scatter_add.default", {zeros, int64_t(1), e.view(ix, {P, geo.OH * geo.OW}),
-                                                  e.view(g, {P, geo.OH * geo.OW})});
-  return {e.view(acc, x->type().shape)};
+  Size P = planesOf(x->type());
+  Node *zeros = fullOf(e, sizes({P}, {geo.H * geo.W}), 0.0, x->type().dtype);
+  std::vector<Size> outs = sizes({P}, {geo.OH * geo.OW});
+  Node *acc = e.call("aten.scatter_add.default", {zeros, int64_t(1), viewTo(e, ix, outs), viewTo(e, g, outs)});
+  return {e.view(acc, x->type().shape, x->type().sym)};
 }
 
 Vals asStrided(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   if (x->type().rank() == 1) return {};
-  Node *flat = e.view(x, {x->type().numel()});
+  Size numel = 1;
+  for (const Size &d : sizesOf(x->type())) numel = numel * d;
+  Node *flat = viewTo(e, x, {numel});
+  SymArgs sym; // the size argument's run-time sizes (a batch of planes); strides are static
+  if (const std::vector<std::string> *size = n.symArg(1)) sym.push_back({1, *size});
   return {e.call("aten.as_strided.default", {flat, n.intListArg(1), n.intListArg(2),
-                                             n.isNoneArg(3) ? Arg{int64_t(0)} : Arg{n.intArg(3)}})};
+                                             n.isNoneArg(3) ? Arg{int64_t(0)} : Arg{n.intArg(3)}}, {}, sym)};
 }
 
 } // namespace aotc::rules

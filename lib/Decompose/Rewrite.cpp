@@ -45,10 +45,7 @@ Node *Emitter::view(Node *x, const Shape &shape, const std::vector<std::string> 
   return call("aten.view.default", {x, std::vector<int64_t>(shape)}, {}, {{1, sym}});
 }
 
-std::string Size::text() const {
-  SymExpr c = e.canonical();
-  return c.hasSymbols() ? c.str() : std::string();
-}
+std::string Size::text() const { return e.sizeText(); }
 Size operator+(const Size &a, const Size &b) {
   return {a.v + b.v, SymExpr::binary(SymExpr::Op::Add, a.e, b.e).canonical()};
 }
@@ -59,10 +56,7 @@ Size operator-(const Size &a, const Size &b) {
 Size operator*(const Size &a, const Size &b) {
   return {a.v * b.v, SymExpr::binary(SymExpr::Op::Mul, a.e, b.e).canonical()};
 }
-Size sizeOf(const TensorType &t, size_t d) {
-  if (d < t.sym.size() && !t.sym[d].empty()) return {t.shape.at(d), SymExpr::parse(t.sym[d])};
-  return {t.shape.at(d)};
-}
+Size sizeOf(const TensorType &t, size_t d) { return {t.shape.at(d), SymExpr::ofSize(t.sym, d, t.shape.at(d))}; }
 std::vector<Size> sizesOf(const TensorType &t) {
   std::vector<Size> r;
   for (size_t d = 0; d < t.shape.size(); ++d) r.push_back(sizeOf(t, d));

@@ -661,27 +661,12 @@ void Parser::parseAssignment(Graph &g) {
 /// middle and a mix of the run-time sizes' ranges (as capture compares an export's).
 static bool sameSize(const std::string &a, const std::string &b, int64_t value, const Program &p) {
   // "": a constant, `value` (the dim's size)
-  SymExpr x = a.empty() ? SymExpr::integer(value) : SymExpr::parse(a);
-  SymExpr y = b.empty() ? SymExpr::integer(value) : SymExpr::parse(b);
-  try {
-    if (x.canonical().str() == y.canonical().str()) return true;
-  } catch (const SymExprError &) {
-    // too large to normalize: the values decide
-  }
-  std::vector<std::map<std::string, int64_t>> points(4);
-  for (const Program::SpecializedSize &z : p.specializedSizes) {
-    int64_t hi = z.value, lo = z.dynamic ? std::min(z.min, hi) : hi;
-    size_t k = points[0].size() % 2;
-    for (int i = 0; i < 4; ++i) points[i][z.symbol] = i == 0 ? lo : i == 1 ? hi : i == 2 ? lo + (hi - lo) / 2 : k ? lo : hi;
-  }
-  for (auto &pt : points) {
-    try {
-      if (x.eval(pt) != y.eval(pt)) return false;
-    } catch (const SymExprError &) {
-      return false;
-    }
-  }
-  return true;
+  std::vector<SizeRange> ranges;
+  std::map<std::string, int64_t> fixed;
+  for (const Program::SpecializedSize &z : p.specializedSizes)
+    if (z.dynamic) ranges.push_back({z.symbol, z.min, z.value});
+    else fixed[z.symbol] = z.value;
+  return aotc::sameSize(SymExpr::ofSize({a}, 0, value), SymExpr::ofSize({b}, 0, value), ranges, fixed);
 }
 
 void Parser::checkAnnotatedSizes(const Node &node, const TensorType &annot) const {

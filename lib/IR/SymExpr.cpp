@@ -628,4 +628,55 @@ void SymExpr::collectSymbols(std::set<std::string> &out) const {
   for (const SymExpr &a : args_) a.collectSymbols(out);
 }
 
+SymExpr SymExpr::ofSize(const std::vector<std::string> &texts, size_t k, int64_t value) {
+  return k < texts.size() && !texts[k].empty() ? parse(texts[k]) : integer(value);
+}
+
+std::string SymExpr::sizeText() const {
+  SymExpr c = canonical();
+  return c.hasSymbols() ? c.str() : std::string();
+}
+
+std::vector<std::string> SymExpr::sizeTexts(const std::vector<SymExpr> &sizes) {
+  std::vector<std::string> r;
+  bool any = false;
+  for (const SymExpr &e : sizes) {
+    r.push_back(e.sizeText());
+    any |= !r.back().empty();
+  }
+  if (!any) r.clear();
+  return r;
+}
+
+bool sameSize(const SymExpr &x, const SymExpr &y, const std::vector<SizeRange> &ranges,
+              const std::map<std::string, int64_t> &fixed) {
+  try {
+    if (x.canonical().str() == y.canonical().str()) return true;
+  } catch (const SymExprError &) {
+    // too large to normalize: the values decide
+  }
+  std::vector<std::map<std::string, int64_t>> points(4, fixed);
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const SizeRange &r = ranges[k];
+    int64_t lo = std::min(r.lo, r.hi);
+    points[0][r.symbol] = lo;
+    points[1][r.symbol] = r.hi;
+    points[2][r.symbol] = lo + (r.hi - lo) / 2;
+    points[3][r.symbol] = k % 2 ? lo : r.hi;
+  }
+  int compared = 0;
+  for (const auto &pt : points) {
+    int64_t u, v;
+    try {
+      u = x.eval(pt);
+      v = y.eval(pt);
+    } catch (const SymExprError &) {
+      continue; // undefined at this point
+    }
+    if (u != v) return false;
+    ++compared;
+  }
+  return compared > 0;
+}
+
 } // namespace aotc

@@ -25,10 +25,7 @@ using Dims = std::vector<SymExpr>;
 using SymResult = std::vector<std::vector<std::string>>;
 
 /// Dim i of t as an expression: its run-time expression, or its size.
-SymExpr dimOf(const TensorType &t, size_t i) {
-  if (i < t.sym.size() && !t.sym[i].empty()) return SymExpr::parse(t.sym[i]);
-  return SymExpr::integer(t.shape.at(i));
-}
+SymExpr dimOf(const TensorType &t, size_t i) { return SymExpr::ofSize(t.sym, i, t.shape.at(i)); }
 Dims dimsOf(const TensorType &t) {
   Dims d;
   for (size_t i = 0; i < t.shape.size(); ++i) d.push_back(dimOf(t, i));
@@ -42,17 +39,7 @@ SymExpr intArgExpr(const Node &n, size_t i, size_t k = 0) {
   if (!std::holds_alternative<std::vector<int64_t>>(n.args[i])) throw SymExprError("a size argument that is not an int");
   return SymExpr::integer(n.intListArg(i).at(k));
 }
-std::vector<std::string> text(const Dims &d) {
-  std::vector<std::string> r;
-  bool any = false;
-  for (const SymExpr &e : d) {
-    SymExpr c = e.canonical();
-    r.push_back(c.hasSymbols() ? c.str() : "");
-    any |= c.hasSymbols();
-  }
-  if (!any) r.clear();
-  return r;
-}
+std::vector<std::string> text(const Dims &d) { return SymExpr::sizeTexts(d); }
 SymExpr add(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Add, std::move(a), std::move(b)); }
 SymExpr mul(SymExpr a, SymExpr b) { return SymExpr::binary(SymExpr::Op::Mul, std::move(a), std::move(b)); }
 SymExpr product(const Dims &d) {
@@ -325,6 +312,38 @@ SymResult likeFirst(const Node &n, const std::vector<TensorType> &types) {
 SymResult allLikeFirst(const Node &n, const std::vector<TensorType> &types) {
   return SymResult(types.size(), text(dimsOf(tensorType(n, 0))));
 }
+/// Every tensor argument's run-time sizes are in its dim 0 (a batch) only: convolution and
+/// pooling over a run-time height, width or channel count have no shape function yet.
+void batchDimsOnly(const Node &n) {
+  for (const Node *in : n.inputs())
+    for (const TensorType &t : in->types)
+      for (size_t j = 1; j < t.sym.size(); ++j)
+        if (!t.sym[j].empty()) throw SymExprError("a run-time size in a dim other than the batch (dim 0)");
+}
+/// Ops over a batch (convolution, pooling): dim 0 of the results in `batched` is dim 0 of
+/// argument `from`; every other dim and result is static.
+decltype(OpDef::symInfer) batchOnly(size_t from, std::vector<size_t> batched) {
+  return [from, batched](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n);
+    SymResult r(types.size());
+    for (size_t k : batched) {
+      if (k >= types.size() || types[k].rank() == 0) continue;
+      Dims d{dimOf(tensorType(n, from), 0)};
+      for (size_t i = 1; i < types[k].shape.size(); ++i) d.push_back(SymExpr::integer(types[k].shape[i]));
+      r[k] = text(d);
+    }
+    return r;
+  };
+}
+/// The gradient of a pooling's input: result 0 like argument `i` (the input), over a batch.
+decltype(OpDef::symInfer) likeArg(size_t i) {
+  return [i](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n);
+    SymResult r(types.size());
+    r[0] = text(dimsOf(tensorType(n, i)));
+    return r;
+  };
+}
 /// Results whose sizes no run-time size reaches (a gradient of a weight, a table's rows).
 SymResult staticResults(const Node &, const std::vector<TensorType> &types) { return SymResult(types.size()); }
 /// native_layer_norm: the output like the input; mean and rstd keep the leading dims.
@@ -421,6 +440,24 @@ void registerSymbolicShapes(OpRegistry &r) {
                         // the gradient of the input like the output's; the others weights' (static)
                         "aten.native_layer_norm_backward.default", "aten.native_batch_norm_backward.default"})
     set(t, likeFirst);
+  // Convolution and pooling over a run-time batch (issue 30 item 5, phase 1).
+  set("aten.convolution.default", batchOnly(0, {0}));
+  set("aten.convolution_backward.default", batchOnly(1, {0})); // grad_input; the weight's, bias's static
+  set("aten.max_pool2d_with_indices.default", batchOnly(0, {0, 1}));
+  set("aotc.conv_weight_grad.default", batchOnly(0, {}));
+  set("aotc.conv_input_grad.default", [](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n);
+    Dims out; // its input_size argument
+    for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 2, k));
+    return SymResult{text(out)};
+  });
+  set("aten.as_strided.default", sizeFactory); // its `size`
+  set("aten.max_pool2d_with_indices_backward.default", likeArg(1));
+  set("aten.avg_pool2d.default", batchOnly(0, {0}));
+  set("aten.avg_pool2d_backward.default", likeArg(1));
+  set("aten._adaptive_avg_pool2d.default", batchOnly(0, {0}));
+  set("aten._adaptive_avg_pool2d_backward.default", likeArg(1));
+  for (const char *t : {"aten.mean.default", "aten.sum.default"}) set(t, reduction); // to a 0-d tensor
   set("aten.embedding_dense_backward.default", staticResults);
   set("aten.full_like.default", likeFactory);
   set("aten.arange.default", arange);

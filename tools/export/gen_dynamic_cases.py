@@ -12,10 +12,13 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
                 (test/lit/decompose/dynamic.test): layer norm, linear on [B, T, C], split, a
                 transpose-bmm-softmax, dropout, an in-place mul_ and a write through a view, cross
                 entropy and mse_loss; batch Dim(1..16) shared by x, y and t, sequence Dim(2..12);
+  dyn_cnn.pt2   a small CNN over a run-time batch (issue 30 item 5, phase 1): conv 3x3 -> BatchNorm2d
+                (statistics over B*H*W) -> ReLU -> max pool -> conv 3x3 stride 2 -> ReLU -> adaptive
+                average pool -> flatten -> Linear -> cross entropy; batch Dim(1..16) shared by x and y;
 and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
 torch's float64 loss as ref.output_0 and its gradients as ref.grad.<FQN> (float32).
 Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py [CASE ...]  (torch 2.15.0;
-CASE: mlp, lm, ops; none: all)"""
+CASE: mlp, lm, ops, cnn; none: all)"""
 import copy
 import os
 import sys
@@ -61,6 +64,18 @@ class DynOps(nn.Module):
         return (ce + F.mse_loss(s.sum(-1), t),)
 
 
+class DynCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.bn, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x, y):
+        h = F.max_pool2d(torch.relu(self.bn(self.c1(x))), 2)   # [B, 8, 6, 6]
+        h = F.adaptive_avg_pool2d(torch.relu(self.c2(h)), 1)  # [B, 16, 1, 1]
+        return (F.cross_entropy(self.fc(h.flatten(1)), y),)
+
+
 def golden(name, tag, module, names, args):
     m64 = copy.deepcopy(module).double()
     a64 = tuple(a.double() if a.is_floating_point() else a for a in args)
@@ -84,7 +99,7 @@ def export(name, module, args, dynamic_shapes, **kw):
 
 def main():
     common.setup()
-    cases = sys.argv[1:] or ["mlp", "lm", "ops"]
+    cases = sys.argv[1:] or ["mlp", "lm", "ops", "cnn"]
     if "mlp" in cases:
         gen_mlp()
     if "lm" in cases:
@@ -94,6 +109,8 @@ def main():
         B, T = Dim("batch", min=1, max=16), Dim("seq", min=2, max=12)
         export("dyn_ops", DynOps().train(), (torch.randn(4, 6, 8), torch.randint(0, 5, (4, 6)), torch.randn(4, 8)),
                {"x": {0: B, 1: T}, "y": {0: B, 1: T}, "t": {0: B}})
+    if "cnn" in cases:
+        gen_cnn()
     for f in sorted(os.listdir(OUT)):
         if f.startswith("dyn_"):
             print(os.path.join(OUT, f), os.path.getsize(os.path.join(OUT, f)), "bytes")
@@ -111,6 +128,15 @@ def gen_mlp():
         if b == 37:
             torch.export.save(torch.export.export(mlp, args).run_decompositions(),
                               os.path.join(OUT, "dyn_mlp_static37.pt2"))
+
+
+def gen_cnn():
+    torch.manual_seed(0)
+    cnn = DynCNN().train()
+    B = Dim("batch", min=1, max=16)
+    export("dyn_cnn", cnn, (torch.randn(4, 3, 12, 12), torch.randint(0, 10, (4,))), {"x": {0: B}, "y": {0: B}})
+    for b in (1, 5, 16):
+        golden("dyn_cnn", f"b{b}", cnn, ["x", "y"], (torch.randn(b, 3, 12, 12), torch.randint(0, 10, (b,))))
 
 
 def gen_lm():

@@ -16,7 +16,7 @@ std::string canon(const std::string &e) { return e.empty() ? e : SymExpr::parse(
 } // namespace
 
 TEST_CASE("symbolic shape functions cover the dynamic fixtures", "[symshapes]") {
-  for (const char *name : {"dyn_mlp.pt2", "dyn_lm.pt2"}) {
+  for (const char *name : {"dyn_mlp.pt2", "dyn_lm.pt2", "dyn_ops.pt2", "dyn_cnn.pt2"}) {
     Program p = readPt2(std::string(AOTC_SRC_ROOT) + "/test/lit/capture/Inputs/" + name, nullptr);
     REQUIRE_FALSE(p.dynamicSymbols().empty());
     int symbolic = 0;
@@ -106,4 +106,30 @@ TEST_CASE("buildCall carries run-time sizes into the nodes passes build", "[syms
   // Static arguments: nothing to infer, every op builds.
   Node *y = g.addPlaceholder("y", TensorType(DType::F32, {4, 12}), InputRole::UserInput);
   CHECK(buildCall(g, "cs2", "aten.cumsum.default", {y, (int64_t)1}, {})->type().str() == "f32[4, 12]");
+}
+
+TEST_CASE("convolution and pooling over a run-time batch only", "[symshapes]") {
+  Graph g;
+  Node *x = g.addPlaceholder("x", TensorType(DType::F32, {16, 3, 12, 12}, {"s0", "", "", ""}), InputRole::UserInput);
+  Node *w = g.addPlaceholder("w", TensorType(DType::F32, {8, 3, 3, 3}), InputRole::Parameter);
+  std::vector<int64_t> one{1, 1};
+  Node *c = buildCall(g, "c", "aten.convolution.default",
+                      {x, w, std::monostate{}, std::vector<int64_t>{2, 2}, one, one, false, std::vector<int64_t>{0, 0}, (int64_t)1}, {});
+  CHECK(c->type().str() == "f32[s0, 8, 6, 6]");
+  Node *m = buildCall(g, "m", "aten.max_pool2d_with_indices.default", {c, std::vector<int64_t>{2, 2}}, {});
+  CHECK(m->types.at(0).str() == "f32[s0, 8, 3, 3]");
+  CHECK(m->types.at(1).str() == "i64[s0, 8, 3, 3]");
+  Node *wg = buildCall(g, "wg", "aotc.conv_weight_grad.default",
+                       {c, x, std::vector<int64_t>{8, 3, 3, 3}, std::vector<int64_t>{2, 2}, one, one, (int64_t)1}, {});
+  CHECK(wg->type().str() == "f32[8, 3, 3, 3]"); // a weight's gradient: static
+  // A run-time height has no shape function yet: a user error, not a guess.
+  Node *h = g.addPlaceholder("h", TensorType(DType::F32, {16, 3, 12, 12}, {"", "", "s1", ""}), InputRole::UserInput);
+  try {
+    buildCall(g, "ch", "aten.convolution.default",
+              {h, w, std::monostate{}, one, one, one, false, std::vector<int64_t>{0, 0}, (int64_t)1}, {});
+    FAIL("no error");
+  } catch (const Error &e) {
+    CHECK(e.kind() == Error::Kind::User);
+    CHECK_THAT(e.what(), Catch::Contains("aotc has no shape function over run-time sizes for this op yet"));
+  }
 }
