@@ -721,6 +721,16 @@ void Reader::buildNode(const json &jn) {
   try {
     if (complex_values::needsComplexLowering(cc, isComplex)) {
       if (!single) failNode(jn, "an op with several results on complex values is not supported");
+      // The pair representation is built at the reference sizes: refused over run-time ones.
+      bool runtime = !symArgs.empty();
+      for (const Arg &a : pos) {
+        if (auto *x = std::get_if<Node *>(&a); x && *x) runtime |= (*x)->runtimeSized();
+        if (auto *v = std::get_if<std::vector<Node *>>(&a))
+          for (Node *x : *v) runtime |= x && x->runtimeSized();
+      }
+      if (runtime)
+        failNode(jn, "complex values over run-time sizes are not supported yet: compile at one size with "
+                     "--specialize SYMBOL=N (docs/dynamic-shapes.md)");
       n = complex_values::lowerComplexCall(p_.forward, cc, isComplex);
     } else {
       n = buildCall(p_.forward, nodeName, target, pos, kwargs, loc_, nullptr, {}, SizeInference::Reference);

@@ -372,7 +372,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.avg_pool2d_backward.default",    avgPool2dBackward,  "weighted scatter_adds along H then W (adjoint)"},
     {"aten._adaptive_avg_pool2d.default",   adaptiveAvgPool2d,  "max-window weighted index_selects along W, then H (1/len on the window)"},
     {"aten._adaptive_avg_pool2d_backward.default", adaptiveAvgPool2dBackward, "weighted scatter_adds along H then W (adjoint)"},
-    {"aten.constant_pad_nd.default",        constantPadNd,      "slice for negative pads; full(value) + slice_scatter per padded dim"},
+    {"aten.constant_pad_nd.default",        constantPadNd,      "slice for negative pads; full(value) + slice_scatter per padded dim", true},
     {"aten.convolution.default",            convolution,        "bias: + b.view([K, 1, ...]); transposed: aotc.conv_input_grad", true},
     {"aten.convolution_backward.default",   convolutionBackward, "conv_input_grad, conv_weight_grad, sum per output_mask", true},
     {"aotc.fft_r2c_backward.default",       fftR2cBackward,     "real part of the inverse _fft_c2c of the gradient zero-padded to the input's size"},

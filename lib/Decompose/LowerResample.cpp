@@ -238,18 +238,23 @@ Vals constantPadNd(Emitter &e, Node &n) {
   DType dt = x->type().dtype;
   int64_t R = x->type().rank();
   Node *y = x;
+  // Over run-time sizes the pads stay constants (a padded or cropped dim may be a run-time size:
+  // its ends are expressions).
   for (size_t i = 0; i < pad.size() / 2; ++i) { // crops first
     int64_t dim = R - 1 - (int64_t)i, lo = std::max<int64_t>(-pad[2 * i], 0), hi = std::max<int64_t>(-pad[2 * i + 1], 0);
-    if (lo || hi) y = e.call("aten.slice.Tensor", {y, dim, lo, y->type().shape[dim] - hi, int64_t(1)});
+    if (!lo && !hi) continue;
+    Size end = sizeOf(y->type(), (size_t)dim) - hi;
+    y = e.call("aten.slice.Tensor", {y, dim, lo, end.v, int64_t(1)}, {}, {symArg(3, {end})});
   }
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = R - 1 - (int64_t)i, lo = std::max<int64_t>(pad[2 * i], 0), hi = std::max<int64_t>(pad[2 * i + 1], 0);
     if (!lo && !hi) continue;
-    Shape s = y->type().shape;
-    int64_t size = s[dim];
-    s[dim] += lo + hi;
-    Node *full = e.call("aten.full.default", {s, n.args[2]}, {{"dtype", DTypeLit{dt}}});
-    y = e.call("aten.slice_scatter.default", {full, y, dim, lo, lo + size, int64_t(1)});
+    std::vector<Size> s = sizesOf(y->type());
+    Size size = s[dim];
+    s[dim] = size + (lo + hi);
+    Node *full = e.call("aten.full.default", {values(s), n.args[2]}, {{"dtype", DTypeLit{dt}}}, {symArg(0, s)});
+    Size end = size + lo;
+    y = e.call("aten.slice_scatter.default", {full, y, dim, lo, end.v, int64_t(1)}, {}, {symArg(4, {end})});
   }
   if (y == x) y = e.call("aten.clone.default", {x});
   return {y};

@@ -344,6 +344,17 @@ decltype(OpDef::symInfer) likeArg(size_t i) {
     return r;
   };
 }
+/// constant_pad_nd(x, pad): the last dims grown by their pads (pad lists the last dim first).
+SymResult constantPadNd(const Node &n, const std::vector<TensorType> &) {
+  const TensorType &in = tensorType(n, 0);
+  Dims d = dimsOf(in);
+  size_t pairs = n.intListArg(1).size() / 2;
+  for (size_t i = 0; i < pairs && i < d.size(); ++i) {
+    size_t dim = d.size() - 1 - i;
+    d[dim] = add(d[dim], add(intArgExpr(n, 1, 2 * i), intArgExpr(n, 1, 2 * i + 1)));
+  }
+  return {text(d)};
+}
 /// Results whose sizes no run-time size reaches (a gradient of a weight, a table's rows).
 SymResult staticResults(const Node &, const std::vector<TensorType> &types) { return SymResult(types.size()); }
 /// native_layer_norm: the output like the input; mean and rstd keep the leading dims.
@@ -458,6 +469,7 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten._adaptive_avg_pool2d.default", batchOnly(0, {0}));
   set("aten._adaptive_avg_pool2d_backward.default", likeArg(1));
   for (const char *t : {"aten.mean.default", "aten.sum.default"}) set(t, reduction); // to a 0-d tensor
+  set("aten.constant_pad_nd.default", constantPadNd);
   set("aten.embedding_dense_backward.default", staticResults);
   set("aten.full_like.default", likeFactory);
   set("aten.arange.default", arange);

@@ -167,10 +167,12 @@ SafetensorsFile parseSafetensors(const uint8_t *data, size_t size, const std::st
     entries.push_back(std::move(e));
   }
 
-  // Sort by offset (name breaks ties between empty tensors), then require the
-  // tensors to tile the buffer exactly: no overlap, no hole.
+  // Sort by offset (an empty tensor before a non-empty one at its offset; names break the
+  // remaining ties), then require the tensors to tile the buffer exactly: no overlap, no hole.
   std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.name < b.name;
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    return a.name < b.name;
   });
   uint64_t pos = 0;
   const Entry *prev = nullptr;

@@ -15,10 +15,12 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
   dyn_cnn.pt2   a small CNN over a run-time batch (issue 30 item 5, phase 1): conv 3x3 -> BatchNorm2d
                 (statistics over B*H*W) -> ReLU -> max pool -> conv 3x3 stride 2 -> ReLU -> adaptive
                 average pool -> flatten -> Linear -> cross entropy; batch Dim(1..16) shared by x and y;
+  dyn_fft.pt2   complex values over a run-time batch (refused for now: test/lit/capture/dynamic.test):
+                a complex full, rfft, abs, batch Dim(1..8);
 and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
 torch's float64 loss as ref.output_0 and its gradients as ref.grad.<FQN> (float32).
 Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py [CASE ...]  (torch 2.15.0;
-CASE: mlp, lm, ops, cnn; none: all)"""
+CASE: mlp, lm, ops, cnn, fft; none: all)"""
 import copy
 import os
 import sys
@@ -76,6 +78,12 @@ class DynCNN(nn.Module):
         return (F.cross_entropy(self.fc(h.flatten(1)), y),)
 
 
+class DynFft(nn.Module):
+    def forward(self, x):
+        z = torch.full((x.shape[0], 5), 1.0, dtype=torch.complex64)
+        return ((torch.fft.rfft(x) + z).abs().sum(),)
+
+
 def golden(name, tag, module, names, args):
     m64 = copy.deepcopy(module).double()
     a64 = tuple(a.double() if a.is_floating_point() else a for a in args)
@@ -99,7 +107,7 @@ def export(name, module, args, dynamic_shapes, **kw):
 
 def main():
     common.setup()
-    cases = sys.argv[1:] or ["mlp", "lm", "ops", "cnn"]
+    cases = sys.argv[1:] or ["mlp", "lm", "ops", "cnn", "fft"]
     if "mlp" in cases:
         gen_mlp()
     if "lm" in cases:
@@ -111,6 +119,8 @@ def main():
                {"x": {0: B, 1: T}, "y": {0: B, 1: T}, "t": {0: B}})
     if "cnn" in cases:
         gen_cnn()
+    if "fft" in cases:
+        export("dyn_fft", DynFft(), (torch.randn(4, 8),), {"x": {0: Dim("batch", min=1, max=8)}})
     for f in sorted(os.listdir(OUT)):
         if f.startswith("dyn_"):
             print(os.path.join(OUT, f), os.path.getsize(os.path.join(OUT, f)), "bytes")

@@ -129,6 +129,20 @@ TEST_CASE("safetensors reader rejects overlapping tensors and holes") {
              Catch::Contains("bytes 4 to 12 of the data buffer belong to no tensor"));
 }
 
+TEST_CASE("safetensors reader takes an empty tensor at the offset of another") {
+  // "a" (8 bytes) and "z" (empty) both start at 0: the empty one sorts first whatever the names
+  // (a 0-element tensor constant beside an input, as python/aotc/_safetensors.py writes them).
+  auto img = image(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                       "z": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})",
+                   8);
+  CHECK(parseError(img) == "(no error)");
+  // Negative control: a non-empty tensor inside another still overlaps.
+  CHECK_THAT(parseError(image(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                  "z": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                              8)),
+             Catch::Contains("overlap"));
+}
+
 TEST_CASE("safetensors writer rejects duplicate names and unreadable paths") {
   Tensor a(DType::F32, {1});
   CHECK_THROWS_WITH(serializeSafetensors({{"a", &a}, {"a", &a}}),

@@ -10,7 +10,8 @@ there. Their texts may differ; their values may not. For each size this script
   * prints "bit-identical: S (N tensors)" when both wrote the same outputs and gradients, byte for
     byte; else FAIL with the first tensor that differs (exit 1).
 
-Usage: partition_runs.py AOTC IN.pt2 DIR [--edit OLD=>NEW] SIZES... (SIZES: --specialize values,
+Usage: partition_runs.py AOTC IN DIR [--edit OLD=>NEW] SIZES... (IN: a .pt2, or capture text read
+with --start-from=capture; SIZES: --specialize values,
 e.g. s48=3,s24=7; --edit: the negative control, a size folded by hand into the partition text).
 Standard library only (python/aotc/_safetensors.py writes and reads the tensors)."""
 import os
@@ -56,7 +57,8 @@ def inputs(text, path):
 def main():
     binary, src, out = sys.argv[1:4]
     sizes = sys.argv[4:]
-    text = aotc(binary, src, "--emit=partition")
+    start = ["--start-from=capture"] if not src.endswith(".pt2") else []
+    text = aotc(binary, src, *start, "--emit=partition")
     if sizes[:1] == ["--edit"]:
         old, new = sizes[1].split("=>")
         if text.count(old) != 1:
@@ -71,7 +73,7 @@ def main():
         a, b = f"{stem}.{at}.after.st", f"{stem}.{at}.before.st"
         aotc(binary, "run", stem + ".partition.txt", "--start-from=partition", "--specialize", at,
              "--inputs", f"{stem}.{at}.in.st", "--out", a)
-        aotc(binary, "run", src, "--specialize", at, "--inputs", f"{stem}.{at}.in.st", "--out", b)
+        aotc(binary, "run", src, *start, "--specialize", at, "--inputs", f"{stem}.{at}.in.st", "--out", b)
         ta, tb = st.read(a), st.read(b)
         if sorted(ta.keys()) != sorted(tb.keys()):
             sys.exit(f"FAIL: {at}: the runs wrote {sorted(ta.keys())} and {sorted(tb.keys())}")
