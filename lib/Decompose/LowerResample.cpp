@@ -123,12 +123,13 @@ Node *resample(Emitter &e, Node *x, int64_t dim, const std::vector<Tap> &taps) {
 Node *resampleAdjoint(Emitter &e, Node *g, int64_t dim, int64_t inSize, const std::vector<Tap> &taps) {
   const TensorType &gt = g->type();
   int64_t R = gt.rank(), O = gt.shape[dim];
-  Shape s = gt.shape;
+  std::vector<Size> s = sizesOf(gt); // a run-time batch stays one (the resampled dim is static)
   s[dim] = inSize;
-  Node *acc = e.call("aten.full.default", {s, 0.0}, {{"dtype", DTypeLit{gt.dtype}}});
+  Node *acc = e.call("aten.full.default", {values(s), 0.0}, {{"dtype", DTypeLit{gt.dtype}}}, {symArg(0, s)});
   for (const Tap &t : taps) {
     Node *src = t.w ? e.mul(g, e.view(t.w, dimShape(R, dim, O))) : g;
-    Node *idx = e.call("aten.expand.default", {e.view(t.idx, dimShape(R, dim, O)), gt.shape});
+    Node *idx = e.call("aten.expand.default", {e.view(t.idx, dimShape(R, dim, O)), gt.shape}, {},
+                       {symArg(1, sizesOf(gt))});
     acc = e.call("aten.scatter_add.default", {acc, dim, idx, src});
   }
   return acc;

@@ -456,6 +456,16 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten.convolution_backward.default", batchOnly(1, {0})); // grad_input; the weight's, bias's static
   set("aten.max_pool2d_with_indices.default", batchOnly(0, {0, 1}));
   set("aotc.conv_weight_grad.default", batchOnly(0, {}));
+  for (const char *t : {"aten.upsample_nearest2d.default", "aten.upsample_bilinear2d.default",
+                        "aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec"})
+    set(t, batchOnly(0, {0}));
+  for (const char *t : {"aten.upsample_nearest2d_backward.default", "aten.upsample_bilinear2d_backward.default"})
+    set(t, [](const Node &n, const std::vector<TensorType> &types) {
+      batchDimsOnly(n);
+      Dims out; // its input_size argument
+      for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 2, k));
+      return SymResult{text(out)};
+    });
   set("aotc.conv_input_grad.default", [](const Node &n, const std::vector<TensorType> &types) {
     batchDimsOnly(n);
     Dims out; // its input_size argument

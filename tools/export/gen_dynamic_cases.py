@@ -13,7 +13,8 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
                 transpose-bmm-softmax, dropout, an in-place mul_ and a write through a view, cross
                 entropy and mse_loss; batch Dim(1..16) shared by x, y and t, sequence Dim(2..12);
   dyn_cnn.pt2   a small CNN over a run-time batch (issue 30 item 5, phase 1): conv 3x3 -> BatchNorm2d
-                (statistics over B*H*W) -> ReLU -> max pool -> conv 3x3 stride 2 -> ReLU -> adaptive
+                (statistics over B*H*W) -> ReLU -> max pool -> + avg pool of bilinear + nearest
+                upsampling -> conv 3x3 stride 2 -> ReLU -> adaptive
                 average pool -> flatten -> Linear -> cross entropy; batch Dim(1..16) shared by x and y;
   dyn_fft.pt2   complex values over a run-time batch (refused for now: test/lit/capture/dynamic.test):
                 a complex full, rfft, abs, batch Dim(1..8);
@@ -74,6 +75,8 @@ class DynCNN(nn.Module):
 
     def forward(self, x, y):
         h = F.max_pool2d(torch.relu(self.bn(self.c1(x))), 2)   # [B, 8, 6, 6]
+        u = F.interpolate(h, scale_factor=2, mode="bilinear") + F.interpolate(h, scale_factor=2, mode="nearest")
+        h = h + F.avg_pool2d(u, 2)                            # upsampling and average pooling
         h = F.adaptive_avg_pool2d(torch.relu(self.c2(h)), 1)  # [B, 16, 1, 1]
         return (F.cross_entropy(self.fc(h.flatten(1)), y),)
 
