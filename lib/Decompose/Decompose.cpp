@@ -519,7 +519,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.upsample_nearest2d.vec",    upsampleVec,  "upsample_nearest2d with the output size and scales of compute_output_size", true},
     {"aten.upsample_bilinear2d.vec",   upsampleVec,  "upsample_bilinear2d with the output size and scales of compute_output_size", true},
     {"aten._reshape_alias.default",    reshapeAlias, "view (contiguous strides), else as_strided"},
-    {"aten.flip.default",              flip,         "index_select along each flipped dim by L-1-arange(L)"},
+    {"aten.flip.default",              flip,         "index_select along each flipped dim by L-1-arange(L)", true},
     {"aten.repeat.default",            repeat,       "view [1, s0, 1, s1, ...], expand [r0, s0, ...], view [r0 s0, ...]"},
     {"aten.reflection_pad1d.default",  pad,          "index_select along each padded dim by (L-1) - |(L-1) - |i||, i = arange(-pl, L+pr)"},
     {"aten.reflection_pad2d.default",  pad,          "as reflection_pad1d, per padded dim"},

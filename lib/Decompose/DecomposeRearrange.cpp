@@ -67,6 +67,10 @@ Vals flip(Emitter &e, Node &n) {
   for (int64_t d : n.intListArg(1)) {
     if (s.empty()) break;
     int64_t w = wrapDimAt(n, d, (int64_t)s.size());
+    // Over run-time sizes the flipped dims must be static (L-1-arange(L) is built from L).
+    if ((size_t)w < x->type().sym.size() && !x->type().sym[w].empty())
+      nodeError(n, "decompose of flip along a run-time dim (dim " + std::to_string(w) + " is " + x->type().sym[w] +
+                       ") is not supported yet: compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
     if (s[w] <= 1) continue;
     y = selectAlong(e, y, w, e.call("aten.rsub.Scalar", {arangeI64(e, 0, s[w]), s[w] - 1}));
   }
