@@ -474,7 +474,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.bitwise_not.default",       bitwiseNot,   "logical_not (bool); sub(neg(x), 1) (integers)", true},
     {"aten.isinf.default",             isinfRule,      "eq(abs(x), inf); ne(x, x) for integers and bool", true},
     {"aten.argmin.default",            argmin,       "argmax(neg(x)) (floating), argmax(~x) (integers)", true},
-    {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index"},
+    {"aten.index.Tensor",              index,        "index_select of the indexed dims viewed as one, by a linear index", true},
     {"aten.index_put.default",         indexPut,     "scatter_add by a linear index (accumulate), else scatter.src (the last write wins)"},
     {"aten.scaled_dot_product_attention.default", scaledDotProductAttention,
                                                      "bmm(q, k^T) scaled, causal/bool masks by where, float mask added, _softmax (0 for fully masked rows), bmm with v"},

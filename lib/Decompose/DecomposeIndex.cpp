@@ -58,27 +58,34 @@ Linearized linearize(Emitter &e, Node &n) {
   int64_t first = adjacent ? dims.front() : 0, count = (int64_t)dims.size();
   L.pre.assign(xs.begin(), xs.begin() + first);
   L.post.assign(xs.begin() + first + count, xs.end());
-  int64_t merged = 1;
-  for (int64_t k = 0; k < count; ++k) merged *= xs[first + k];
-  Shape vs = L.pre;
+  // Over run-time sizes (an indexed batch dim) the sizes, the merged size and the strides are
+  // expressions: the views' sizes and the scalar arguments below carry them.
+  const std::vector<Size> xsz = sizesOf(x->type()), ssz = sizesOf(self->type());
+  Size merged = 1;
+  for (int64_t k = 0; k < count; ++k) merged = merged * xsz[first + k];
+  std::vector<Size> vs(xsz.begin(), xsz.begin() + first);
   vs.push_back(merged);
-  vs.insert(vs.end(), L.post.begin(), L.post.end());
-  L.self = e.view(x, vs);
+  vs.insert(vs.end(), xsz.begin() + first + count, xsz.end());
+  L.self = e.view(x, values(vs), symArg(0, vs).second);
   L.pos = first;
   // The linear index.
+  auto scalar = [](size_t i, const Size &v) { return SymArgs{{i, {v.text()}}}; };
   Node *lin = nullptr;
-  int64_t stride = 1;
+  Size stride = 1;
   for (int64_t k = count - 1; k >= 0; --k) {
-    int64_t size = ss[dims[k]];
+    Size size = ssz[dims[k]], negSize = Size(0) - size;
     Node *i = e.toDtype(ix[dims[k]], DType::I64);
     Node *neg = e.call("aten.lt.Scalar", {i, int64_t(0)});
-    Node *wrapped = e.call("aten.where.self", {neg, e.add(i, size), i});
-    Node *ok = e.call("aten.logical_and.default", {e.call("aten.ge.Scalar", {i, -size}),
-                                                   e.call("aten.lt.Scalar", {i, size})});
-    Node *term = stride == 1 ? wrapped : e.mul(wrapped, stride);
-    term = e.call("aten.where.self", {ok, term, e.scalarTensor(merged, DType::I64)});
+    Node *wrapped = e.call("aten.where.self", {neg, e.call("aten.add.Tensor", {i, size.v}, {}, scalar(1, size)), i});
+    Node *ok = e.call("aten.logical_and.default", {e.call("aten.ge.Scalar", {i, negSize.v}, {}, scalar(1, negSize)),
+                                                   e.call("aten.lt.Scalar", {i, size.v}, {}, scalar(1, size))});
+    Node *term = stride.v == 1 && stride.text().empty()
+                     ? wrapped
+                     : e.call("aten.mul.Tensor", {wrapped, stride.v}, {}, scalar(1, stride));
+    Node *outside = e.call("aten.scalar_tensor.default", {merged.v}, {{"dtype", DTypeLit{DType::I64}}}, scalar(0, merged));
+    term = e.call("aten.where.self", {ok, term, outside});
     lin = lin ? e.add(lin, term) : term;
-    stride *= size;
+    stride = stride * size;
   }
   L.bshape = lin->type().shape;
   L.index = lin;
@@ -98,9 +105,11 @@ Shape withBroadcast(const Linearized &L) {
 /// index.Tensor(self, indices) -> index_select(self viewed, pos, L.view(-1)).view(result).
 Vals index(Emitter &e, Node &n) {
   Linearized L = linearize(e, n);
-  Node *flat = e.view(L.index, {numelOf(L.bshape)});
+  Size count = 1;
+  for (const Size &d : sizesOf(L.index->type())) count = count * d;
+  Node *flat = e.view(L.index, {count.v}, symArg(0, {count}).second);
   Node *picked = e.call("aten.index_select.default", {L.self, L.pos, flat});
-  return {e.view(picked, n.types[0].shape)};
+  return {e.view(picked, n.types[0].shape, n.types[0].sym)};
 }
 
 /// index_put(self, indices, values, accumulate): values broadcast to self[indices]'s shape and

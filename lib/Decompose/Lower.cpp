@@ -195,6 +195,9 @@ Vals rsubScalar(Emitter &e, Node &n) {
 Vals dropAlpha(Emitter &e, Node &n) {
   size_t ai = n.args.size() - 1;
   if (n.scalarArg(ai) == 1.0) return {};
+  if (!n.symArgs.empty()) // other * alpha would fold a run-time size argument
+    nodeError(n, "lower of " + n.target + " with alpha != 1 and a run-time size as an argument is not supported "
+                 "yet: compile at one size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
   std::string base = n.target.substr(0, n.target.rfind('.'));
   if (n.types[0].dtype == DType::Bool && std::holds_alternative<Node *>(n.args[1])) {
     // Boolean result (torch computes in bool: x | (bool(alpha) & other)); other * alpha
@@ -388,10 +391,10 @@ const std::vector<RuleEntry> &table() {
     {"aten.transpose.int",                  transposeInt,       "permute with two dims swapped", true},
     {"aten.silu.default",                   silu,               "x * sigmoid(x)", true},
     {"aten.rsub.Scalar",                    rsubScalar,         "other - alpha x", true},
-    {"aten.add.Tensor",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true},
-    {"aten.sub.Tensor",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true},
-    {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true},
-    {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true},
+    {"aten.add.Tensor",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true, true},
+    {"aten.sub.Tensor",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true, true},
+    {"aten.add.Scalar",                     dropAlpha,          "alpha != 1: add(x, other * alpha)", true, true},
+    {"aten.sub.Scalar",                     dropAlpha,          "alpha != 1: sub(x, other * alpha)", true, true},
     {"aten.squeeze.dim",                    squeeze,            "squeeze.dims [dim]", true},
     {"aten.reshape.default",                toView,             "view", true, true},
     {"aten.alias.default",                  aliasToView,        "view to the same shape", true},

@@ -481,6 +481,7 @@ void registerSymbolicShapes(OpRegistry &r) {
   for (const char *t : {"aten.mean.default", "aten.sum.default"}) set(t, reduction); // to a 0-d tensor
   set("aten.constant_pad_nd.default", constantPadNd);
   set("aten.embedding_dense_backward.default", staticResults);
+  set("aten.scalar_tensor.default", staticResults); // 0-d, its value a run-time size or not
   set("aten.full_like.default", likeFactory);
   set("aten.arange.default", arange);
   set("aten.arange.start_step", arange);
