@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <queue>
@@ -723,11 +724,16 @@ void Reader::buildNode(const json &jn) {
       if (!single) failNode(jn, "an op with several results on complex values is not supported");
       // The pair representation is built at the reference sizes: refused over run-time ones.
       bool runtime = !symArgs.empty();
-      for (const Arg &a : pos) {
-        if (auto *x = std::get_if<Node *>(&a); x && *x) runtime |= (*x)->runtimeSized();
+      auto symbolic = [](const Node *x) {
+        return x && std::any_of(x->types.begin(), x->types.end(), [](const TensorType &t) { return t.symbolic(); });
+      };
+      auto scan = [&](const Arg &a) {
+        if (auto *x = std::get_if<Node *>(&a)) runtime |= symbolic(*x);
         if (auto *v = std::get_if<std::vector<Node *>>(&a))
-          for (Node *x : *v) runtime |= x && x->runtimeSized();
-      }
+          for (Node *x : *v) runtime |= symbolic(x);
+      };
+      for (const Arg &a : pos) scan(a);
+      for (const auto &kv : kwargs) scan(kv.second);
       if (runtime)
         failNode(jn, "complex values over run-time sizes are not supported yet: compile at one size with "
                      "--specialize SYMBOL=N (docs/dynamic-shapes.md)");

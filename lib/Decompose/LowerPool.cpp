@@ -127,6 +127,9 @@ Vals asStrided(Emitter &e, Node &n) {
   for (const Size &d : sizesOf(x->type())) numel = numel * d;
   Node *flat = viewTo(e, x, {numel});
   SymArgs sym; // the size argument's run-time sizes (a batch of planes); strides are static
+  if (n.symArg(2) || n.symArg(3))
+    nodeError(n, "lower of as_strided with a run-time stride or storage offset is not supported yet: compile at one "
+                 "size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
   if (const std::vector<std::string> *size = n.symArg(1)) sym.push_back({1, *size});
   return {e.call("aten.as_strided.default", {flat, n.intListArg(1), n.intListArg(2),
                                              n.isNoneArg(3) ? Arg{int64_t(0)} : Arg{n.intArg(3)}}, {}, sym)};

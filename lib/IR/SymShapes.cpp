@@ -312,19 +312,34 @@ SymResult likeFirst(const Node &n, const std::vector<TensorType> &types) {
 SymResult allLikeFirst(const Node &n, const std::vector<TensorType> &types) {
   return SymResult(types.size(), text(dimsOf(tensorType(n, 0))));
 }
-/// Every tensor argument's run-time sizes are in its dim 0 (a batch) only: convolution and
-/// pooling over a run-time height, width or channel count have no shape function yet.
-void batchDimsOnly(const Node &n) {
-  for (const Node *in : n.inputs())
-    for (const TensorType &t : in->types)
-      for (size_t j = 1; j < t.sym.size(); ++j)
-        if (!t.sym[j].empty()) throw SymExprError("a run-time size in a dim other than the batch (dim 0)");
+/// Ops over a batch: the tensor arguments in `batchArgs` may have a run-time dim 0 (the batch).
+/// Any other run-time size, in a dim or an argument (but element 0 of int-list argument
+/// `sizeArg`, an input_size) has no shape function yet: a run-time height, width or channel
+/// count, a weight with a run-time dim.
+void batchDimsOnly(const Node &n, const std::vector<size_t> &batchArgs, int sizeArg = -1) {
+  auto check = [](const TensorType &t, bool batch) {
+    for (size_t j = batch ? 1 : 0; j < t.sym.size(); ++j)
+      if (!t.sym[j].empty()) throw SymExprError("a run-time size in a dim other than the batch (dim 0)");
+  };
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    bool batch = std::find(batchArgs.begin(), batchArgs.end(), i) != batchArgs.end();
+    if (auto *x = std::get_if<Node *>(&n.args[i]); x && *x)
+      for (const TensorType &t : (*x)->types) check(t, batch);
+    if (auto *v = std::get_if<std::vector<Node *>>(&n.args[i]))
+      for (const Node *x : *v)
+        if (x)
+          for (const TensorType &t : x->types) check(t, false);
+  }
+  for (const auto &[i, exprs] : n.symArgs)
+    for (size_t k = 0; k < exprs.size(); ++k)
+      if (!exprs[k].empty() && ((int)i != sizeArg || k != 0))
+        throw SymExprError("a run-time size argument other than the batch");
 }
 /// Ops over a batch (convolution, pooling): dim 0 of the results in `batched` is dim 0 of
 /// argument `from`; every other dim and result is static.
-decltype(OpDef::symInfer) batchOnly(size_t from, std::vector<size_t> batched) {
-  return [from, batched](const Node &n, const std::vector<TensorType> &types) {
-    batchDimsOnly(n);
+decltype(OpDef::symInfer) batchOnly(size_t from, std::vector<size_t> batched, std::vector<size_t> batchArgs) {
+  return [from, batched, batchArgs](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n, batchArgs);
     SymResult r(types.size());
     for (size_t k : batched) {
       if (k >= types.size() || types[k].rank() == 0) continue;
@@ -336,12 +351,21 @@ decltype(OpDef::symInfer) batchOnly(size_t from, std::vector<size_t> batched) {
   };
 }
 /// The gradient of a pooling's input: result 0 like argument `i` (the input), over a batch.
-decltype(OpDef::symInfer) likeArg(size_t i) {
-  return [i](const Node &n, const std::vector<TensorType> &types) {
-    batchDimsOnly(n);
+decltype(OpDef::symInfer) likeArg(size_t i, std::vector<size_t> batchArgs) {
+  return [i, batchArgs](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n, batchArgs);
     SymResult r(types.size());
     r[0] = text(dimsOf(tensorType(n, i)));
     return r;
+  };
+}
+/// A gradient whose sizes are its int-list argument `a` (input_size), over a batch.
+decltype(OpDef::symInfer) sizesFromArg(size_t a, std::vector<size_t> batchArgs) {
+  return [a, batchArgs](const Node &n, const std::vector<TensorType> &types) {
+    batchDimsOnly(n, batchArgs, (int)a);
+    Dims out;
+    for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, a, k));
+    return SymResult{text(out)};
   };
 }
 /// constant_pad_nd(x, pad): the last dims grown by their pads (pad lists the last dim first).
@@ -452,32 +476,22 @@ void registerSymbolicShapes(OpRegistry &r) {
                         "aten.native_layer_norm_backward.default", "aten.native_batch_norm_backward.default"})
     set(t, likeFirst);
   // Convolution and pooling over a run-time batch (issue 30 item 5, phase 1).
-  set("aten.convolution.default", batchOnly(0, {0}));
-  set("aten.convolution_backward.default", batchOnly(1, {0})); // grad_input; the weight's, bias's static
-  set("aten.max_pool2d_with_indices.default", batchOnly(0, {0, 1}));
-  set("aotc.conv_weight_grad.default", batchOnly(0, {}));
+  set("aten.convolution.default", batchOnly(0, {0}, {0}));
+  set("aten.convolution_backward.default", batchOnly(1, {0}, {0, 1})); // grad_input; the weight's, bias's static
+  set("aotc.conv_weight_grad.default", batchOnly(0, {}, {0, 1}));
+  set("aotc.conv_input_grad.default", sizesFromArg(2, {0}));
+  set("aten.max_pool2d_with_indices.default", batchOnly(0, {0, 1}, {0}));
+  set("aten.max_pool2d_with_indices_backward.default", likeArg(1, {0, 1, 7})); // grad, self, indices
+  set("aten.avg_pool2d.default", batchOnly(0, {0}, {0}));
+  set("aten.avg_pool2d_backward.default", likeArg(1, {0, 1}));
+  set("aten._adaptive_avg_pool2d.default", batchOnly(0, {0}, {0}));
+  set("aten._adaptive_avg_pool2d_backward.default", likeArg(1, {0, 1}));
   for (const char *t : {"aten.upsample_nearest2d.default", "aten.upsample_bilinear2d.default",
                         "aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec"})
-    set(t, batchOnly(0, {0}));
+    set(t, batchOnly(0, {0}, {0}));
   for (const char *t : {"aten.upsample_nearest2d_backward.default", "aten.upsample_bilinear2d_backward.default"})
-    set(t, [](const Node &n, const std::vector<TensorType> &types) {
-      batchDimsOnly(n);
-      Dims out; // its input_size argument
-      for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 2, k));
-      return SymResult{text(out)};
-    });
-  set("aotc.conv_input_grad.default", [](const Node &n, const std::vector<TensorType> &types) {
-    batchDimsOnly(n);
-    Dims out; // its input_size argument
-    for (size_t k = 0; k < types[0].shape.size(); ++k) out.push_back(intArgExpr(n, 2, k));
-    return SymResult{text(out)};
-  });
+    set(t, sizesFromArg(2, {0}));
   set("aten.as_strided.default", sizeFactory); // its `size`
-  set("aten.max_pool2d_with_indices_backward.default", likeArg(1));
-  set("aten.avg_pool2d.default", batchOnly(0, {0}));
-  set("aten.avg_pool2d_backward.default", likeArg(1));
-  set("aten._adaptive_avg_pool2d.default", batchOnly(0, {0}));
-  set("aten._adaptive_avg_pool2d_backward.default", likeArg(1));
   for (const char *t : {"aten.mean.default", "aten.sum.default"}) set(t, reduction); // to a 0-d tensor
   set("aten.constant_pad_nd.default", constantPadNd);
   set("aten.embedding_dense_backward.default", staticResults);

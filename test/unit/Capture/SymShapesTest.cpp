@@ -122,6 +122,11 @@ TEST_CASE("convolution and pooling over a run-time batch only", "[symshapes]") {
   Node *wg = buildCall(g, "wg", "aotc.conv_weight_grad.default",
                        {c, x, std::vector<int64_t>{8, 3, 3, 3}, std::vector<int64_t>{2, 2}, one, one, (int64_t)1}, {});
   CHECK(wg->type().str() == "f32[8, 3, 3, 3]"); // a weight's gradient: static
+  // A run-time size in a weight's dim 0 (its output channels) is not the batch: refused.
+  Node *wd = g.addPlaceholder("wd", TensorType(DType::F32, {8, 3, 3, 3}, {"s2", "", "", ""}), InputRole::UserInput);
+  CHECK_THROWS_WITH(buildCall(g, "cw", "aten.convolution.default",
+                              {x, wd, std::monostate{}, one, one, one, false, std::vector<int64_t>{0, 0}, (int64_t)1}, {}),
+                    Catch::Contains("aotc has no shape function over run-time sizes for this op yet"));
   // A run-time height has no shape function yet: a user error, not a guess.
   Node *h = g.addPlaceholder("h", TensorType(DType::F32, {16, 3, 12, 12}, {"", "", "s1", ""}), InputRole::UserInput);
   try {
