@@ -63,7 +63,7 @@ Vals linear(Emitter &e, Node &n) {
   if (xs.size() != 2) {
     std::vector<Size> ys = lead;
     ys.push_back(out);
-    y = e.view(y, values(ys), symArg(1, ys).second);
+    y = e.viewTo(y, ys);
   }
   if (b && !fuseBias) y = e.add(y, b);
   return {y};

@@ -66,10 +66,10 @@ Linearized linearize(Emitter &e, Node &n) {
   std::vector<Size> vs(xsz.begin(), xsz.begin() + first);
   vs.push_back(merged);
   vs.insert(vs.end(), xsz.begin() + first + count, xsz.end());
-  L.self = e.view(x, values(vs), symArg(0, vs).second);
+  L.self = e.viewTo(x, vs);
   L.pos = first;
   // The linear index.
-  auto scalar = [](size_t i, const Size &v) { return SymArgs{{i, {v.text()}}}; };
+  auto scalar = [](size_t i, const Size &v) { return SymArgs{symArg(i, {v})}; };
   Node *lin = nullptr;
   Size stride = 1;
   for (int64_t k = count - 1; k >= 0; --k) {
@@ -105,9 +105,7 @@ Shape withBroadcast(const Linearized &L) {
 /// index.Tensor(self, indices) -> index_select(self viewed, pos, L.view(-1)).view(result).
 Vals index(Emitter &e, Node &n) {
   Linearized L = linearize(e, n);
-  Size count = 1;
-  for (const Size &d : sizesOf(L.index->type())) count = count * d;
-  Node *flat = e.view(L.index, {count.v}, symArg(0, {count}).second);
+  Node *flat = e.viewTo(L.index, {product(sizesOf(L.index->type()))});
   Node *picked = e.call("aten.index_select.default", {L.self, L.pos, flat});
   return {e.view(picked, n.types[0].shape, n.types[0].sym)};
 }

@@ -118,7 +118,7 @@ Vals mean(Emitter &e, Node &n) {
   Node *sum = e.call("aten.sum.dim_IntList", {x, dims, keepdim}, {{"dtype", dtype}});
   // An int divisor (true division all the same), as a run-time count must be: one text at a
   // size whether the count was run-time or not.
-  return {e.call("aten.div.Tensor", {sum, count.v}, {}, {{1, {count.text()}}})};
+  return {e.divBy(sum, count)};
 }
 
 /// rsub.Scalar(x, other, alpha) = other - alpha * x.
@@ -313,9 +313,7 @@ Vals softplus(Emitter &e, Node &n) {
 Vals embedding(Emitter &e, Node &n) {
   Node *w = n.tensorArg(0), *idx = n.tensorArg(1);
   const Shape &is = idx->type().shape;
-  Size count = 1;
-  for (size_t d = 0; d < is.size(); ++d) count = count * sizeOf(idx->type(), d);
-  Node *flat = is.size() == 1 ? idx : e.view(idx, {count.v}, {count.text()});
+  Node *flat = is.size() == 1 ? idx : e.viewTo(idx, {product(sizesOf(idx->type()))});
   Node *rows = e.call("aten.index_select.default", {w, int64_t(0), flat});
   return {is.size() == 1 ? rows : e.view(rows, n.types[0].shape, n.types[0].sym)};
 }

@@ -162,12 +162,6 @@ Size bnCount(const TensorType &t) {
   return m;
 }
 
-/// x / m with m an int: true division by a size argument (as mean), never 1/M folded into a
-/// float, so a run-time M stays an expression.
-Node *divBy(Emitter &e, Node *x, const Size &m) {
-  return e.call("aten.div.Tensor", {x, m.v}, {}, {{1, {m.text()}}});
-}
-
 /// t [C] as [1, C, 1, ...] to broadcast against a rank-`rank` input.
 Node *perChannel(Emitter &e, Node *t, int64_t rank) {
   Shape s(rank, 1);
@@ -215,15 +209,15 @@ Vals batchNormFunctional(Emitter &e, Node &n) {
   int64_t r = x->type().rank(), C = x->type().shape[1];
   Size M = bnCount(x->type());
   std::vector<int64_t> dims = bnDims(r);
-  Node *mean = divBy(e, e.sum(x, dims, true), M);
+  Node *mean = e.divBy(e.sum(x, dims, true), M);
   Node *xc = e.sub(x, mean);
   Node *ss = e.sum(e.mul(xc, xc), dims, true);
-  Node *var = divBy(e, ss, M);
+  Node *var = e.divBy(ss, M);
   Node *rstd = e.call("aten.rsqrt.default", {e.add(var, eps)});
   Node *out = bnNormalize(e, n, x, mean, rstd);
   Node *meanC = e.view(mean, {C});
   Node *newMean = e.add(e.mul(rm, 1.0 - momentum), e.mul(meanC, momentum));
-  Node *unbiased = divBy(e, e.view(ss, {C}), M - 1);
+  Node *unbiased = e.divBy(e.view(ss, {C}), M - 1);
   Node *newVar = e.add(e.mul(rv, 1.0 - momentum), e.mul(unbiased, momentum));
   return {out, meanC, e.view(rstd, {C}), newMean, newVar};
 }
@@ -299,7 +293,7 @@ Vals nativeBatchNormBackward(Emitter &e, Node &n) {
     Node *d = n.isNoneArg(2) ? g : e.mul(g, perChannel(e, n.tensorArg(2), r));
     if (train) {
       Size M = bnCount(x->type());
-      Node *inner = e.sub(e.sub(d, divBy(e, e.sum(d, dims, true), M)), e.mul(xhat, divBy(e, e.sum(e.mul(d, xhat), dims, true), M)));
+      Node *inner = e.sub(e.sub(d, e.divBy(e.sum(d, dims, true), M)), e.mul(xhat, e.divBy(e.sum(e.mul(d, xhat), dims, true), M)));
       out[0] = e.mul(invstd, inner);
     } else {
       out[0] = e.mul(d, invstd);

@@ -39,14 +39,10 @@ int64_t padded(int64_t in, int64_t out, int64_t s, int64_t p, int64_t d, int64_t
   return p + std::max(in, (out - 1) * s - p + (k - 1) * d + 1);
 }
 
-/// A size list as an int[] argument (its values) and its run-time sizes, for argument `i`.
+/// `lead` followed by the static sizes `rest`.
 std::vector<Size> sizes(std::vector<Size> lead, std::initializer_list<int64_t> rest) {
   for (int64_t x : rest) lead.push_back(x);
   return lead;
-}
-Node *viewTo(Emitter &e, Node *x, const std::vector<Size> &s) { return e.view(x, values(s), symArg(0, s).second); }
-Node *fullOf(Emitter &e, const std::vector<Size> &s, Arg fill, DType dt) {
-  return e.call("aten.full.default", {values(s), fill}, {{"dtype", DTypeLit{dt}}}, {symArg(0, s)});
 }
 
 /// src [..., A, B] placed at [padA, padB] of full([..., Ap, Bp], fill); `lead` may be run-time
@@ -54,9 +50,9 @@ Node *fullOf(Emitter &e, const std::vector<Size> &s, Arg fill, DType dt) {
 Node *pad2(Emitter &e, Node *src, const std::vector<Size> &lead, int64_t A, int64_t B, int64_t Ap, int64_t Bp,
            int64_t padA, int64_t padB, Arg fill, DType dt) {
   int64_t r = (int64_t)lead.size();
-  Node *t1 = fullOf(e, sizes(lead, {A, Bp}), fill, dt);
+  Node *t1 = e.fullOf(sizes(lead, {A, Bp}), fill, dt);
   t1 = e.call("aten.slice_scatter.default", {t1, src, r + 1, padB, padB + B, int64_t(1)});
-  Node *t2 = fullOf(e, sizes(lead, {Ap, Bp}), fill, dt);
+  Node *t2 = e.fullOf(sizes(lead, {Ap, Bp}), fill, dt);
   return e.call("aten.slice_scatter.default", {t2, t1, r, padA, padA + A, int64_t(1)});
 }
 
@@ -79,14 +75,14 @@ Vals maxPool2dWithIndices(Emitter &e, Node &n) {
   int64_t Wp = padded(g.W, g.OW, g.strideW, g.padW, g.dilW, g.KW);
   Size P = planesOf(x->type());
   int64_t KK = g.KH * g.KW;
-  Node *xr = viewTo(e, x, sizes({P}, {g.H, g.W}));
+  Node *xr = e.viewTo(x, sizes({P}, {g.H, g.W}));
   Node *xp = pad2(e, xr, {P}, g.H, g.W, Hp, Wp, g.padH, g.padW, -INFINITY, dt);
   std::vector<Size> winSize = sizes({P}, {g.OH, g.OW, g.KH, g.KW});
   Node *win = e.call("aten.as_strided.default",
                      {xp, values(winSize),
                       std::vector<int64_t>{Hp * Wp, g.strideH * Wp, g.strideW, g.dilH * Wp, g.dilW}, int64_t(0)},
                      {}, {symArg(1, winSize)});
-  Node *flat = viewTo(e, win, sizes({P}, {g.OH, g.OW, KK}));
+  Node *flat = e.viewTo(win, sizes({P}, {g.OH, g.OW, KK}));
   Node *out = e.call("aten.amax.default", {flat, std::vector<int64_t>{3}, false});
   Node *k = e.call("aten.argmax.default", {flat, int64_t(3), true});
   if (isFloating(dt)) { // a window with a NaN: the last one, as ATen's kernel
@@ -114,18 +110,16 @@ Vals maxPool2dWithIndicesBackward(Emitter &e, Node &n) {
   Node *g = n.tensorArg(0), *x = n.tensorArg(1), *ix = n.tensorArg(7);
   PoolGeometry geo = geometryOf(n, x->type().shape, 2);
   Size P = planesOf(x->type());
-  Node *zeros = fullOf(e, sizes({P}, {geo.H * geo.W}), 0.0, x->type().dtype);
+  Node *zeros = e.fullOf(sizes({P}, {geo.H * geo.W}), 0.0, x->type().dtype);
   std::vector<Size> outs = sizes({P}, {geo.OH * geo.OW});
-  Node *acc = e.call("aten.scatter_add.default", {zeros, int64_t(1), viewTo(e, ix, outs), viewTo(e, g, outs)});
+  Node *acc = e.call("aten.scatter_add.default", {zeros, int64_t(1), e.viewTo(ix, outs), e.viewTo(g, outs)});
   return {e.view(acc, x->type().shape, x->type().sym)};
 }
 
 Vals asStrided(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   if (x->type().rank() == 1) return {};
-  Size numel = 1;
-  for (const Size &d : sizesOf(x->type())) numel = numel * d;
-  Node *flat = viewTo(e, x, {numel});
+  Node *flat = e.viewTo(x, {product(sizesOf(x->type()))});
   SymArgs sym; // the size argument's run-time sizes (a batch of planes); strides are static
   if (n.symArg(2) || n.symArg(3))
     nodeError(n, "lower of as_strided with a run-time stride or storage offset is not supported yet: compile at one "

@@ -125,7 +125,7 @@ Node *resampleAdjoint(Emitter &e, Node *g, int64_t dim, int64_t inSize, const st
   int64_t R = gt.rank(), O = gt.shape[dim];
   std::vector<Size> s = sizesOf(gt); // a run-time batch stays one (the resampled dim is static)
   s[dim] = inSize;
-  Node *acc = e.call("aten.full.default", {values(s), 0.0}, {{"dtype", DTypeLit{gt.dtype}}}, {symArg(0, s)});
+  Node *acc = e.fullOf(s, 0.0, gt.dtype);
   for (const Tap &t : taps) {
     Node *src = t.w ? e.mul(g, e.view(t.w, dimShape(R, dim, O))) : g;
     Node *idx = e.call("aten.expand.default", {e.view(t.idx, dimShape(R, dim, O)), gt.shape}, {},
@@ -253,7 +253,7 @@ Vals constantPadNd(Emitter &e, Node &n) {
     std::vector<Size> s = sizesOf(y->type());
     Size size = s[dim];
     s[dim] = size + (lo + hi);
-    Node *full = e.call("aten.full.default", {values(s), n.args[2]}, {{"dtype", DTypeLit{dt}}}, {symArg(0, s)});
+    Node *full = e.fullOf(s, n.args[2], dt);
     Size end = size + lo;
     y = e.call("aten.slice_scatter.default", {full, y, dim, lo, end.v, int64_t(1)}, {}, {symArg(4, {end})});
   }

@@ -44,6 +44,13 @@ Node *Emitter::toDtype(Node *x, DType dt) {
 Node *Emitter::view(Node *x, const Shape &shape, const std::vector<std::string> &sym) {
   return call("aten.view.default", {x, std::vector<int64_t>(shape)}, {}, {{1, sym}});
 }
+Node *Emitter::viewTo(Node *x, const std::vector<Size> &sizes) {
+  return view(x, values(sizes), symArg(0, sizes).second);
+}
+Node *Emitter::fullOf(const std::vector<Size> &sizes, Arg fill, DType dt) {
+  return call("aten.full.default", {values(sizes), std::move(fill)}, {{"dtype", DTypeLit{dt}}}, {symArg(0, sizes)});
+}
+Node *Emitter::divBy(Node *x, const Size &n) { return call("aten.div.Tensor", {x, n.v}, {}, {symArg(1, {n})}); }
 
 std::string Size::text() const { return e.sizeText(); }
 Size operator+(const Size &a, const Size &b) {
@@ -55,6 +62,11 @@ Size operator-(const Size &a, const Size &b) {
 }
 Size operator*(const Size &a, const Size &b) {
   return {a.v * b.v, SymExpr::binary(SymExpr::Op::Mul, a.e, b.e).canonical()};
+}
+Size product(const std::vector<Size> &s) {
+  Size p = 1;
+  for (const Size &x : s) p = p * x;
+  return p;
 }
 Size sizeOf(const TensorType &t, size_t d) { return {t.shape.at(d), SymExpr::ofSize(t.sym, d, t.shape.at(d))}; }
 std::vector<Size> sizesOf(const TensorType &t) {

@@ -51,6 +51,8 @@ Size sizeOf(const TensorType &t, size_t d);
 std::vector<Size> sizesOf(const TensorType &t);
 /// The values of `s` (an int[] argument) and argument i's entry of Node::symArgs for them.
 std::vector<int64_t> values(const std::vector<Size> &s);
+/// The product of `s` (an element count).
+Size product(const std::vector<Size> &s);
 std::pair<size_t, std::vector<std::string>> symArg(size_t i, const std::vector<Size> &s);
 
 /// Builds nodes in place of one node (`at`).
@@ -79,6 +81,12 @@ public:
   Node *toDtype(Node *x, DType dt);
   /// view(x, shape); with `sym`, shape's run-time sizes (TensorType::sym).
   Node *view(Node *x, const Shape &shape, const std::vector<std::string> &sym = {});
+  /// view(x, sizes) and full(sizes, fill, dtype) with sizes that may be run-time (Size).
+  Node *viewTo(Node *x, const std::vector<Size> &sizes);
+  Node *fullOf(const std::vector<Size> &sizes, Arg fill, DType dt);
+  /// div.Tensor(x, n) by an int count that may be a run-time size: true division by a size
+  /// argument, never 1/n folded into a float (mean, batch norm).
+  Node *divBy(Node *x, const Size &n);
   /// [0, 1, ..., n - 1] of dtype `dt` (aten.arange).
   Node *iota(int64_t n, DType dt = DType::I64);
   /// permute(x, dims).
