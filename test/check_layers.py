@@ -27,7 +27,7 @@ HEADER_OWNER = {
     "Types.h": "aotcIR", "Graph.h": "aotcIR", "OpRegistry.h": "aotcIR", "TextIR.h": "aotcIR",
     "RefEval.h": "aotcIR", "Conv.h": "aotcIR", "Fft.h": "aotcIR", "LinalgGrad.h": "aotcIR", "Pool.h": "aotcIR", "Philox.h": "aotcIR",
     "ScalarOp.h": "aotcIR",
-    "SymExpr.h": "aotcIR", "SpecializeSizes.h": "aotcIR",
+    "SymExpr.h": "aotcIR", "SpecializeSizes.h": "aotcIR", "Dim.h": "aotcIR",
     # The stage entry points: declarations only, owned by IR so that a stage can name the
     # Program type and its own entry point; calling another stage's is a link error.
     "Stages.h": "aotcIR",

@@ -29,6 +29,7 @@
 #pragma once
 
 #include "aotc/Conv.h"
+#include "aotc/Dim.h"
 #include "aotc/Graph.h"
 #include "aotc/Optimizer.h"
 #include "aotc/ScalarOp.h"
@@ -71,8 +72,8 @@ struct Buffer {
 /// clamped source index): no check is emitted.
 struct DynIndex {
   int value = -1;
-  int64_t stride = 0;
-  int64_t bound = 0;
+  Dim stride = 0;
+  Dim bound = 0;
   int error = -1; ///< Index into KernelGraph::errors (program-wide after planning), or -1.
 };
 
@@ -83,8 +84,8 @@ struct DynIndex {
 /// buffer == -1: no buffer; the address is the value of an Index instruction.
 struct Access {
   int buffer = -1;
-  int64_t offset = 0;
-  std::vector<int64_t> coef;
+  Dim offset = 0;
+  Dims coef;
   std::vector<DynIndex> dyn;
 };
 
@@ -99,6 +100,10 @@ struct Inst {
   int64_t iconst = 0;
   int access = -1; ///< Load.
   int reg = -1;    ///< Reg.
+  /// Const only: "" for a constant; else the constant is this run-time size (an integer
+  /// expression over the program's size symbols, Dim::sym) and fconst / iconst hold its value
+  /// at the reference sizes.
+  std::string sym;
 };
 
 enum class ReduceKind { Sum, Max, Min, ArgMax, Prod };
@@ -133,7 +138,7 @@ struct Store {
 };
 
 struct Phase {
-  Shape inner;                ///< Sequential domain (may be empty: one iteration).
+  Dims inner;                ///< Sequential domain (may be empty: one iteration).
   std::vector<Access> accesses;
   std::vector<Inst> insts;
   std::vector<Reduction> reductions; ///< Non-empty: a reduce phase.
@@ -149,10 +154,10 @@ struct GemmDesc {
   DType dtype = DType::F32;
   int a = -1, b = -1, c = -1;
   bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0;
-  int64_t offA = 0, offB = 0, offC = 0;
-  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  Dim m = 0, n = 0, k = 0;
+  Dim lda = 0, ldb = 0, ldc = 0;
+  Dim offA = 0, offB = 0, offC = 0;
+  Dim batch = 1, strideA = 0, strideB = 0, strideC = 0;
   double alpha = 1.0, beta = 0.0;
 };
 
@@ -169,7 +174,9 @@ const char *externFnName(ExternFn f); ///< "gemm", "conv", "fft", "linalg"
 struct ConvDesc {
   enum class Role { Forward, InputGrad, WeightGrad } role = Role::Forward;
   DType dtype = DType::F32;
-  ConvGeometry geom;
+  ConvGeometry geom; ///< At the reference sizes (a run-time batch at its largest value).
+  /// The batch N as a size: a run-time size when the batch is one (every other dim is constant).
+  Dim batch = 0;
   /// Forward: a = x, b = w, c = y. InputGrad: a = dy, b = w, c = dx. WeightGrad: a = dy, b = x, c = dw.
   int a = -1, b = -1, c = -1;
   int64_t offA = 0, offB = 0, offC = 0;
@@ -237,7 +244,7 @@ ExternCall linalgCall(const LinalgDesc &l);
 struct Kernel {
   enum class Kind { Loop, Extern } kind = Kind::Loop;
   std::string name;       ///< "k0", "k1", ... (unique within the graph).
-  Shape outer;            ///< Independent iterations.
+  Dims outer;             ///< Independent iterations.
   std::vector<Phase> phases;
   std::vector<DType> regTypes; ///< Register types, indexed by Reduction::reg.
   ExternCall call;        ///< Kind::Extern only (its phases, if any, run before the call).

@@ -38,7 +38,24 @@ ERef mkIntConst(DType t, int64_t v) {
   return e;
 }
 
+ERef mkSizeConst(DType t, const Dim &d) {
+  if (!d.symbolic()) return isFloating(t) ? mkConst(t, (double)d.ref()) : mkIntConst(t, d.ref());
+  AOTC_ASSERT(t != DType::Bool, "codegen: a run-time size as a bool");
+  auto e = std::make_shared<EExpr>();
+  e->op = ScalarOp::Const;
+  e->type = t;
+  e->i = d.ref();
+  e->f = (double)d.ref();
+  e->sym = d.sym();
+  return e;
+}
+
 ERef mkConstArg(DType t, const Node &n, size_t i) {
+  if (const std::vector<std::string> *e = n.symArg(i); e && !e->empty() && !(*e)[0].empty()) {
+    const int64_t *iv = std::get_if<int64_t>(&n.args[i]);
+    if (!iv) nodeError(n, "codegen: argument " + std::to_string(i) + " is a run-time size but not an integer");
+    return mkSizeConst(t, Dim::expr((*e)[0], *iv));
+  }
   if (!isFloating(t)) {
     // Integer scalars stay exact (through double, 2^53 + 1 would become 2^53).
     const int64_t *iv = std::get_if<int64_t>(&n.args[i]);
@@ -101,6 +118,7 @@ ERef mkPhilox(ERef seed, ERef offset, ERef index, int64_t word) {
 
 ERef mkCast(ERef e, DType t) {
   if (e->type == t) return e;
+  if (e->op == ScalarOp::Const && !e->sym.empty()) return mkSizeConst(t, Dim::expr(e->sym, e->i));
   if (e->op == ScalarOp::Const) return mkConst(t, e->f);
   return mkOp(ScalarOp::Cast, t, {std::move(e)});
 }
@@ -238,7 +256,7 @@ IndexMap IndexMap::identity(int rank) {
   IndexMap m;
   m.newRank = rank;
   m.m.assign(rank, std::vector<int64_t>(rank, 0));
-  m.c.assign(rank, 0);
+  m.c.assign(rank, Dim(0));
   for (int d = 0; d < rank; ++d) m.m[d][d] = 1;
   return m;
 }
@@ -248,7 +266,7 @@ IndexMap IndexMap::broadcast(const Shape &from, const Shape &to) {
   int r = (int)to.size(), rf = (int)from.size();
   m.newRank = r;
   m.m.assign(rf, std::vector<int64_t>(r, 0));
-  m.c.assign(rf, 0);
+  m.c.assign(rf, Dim(0));
   for (int d = 0; d < rf; ++d) {
     int nd = d + r - rf;
     if (from[d] != 1 || (nd >= 0 && to[nd] == 1)) m.m[d][nd] = 1;
@@ -260,7 +278,7 @@ IndexMap IndexMap::select(const std::vector<int> &newPosOfOld, int newRank) {
   IndexMap m;
   m.newRank = newRank;
   m.m.assign(newPosOfOld.size(), std::vector<int64_t>(newRank, 0));
-  m.c.assign(newPosOfOld.size(), 0);
+  m.c.assign(newPosOfOld.size(), Dim(0));
   for (size_t d = 0; d < newPosOfOld.size(); ++d)
     if (newPosOfOld[d] >= 0) m.m[d][newPosOfOld[d]] = 1;
   return m;
@@ -269,14 +287,43 @@ IndexMap IndexMap::select(const std::vector<int> &newPosOfOld, int newRank) {
 ERef applyIndexMap(const ERef &e, const IndexMap &map) {
   return mapAddrs(e, [&](EAddr &a) {
     AOTC_ASSERT(a.coef.size() == map.m.size(), "index map rank mismatch");
-    std::vector<int64_t> nc(map.newRank, 0);
+    Dims nc(map.newRank, Dim(0));
     for (size_t d = 0; d < a.coef.size(); ++d) {
       a.offset += a.coef[d] * map.c[d];
-      for (int k = 0; k < map.newRank; ++k) nc[k] += a.coef[d] * map.m[d][k];
+      for (int k = 0; k < map.newRank; ++k)
+        if (map.m[d][k] != 0) nc[k] += a.coef[d] * map.m[d][k];
     }
     a.coef = std::move(nc);
     return true;
   });
+}
+
+bool hasRuntimeSizes(const TKernel &k) {
+  bool any = anySymbolic(k.outer);
+  auto addr = [&](const EAddr &a) {
+    any = any || a.offset.symbolic() || anySymbolic(a.coef);
+    for (auto &d : a.dyn) any = any || d.stride.symbolic() || d.bound.symbolic();
+  };
+  std::unordered_set<const EExpr *> seen;
+  std::function<void(const ERef &)> visit = [&](const ERef &e) {
+    if (!seen.insert(e.get()).second) return;
+    any = any || !e->sym.empty();
+    if (e->op == ScalarOp::Load || e->op == ScalarOp::Index) {
+      addr(e->addr);
+      for (auto &d : e->addr.dyn) visit(d.value);
+    }
+    for (auto &a : e->args) visit(a);
+  };
+  for (auto &p : k.phases) {
+    any = any || anySymbolic(p.inner);
+    for (auto &r : p.reds) visit(r.value);
+    for (auto &s : p.stores) {
+      addr(s.addr);
+      visit(s.value);
+      for (auto &d : s.addr.dyn) visit(d.value);
+    }
+  }
+  return any;
 }
 
 //===-- Reads / writes -----------------------------------------------------===//
@@ -355,10 +402,11 @@ struct Flattener {
     in.fconst = e->f;
     in.iconst = e->i;
     in.reg = e->reg;
+    in.sym = e->sym;
     if (e->op == ScalarOp::Load || e->op == ScalarOp::Index) in.access = access(e->addr);
     std::ostringstream key;
     key << (int)in.op << ':' << (int)in.type << ':' << in.a << ',' << in.b << ',' << in.c << ':'
-        << in.access << ':' << in.reg << ':' << in.iconst << ':';
+        << in.access << ':' << in.reg << ':' << in.iconst << ':' << in.sym << ':';
     key.precision(17);
     key << in.fconst;
     auto c = cse.find(key.str());

@@ -8,36 +8,57 @@
 //===----------------------------------------------------------------------===//
 #include "GraphFuser.h"
 
+#include "aotc/SymExpr.h"
+
 namespace aotc::fusion {
 
 /// A library call's kernel over the node's output domain: extern, never merged.
-static TKernel externKernel(const Shape &outer) {
+static TKernel externKernel(const TensorType &out) {
   TKernel k;
   k.kind = Kernel::Kind::Extern;
   k.noMerge = true;
-  k.outer = outer;
+  k.outer = dimsOf(out);
   return k;
+}
+
+/// max(d, 1): a leading dimension (a run-time size is at least 1).
+static Dim atLeastOne(const Dim &d) { return d.symbolic() || d.ref() >= 1 ? d : Dim(1); }
+
+/// a >= b for every run-time size (SymExpr::atLeastForSizes). A pair the rule cannot decide
+/// counts as false: the caller copies the operand.
+static bool atLeast(const Dim &a, const Dim &b) {
+  if (a == b) return true;
+  if (!a.symbolic() && !b.symbolic()) return a.ref() >= b.ref();
+  return a.toExpr().atLeastForSizes(b.toExpr());
+}
+
+/// The library calls other than GEMMs take constant sizes so far: a node over run-time sizes
+/// is an error naming it (docs/dynamic-shapes.md "Still refused").
+static void refuseRuntimeSizes(const Node &n, const char *what) {
+  if (n.runtimeSized())
+    nodeError(n, std::string("codegen: ") + what + " over run-time sizes is not supported yet; give the sizes with "
+                 "--specialize (docs/dynamic-shapes.md)");
 }
 
 GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int rank) {
   Val v = val(arg);
-  const Shape &S = v.type.shape;
+  const Dims S = dimsOf(v.type);
   auto fits = [&](const Val &x, BlasOperand &o) {
     if (x.e->op != ScalarOp::Load || !x.e->addr.dyn.empty()) return false;
     const EAddr &a = x.e->addr;
-    int64_t rows = S[rank - 2], cols = S[rank - 1];
-    int64_t s0 = a.coef[rank - 2], s1 = a.coef[rank - 1];
+    Dim rows = S[rank - 2], cols = S[rank - 1];
+    Dim s0 = a.coef[rank - 2], s1 = a.coef[rank - 1];
     o.buffer = a.buffer;
     o.offset = a.offset;
-    o.batchStride = rank == 3 ? a.coef[0] : 0;
-    if ((s1 == 1 || cols == 1) && (rows == 1 || s0 >= std::max<int64_t>(cols, 1))) {
+    o.batchStride = rank == 3 ? a.coef[0] : Dim(0);
+    if ((s1 == 1 || cols == 1) && (rows == 1 || atLeast(s0, atLeastOne(cols)))) {
       o.trans = false;
-      o.ld = rows == 1 ? std::max<int64_t>(cols, 1) : s0;
+      o.ld = rows == 1 ? atLeastOne(cols) : s0;
       return true;
     }
-    if ((s0 == 1 || rows == 1) && (cols == 1 || s1 >= std::max<int64_t>(rows, 1))) {
+    if ((s0 == 1 || rows == 1) && (cols == 1 || atLeast(s1, atLeastOne(rows)))) {
       o.trans = true;
-      o.ld = cols == 1 ? std::max<int64_t>(rows, 1) : s1;
+      o.ld = cols == 1 ? atLeastOne(rows) : s1;
       return true;
     }
     return false;
@@ -92,9 +113,9 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     const OpLowering *ul = findLowering(*u);
     bool transpose = false;
     if (ul && ul->kind == LoweringKind::View) {
-      IndexMap m = ul->view(*u, ot.shape, u->type().shape);
+      IndexMap m = ul->view(*u, dimsOf(ot), dimsOf(u->type()));
       transpose = m.newRank == 2 && m.m == std::vector<std::vector<int64_t>>{{0, 1}, {1, 0}} &&
-                  m.c == std::vector<int64_t>{0, 0};
+                  m.c == Dims{0, 0};
     }
     if (transpose && freeSlot(u) >= 0) tu = u;
   }
@@ -105,7 +126,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     oa.trans = !oa.trans;
     ob.trans = !ob.trans;
   }
-  TKernel k = externKernel(ot.shape);
+  TKernel k = externKernel(ot);
   GemmDesc gd;
   gd.dtype = ot.dtype;
   gd.a = oa.buffer;
@@ -117,13 +138,13 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   gd.ldb = ob.ld;
   gd.offA = oa.offset;
   gd.offB = ob.offset;
-  const Shape &as = A->type().shape;
+  const Dims as = dimsOf(A->type()), os = dimsOf(ot);
   gd.m = as[rank - 2];
   gd.k = as[rank - 1];
-  gd.n = ot.shape[rank - 1];
+  gd.n = os[rank - 1];
   if (tu) std::swap(gd.m, gd.n);
-  gd.ldc = std::max<int64_t>(gd.n, 1);
-  gd.batch = batched ? ot.shape[0] : 1;
+  gd.ldc = atLeastOne(gd.n);
+  gd.batch = batched ? os[0] : Dim(1);
   gd.strideA = oa.batchStride;
   gd.strideB = ob.batchStride;
   gd.strideC = gd.m * gd.n;
@@ -159,7 +180,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
       TPhase p;
       TStore st;
       st.addr.buffer = home;
-      st.addr.coef = contiguousStrides(ot.shape);
+      st.addr.coef = contiguousStrides(os);
       ERef bias = operand(*n, 0, ot.shape, ot.dtype);
       if (beta != 1.0) bias = mkOp(ScalarOp::Mul, ot.dtype, {bias, mkConst(ot.dtype, beta)});
       st.value = bias;
@@ -183,7 +204,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
     v.type = ot;
     EAddr a;
     a.buffer = home;
-    a.coef = {1, ot.shape[0]};
+    a.coef = {Dim(1), os[0]};
     v.e = mkLoad(ot.dtype, std::move(a));
     vals_[n] = v;
   }
@@ -191,9 +212,9 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
 
 std::pair<int, int64_t> GraphFuser::denseOperand(Node *arg) {
   Val v = val(arg);
-  if (v.e->op == ScalarOp::Load && v.e->addr.dyn.empty() && v.e->addr.coef == contiguousStrides(v.type.shape) &&
-      v.e->type == kg_.buffers[v.e->addr.buffer].type.dtype)
-    return {v.e->addr.buffer, v.e->addr.offset};
+  if (v.e->op == ScalarOp::Load && v.e->addr.dyn.empty() && v.e->addr.coef == contiguousStrides(dimsOf(v.type)) &&
+      v.e->type == kg_.buffers[v.e->addr.buffer].type.dtype && !v.e->addr.offset.symbolic())
+    return {v.e->addr.buffer, v.e->addr.offset.ref()};
   Val r = realizeInto(v, addBuffer(arg->name + "_contig", v.type));
   vals_[arg] = r;
   return {r.home, 0};
@@ -207,6 +228,20 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   const TensorType &ot = n->type();
   if (!isFloating(ot.dtype)) nodeError(*n, "codegen: convolution needs f32 or f64 operands");
   Node *A = n->tensorArg(0), *B = n->tensorArg(1);
+  // A run-time batch (dim 0 of the activations and the output): the library call gets N per
+  // call; every other run-time size is refused.
+  const bool weightGrad = l.conv == ConvDesc::Role::WeightGrad;
+  auto batched = [&](const Node *t) { return t == A || (t == B && weightGrad) || (t == n && !weightGrad); };
+  for (const Node *t : {(const Node *)A, (const Node *)B, (const Node *)n}) {
+    const Dims d = dimsOf(t->type());
+    for (size_t i = 0; i < d.size(); ++i)
+      if (d[i].symbolic() && (i != 0 || !batched(t)))
+        nodeError(*n, "codegen: a convolution over a run-time size other than the batch is not supported yet (" +
+                          t->name + " dim " + std::to_string(i) + " is " + d[i].str() +
+                          "); give the sizes with --specialize (docs/dynamic-shapes.md)");
+  }
+  for (size_t i = 3; i < n->args.size(); ++i)
+    if (n->symArg(i)) nodeError(*n, "codegen: a convolution's argument " + std::to_string(i) + " is a run-time size");
   Shape x, w, y;
   ConvParams p;
   switch (l.conv) {
@@ -234,6 +269,7 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   d.role = l.conv;
   d.dtype = ot.dtype;
   d.geom = regularGeometry(x, w, y, p);
+  d.batch = dimsOf(l.conv == ConvDesc::Role::WeightGrad ? A->type() : ot)[0];
   Val v;
   v.type = ot;
   v.ops = {opBase(n->target)};
@@ -248,7 +284,7 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
   std::tie(d.a, d.offA) = denseOperand(A);
   std::tie(d.b, d.offB) = denseOperand(B);
   d.c = homeFor(n);
-  TKernel k = externKernel(ot.shape);
+  TKernel k = externKernel(ot);
   d.error = newError(*n, "the convolution failed in libaotc_kernels (the value is aotc_conv's status, "
                          "aotc/kernels.h; the ABI context's error text says why)");
   k.call = convCall(d);
@@ -269,6 +305,7 @@ void GraphFuser::defineConv(const Node *n, const OpLowering &l) {
 /// An empty tensor computes nothing (zeros; the op's shape function refuses an empty signal).
 void GraphFuser::defineFft(const Node *n) {
   const TensorType &ot = n->type();
+  refuseRuntimeSizes(*n, "an FFT");
   Node *X = n->tensorArg(0);
   const TensorType &xt = X->type();
   FftDesc d;
@@ -301,7 +338,7 @@ void GraphFuser::defineFft(const Node *n) {
   }
   std::tie(d.in, d.offIn) = denseOperand(X);
   d.out = homeFor(n);
-  TKernel k = externKernel(ot.shape);
+  TKernel k = externKernel(ot);
   d.error = newError(*n, "the FFT failed in libaotc_kernels (the value is aotc_fft's status, aotc/kernels.h)");
   k.call = fftCall(d);
   k.ops = v.ops;
@@ -317,6 +354,7 @@ void GraphFuser::defineFft(const Node *n) {
 void GraphFuser::defineLinalg(const Node *n, const OpLowering &l) {
   using K = LinalgDesc::Kind;
   const TensorType &ot = n->type();
+  refuseRuntimeSizes(*n, "a linear-algebra call");
   LinalgDesc d = linalgDescOf(*n, l);
   Val v;
   v.type = ot;
@@ -339,7 +377,7 @@ void GraphFuser::defineLinalg(const Node *n, const OpLowering &l) {
     std::tie(*bufs[slot], *offs[slot]) = denseOperand(operands[i]);
   }
   d.out = homeFor(n);
-  TKernel k = externKernel(ot.shape);
+  TKernel k = externKernel(ot);
   d.error = newError(*n, linalgErrorText(d));
   k.call = linalgCall(d);
   k.ops = v.ops;

@@ -46,18 +46,16 @@ bool isViewTarget(const std::string &t) {
 
 /// computeStride (aten/src/ATen/TensorUtils.cpp): strides of a view of a tensor
 /// with (oldShape, oldStride) as newShape, or nullopt when not expressible.
-std::optional<std::vector<int64_t>> computeStride(const Shape &oldShape,
-                                                  const std::vector<int64_t> &oldStride,
-                                                  const Shape &newShape) {
-  std::vector<int64_t> ns(newShape.size(), 0);
-  if (numelOf(oldShape) == 0 || oldShape.empty()) return ns; // all coefficients 0
+std::optional<Dims> computeStride(const Dims &oldShape, const Dims &oldStride, const Dims &newShape) {
+  Dims ns(newShape.size(), Dim(0));
+  if (oldShape.empty() || numelOf(oldShape).is(0)) return ns; // all coefficients 0
   int64_t viewD = (int64_t)newShape.size() - 1;
-  int64_t chunkBase = oldStride.back();
-  int64_t tensorNumel = 1, viewNumel = 1;
+  Dim chunkBase = oldStride.back();
+  Dim tensorNumel = 1, viewNumel = 1;
   for (int64_t td = (int64_t)oldShape.size() - 1; td >= 0; --td) {
     tensorNumel *= oldShape[td];
     if (td == 0 || (oldShape[td - 1] != 1 && oldStride[td - 1] != tensorNumel * chunkBase)) {
-      while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] == 1)) {
+      while (viewD >= 0 && (viewNumel.ref() < tensorNumel.ref() || newShape[viewD] == 1)) {
         ns[viewD] = viewNumel * chunkBase;
         viewNumel *= newShape[viewD];
         --viewD;
@@ -142,7 +140,8 @@ void GraphFuser::defineNode(const Node *n) {
 
 void GraphFuser::definePointwise(const Node *n, PointwiseRule rule) {
   const TensorType &ot = n->type();
-  PointwiseArgs args{*n, ot.shape, ot.dtype,
+  const Dims od = dimsOf(ot);
+  PointwiseArgs args{*n, od, ot.dtype,
                      [&](size_t i, DType t) { return operand(*n, i, ot.shape, t); }};
   ERef e = rule(args);
   Val v;
@@ -165,8 +164,7 @@ void GraphFuser::defineView(const Node *n, const OpLowering &l) {
   }
   Node *src = n->tensorArg(0);
   Val in = val(src);
-  const Shape &os = in.type.shape;
-  const Shape &ns = n->type().shape;
+  const Dims os = dimsOf(in.type), ns = dimsOf(n->type());
   Val v;
   v.type = n->type();
   v.ops = in.ops;
@@ -216,7 +214,7 @@ void GraphFuser::defineView(const Node *n, const OpLowering &l) {
 void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   Node *src = n->tensorArg(0);
   Val in = val(src);
-  const Shape &S = in.type.shape;
+  const Dims S = dimsOf(in.type);
   int r = (int)S.size();
   std::string b = opBase(n->target);
   std::vector<bool> mask(r, false);
@@ -238,7 +236,7 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   const TensorType &ot = n->type();
   bool keep = (int)ot.shape.size() == r && r > 0;
   // Domain: kept dims (outer) then reduced dims (inner).
-  Shape outer, inner;
+  Dims outer, inner;
   std::vector<int> pos(r);
   for (int d = 0; d < r; ++d)
     if (!mask[d]) {
@@ -274,15 +272,14 @@ void GraphFuser::defineReduction(const Node *n, const OpLowering &l) {
   k.regs.push_back(l.reduce == ReduceKind::ArgMax ? DType::I64 : (l.mean ? red.accType : od));
   ERef result = mkReg(k.regs[0], 0);
   if (l.mean) {
-    int64_t cnt = numelOf(inner);
-    result = mkOp(ScalarOp::Div, red.accType, {result, mkConst(red.accType, (double)cnt)});
+    result = mkOp(ScalarOp::Div, red.accType, {result, mkSizeConst(red.accType, numelOf(inner))});
   }
   p.reds.push_back(red);
   int home = homeFor(n, "", true);
   TStore st;
   st.addr.buffer = home;
-  auto strides = contiguousStrides(ot.shape);
-  st.addr.coef.assign(nd, 0);
+  auto strides = contiguousStrides(dimsOf(ot));
+  st.addr.coef.assign(nd, Dim(0));
   for (int d = 0, o = 0; d < r; ++d)
     if (!mask[d]) {
       st.addr.coef[o++] = keep ? strides[d] : strides[pos[d]];
@@ -305,9 +302,9 @@ void GraphFuser::defineGather(const Node *n) {
   Val idx = val(idxNode);
   const Shape &os = n->type().shape;
   ERef ie = mkCast(idx.e, DType::I64);
-  int64_t bound = r == 0 ? 1 : in.type.shape[dim];
+  Dim bound = r == 0 ? Dim(1) : dimsOf(in.type)[dim];
   int err = newError(*n, "index out of bounds for dimension " + std::to_string(dim) +
-                             " with size " + std::to_string(bound));
+                             " with size " + bound.str());
   Val v;
   v.type = n->type();
   v.ops = in.ops;
@@ -323,7 +320,7 @@ void GraphFuser::defineGather(const Node *n) {
     return;
   }
   v.e = mapAddrs(in.e, [&](EAddr &a) {
-    std::vector<int64_t> nc(os.size(), 0);
+    Dims nc(os.size(), Dim(0));
     EDyn d;
     d.value = ie;
     d.bound = bound;
@@ -354,9 +351,9 @@ void GraphFuser::defineIndexSelect(const Node *n) {
   // index var 0 = out var dim (a 0-d self gives a 0-d result: the index's one element).
   std::vector<int> ipos(idx.type.shape.size(), nr == 0 ? -1 : (int)dim);
   ERef ie = mkCast(applyIndexMap(idx.e, IndexMap::select(ipos, nr)), DType::I64);
-  int64_t bound = r == 0 ? 1 : in.type.shape[dim];
+  Dim bound = r == 0 ? Dim(1) : dimsOf(in.type)[dim];
   int err = newError(*n, "index out of range for dimension " + std::to_string(dim) +
-                             " with size " + std::to_string(bound));
+                             " with size " + bound.str());
   Val v;
   v.type = n->type();
   v.ops = in.ops;
@@ -395,19 +392,19 @@ void GraphFuser::defineScatter(const Node *n) {
   Val idx = val(idxNode);
   const bool scalarValue = n->target == "aten.scatter.value";
   Val src = scalarValue ? Val{} : val(n->tensorArg(3));
-  const Shape &I = idx.type.shape;
+  const Dims I = dimsOf(idx.type);
   int home = homeFor(n);
   // 1. out = self (a map kernel, mergeable).
   Val init = self;
   realizeInto(init, home, what);
-  if (numelOf(I) == 0) {
+  if (numelOf(I).is(0)) {
     vals_[n] = loadOf(home);
     return;
   }
   // 2. Sequential accumulation along `dim`, parallel over the other index dims.
   int ir = (int)I.size();
   std::vector<int> pos(ir);
-  Shape outer;
+  Dims outer;
   for (int d = 0; d < ir; ++d)
     if (d != dim) {
       pos[d] = (int)outer.size();
@@ -420,18 +417,19 @@ void GraphFuser::defineScatter(const Node *n) {
   k.outer = outer;
   TPhase p;
   if (ir > 0) p.inner = {I[dim]};
-  auto strides = contiguousStrides(self.type.shape);
+  const Dims selfDims = dimsOf(self.type);
+  auto strides = contiguousStrides(selfDims);
   TStore st;
   st.accumulate = true;
   st.combine = combine;
   st.addr.buffer = home;
-  st.addr.coef.assign(ir, 0);
+  st.addr.coef.assign(ir, Dim(0));
   EDyn d;
   d.value = mkCast(applyIndexMap(idx.e, m), DType::I64);
-  d.bound = r == 0 ? 1 : self.type.shape[dim];
-  d.stride = r == 0 ? 0 : strides[dim];
+  d.bound = r == 0 ? Dim(1) : selfDims[dim];
+  d.stride = r == 0 ? Dim(0) : strides[dim];
   d.error = newError(*n, "index out of bounds for dimension " + std::to_string(dim) +
-                             " with size " + std::to_string(d.bound));
+                             " with size " + d.bound.str());
   for (int e = 0; e < ir; ++e)
     if (e != dim) st.addr.coef[pos[e]] = strides[e];
   st.addr.dyn.push_back(d);
@@ -458,7 +456,7 @@ void GraphFuser::defineViewScatter(const Node *n) {
   const Val &src = val(n->tensorArg(1));
   Val v;
   v.type = n->type();
-  v.e = viewScatterValue(*n, self.e, src.e, v.type.shape);
+  v.e = viewScatterValue(*n, self.e, src.e, dimsOf(v.type));
   v.ops = self.ops;
   for (auto &o : src.ops) v.ops.push_back(o);
   v.ops.push_back(opBase(n->target));

@@ -22,15 +22,15 @@ using ERef = std::shared_ptr<const EExpr>;
 
 struct EDyn {
   ERef value; ///< i64 expression in the same index space as the load.
-  int64_t stride = 0, bound = 0;
+  Dim stride = 0, bound = 0;
   int error = -1;
 };
 
 /// A load (or the address of a store): element = offset + sum coef[k]*var[k] + dyn.
 struct EAddr {
   int buffer = -1;
-  int64_t offset = 0;
-  std::vector<int64_t> coef;
+  Dim offset = 0;
+  Dims coef;
   std::vector<EDyn> dyn;
 };
 
@@ -42,12 +42,16 @@ struct EExpr {
   int64_t i = 0;
   EAddr addr; ///< Load; Index (buffer -1: the i64 value of the address itself).
   int reg = -1; ///< Reg.
+  std::string sym; ///< Const: a run-time size (Inst::sym); i and f hold its reference value.
 };
 
 ERef mkConst(DType t, double v);
 /// Scalar argument i of n as a constant of dtype t: integer and bool arguments of an integer
 /// or bool dtype are taken exactly (not through double).
 ERef mkConstArg(DType t, const Node &n, size_t i);
+/// A size as a constant of dtype t (integer or floating): a run-time size is a Const whose
+/// `sym` names it (its value at run time; the reference value in i and f).
+ERef mkSizeConst(DType t, const Dim &d);
 /// An exact integer constant of integer or bool type t (no detour through double).
 ERef mkIntConst(DType t, int64_t v);
 ERef mkLoad(DType t, EAddr a);
@@ -80,7 +84,7 @@ void forEachReg(const ERef &e, const std::function<void(int)> &fn);
 /// old_var[d] = sum_k m[d][k] * new_var[k] + c[d]  (an affine index map).
 struct IndexMap {
   std::vector<std::vector<int64_t>> m;
-  std::vector<int64_t> c;
+  Dims c;
   int newRank = 0;
   bool operator==(const IndexMap &) const = default;
   static IndexMap identity(int rank);
@@ -99,7 +103,7 @@ int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank);
 /// The value of slice_scatter / select_scatter node `n` (ViewScatter.cpp) over
 /// its output index space (`shape`): self where the element is off the slice,
 /// src (re-indexed, clamped) on it. Errors: nodeError for bad dims/indices.
-ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Shape &shape);
+ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Dims &shape);
 
 struct TReduction {
   ReduceKind kind = ReduceKind::Sum;
@@ -116,7 +120,7 @@ struct TStore {
 };
 
 struct TPhase {
-  Shape inner;
+  Dims inner;
   std::vector<TReduction> reds;
   std::vector<TStore> stores;
   bool isReduce() const { return !reds.empty(); }
@@ -124,7 +128,7 @@ struct TPhase {
 
 struct TKernel {
   Kernel::Kind kind = Kernel::Kind::Loop;
-  Shape outer;
+  Dims outer;
   std::vector<TPhase> phases;
   std::vector<DType> regs;
   ExternCall call; ///< Kind::Extern.
@@ -132,6 +136,10 @@ struct TKernel {
   bool noMerge = false;
   bool dead = false; ///< Merged into another kernel.
 };
+
+/// Whether a run-time size appears anywhere in k: its domains, an address's offset,
+/// coefficients or index terms, a size constant.
+bool hasRuntimeSizes(const TKernel &k);
 
 /// Buffers read / written by a kernel (sorted, unique).
 std::vector<int> kernelReads(const TKernel &k);

@@ -83,6 +83,8 @@ int64_t prod(const Shape &s) {
   for (int64_t d : s) n *= d;
   return n;
 }
+/// The CUDA target compiles constant sizes (the driver refuses run-time ones before).
+int64_t prod(const Dims &d) { return prod(constShape(d)); }
 
 /// Shared memory a block-per-row kernel may spend on cached rows (of the 48 KiB a block gets
 /// without opting in; the reduction slots take 8 × 8 bytes per accumulator).
@@ -131,7 +133,7 @@ std::vector<RowCacheUse> rowCacheUses(const Kernel &k, const KernelGraph &kg, in
     for (int a : loopLoads(p)) {
       const Access &acc = p.accesses[a];
       if (written.count(acc.buffer) || kg.buffers[acc.buffer].type.dtype == DType::Bool) continue;
-      auto &u = uses[{acc.buffer, acc.offset, acc.coef, p.inner}];
+      auto &u = uses[{acc.buffer, (int64_t)acc.offset, constShape(acc.coef), constShape(p.inner)}];
       if (u.empty() || u.back().first != i) u.push_back({i, a});
     }
   }
@@ -213,6 +215,7 @@ private:
   }
   /// Appends the row-major coordinates of linear index `lin` in `dims` to `out`.
   void unravel(Value lin, const Shape &dims, std::vector<Value> &out);
+  void unravel(Value lin, const Dims &dims, std::vector<Value> &out) { unravel(lin, constShape(dims), out); }
   /// Runs `body` when `cond` holds (scf.if with the builder moved inside).
   void ifThen(Value cond, const std::function<void()> &body);
   /// Runs p's stores for inner positions start, start+step, ... < prod(p.inner) (a map phase).
@@ -619,7 +622,7 @@ void GpuKernelBuilder::build(gpu::GPUModuleOp mod, const std::string &sym, const
         b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, gid, cIdx(outer * prod(p.inner) / width));
     ifThen(inRange, [&] {
       ph_ = &p;
-      Shape all = k_.outer;
+      Shape all = constShape(k_.outer);
       all.insert(all.end(), p.inner.begin(), p.inner.end());
       std::vector<Value> base;
       unravel(width == 1 ? gid : b_.create<arith::MulIOp>(loc_, gid, cIdx(width)).getResult(), all, base);

@@ -29,6 +29,8 @@ int64_t prod(const Shape &s) {
   for (int64_t d : s) n *= d;
   return n;
 }
+/// The CUDA target compiles constant sizes (the driver refuses run-time ones before).
+int64_t prod(const Dims &d) { return prod(constShape(d)); }
 
 /// 4 when every access of the elementwise phase either does not move along the innermost
 /// dim (coefficient 0: one value for all four lanes) or is contiguous there (coefficient 1) with
@@ -37,7 +39,7 @@ int64_t prod(const Shape &s) {
 /// innermost extent a multiple of 4. Else 1.
 int64_t vectorWidth(const KernelGraph &kg, const Kernel &k, const Phase &p) {
   constexpr int64_t kWidth = 4;
-  Shape all = k.outer;
+  Shape all = constShape(k.outer);
   all.insert(all.end(), p.inner.begin(), p.inner.end());
   if (all.empty() || all.back() % kWidth != 0) return 1;
   const size_t last = all.size() - 1;

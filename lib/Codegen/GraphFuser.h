@@ -27,8 +27,9 @@ const OpLowering &loweringOf(const Node &n);
 bool isViewTarget(const std::string &t);
 /// computeStride (aten/src/ATen/TensorUtils.cpp): strides of a view of a tensor
 /// with (oldShape, oldStride) as newShape, or nullopt when not expressible.
-std::optional<std::vector<int64_t>> computeStride(const Shape &oldShape, const std::vector<int64_t> &oldStride,
-                                                  const Shape &newShape);
+/// Run-time sizes: the chunks are found at the reference sizes and must be equal as
+/// expressions (else nullopt: the caller copies first).
+std::optional<Dims> computeStride(const Dims &oldShape, const Dims &oldStride, const Dims &newShape);
 
 struct Val {
   TensorType type;
@@ -129,8 +130,8 @@ private:
       if (!l) continue;
       const TensorType &ut = u->type(), &nt = n->type();
       // expand to the same shape (export's expand before a bmm's view) is the identity too.
-      const bool identity = l->kind == LoweringKind::View && ut.shape == nt.shape &&
-                            l->view(*u, nt.shape, ut.shape) == IndexMap::identity((int)nt.shape.size());
+      const bool identity = l->kind == LoweringKind::View && ut == nt &&
+                            l->view(*u, dimsOf(nt), dimsOf(ut)) == IndexMap::identity((int)nt.shape.size());
       if (l->kind != LoweringKind::Reshape && l->kind != LoweringKind::Alias && l->kind != LoweringKind::Clone &&
           !identity)
         continue;
@@ -144,12 +145,12 @@ private:
   /// `buffer` read densely as a value of type t (t's element count, the buffer's dtype).
   Val loadAs(int buffer, const TensorType &t) {
     Val v;
-    v.type = TensorType{kg_.buffers[buffer].type.dtype, t.shape};
+    v.type = TensorType{kg_.buffers[buffer].type.dtype, t.shape, t.sym};
     AOTC_ASSERT(v.type.numel() == kg_.buffers[buffer].type.numel(),
                 "codegen: buffer '" + kg_.buffers[buffer].name + "' read with another element count");
     EAddr a;
     a.buffer = buffer;
-    a.coef = contiguousStrides(v.type.shape);
+    a.coef = contiguousStrides(dimsOf(v.type));
     v.e = mkLoad(v.type.dtype, std::move(a));
     v.home = buffer;
     return v;
@@ -158,11 +159,11 @@ private:
   /// Stores v densely into `buffer` with a map kernel; returns the loaded value.
   Val realizeInto(Val v, int buffer, const std::string &opName = "") {
     TKernel k;
-    k.outer = v.type.shape;
+    k.outer = dimsOf(v.type);
     TPhase p;
     TStore s;
     s.addr.buffer = buffer;
-    s.addr.coef = contiguousStrides(v.type.shape);
+    s.addr.coef = contiguousStrides(k.outer);
     s.value = mkCast(v.e, kg_.buffers[buffer].type.dtype);
     p.stores.push_back(s);
     k.phases.push_back(std::move(p));
@@ -248,7 +249,7 @@ private:
   ERef operand(const Node &n, size_t i, const Shape &out, DType t);
   struct BlasOperand {
     int buffer;
-    int64_t offset, ld, batchStride;
+    Dim offset, ld, batchStride;
     bool trans;
   };
   BlasOperand blasOperand(const Node &n, Node *arg, int rank);

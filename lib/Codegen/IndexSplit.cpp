@@ -72,7 +72,7 @@ std::optional<Affine> affineOf(const ERef &e, size_t rank) {
   case ScalarOp::Const: return Affine{e->i, std::vector<int64_t>(rank, 0)};
   case ScalarOp::Index:
     if (!e->addr.dyn.empty() || e->addr.coef.size() != rank) return std::nullopt;
-    return Affine{e->addr.offset, e->addr.coef};
+    return Affine{e->addr.offset.ref(), refShape(e->addr.coef)}; // constants (splitIndexSets)
   case ScalarOp::Neg: {
     auto a = affineOf(e->args[0], rank);
     if (!a || !mulOk(a->offset, -1, a->offset)) return std::nullopt;
@@ -212,14 +212,14 @@ public:
       AOTC_ASSERT(d.error < 0, "index split: a checked index term (splitIndexSets refuses those)");
       d.value = run(d.value);
       if (auto aff = affineOf(d.value, ext_.size())) {
-        EAddr folded = a;
-        int64_t t = 0;
-        bool ok = mulOk(d.stride, aff->offset, t) && addOk(folded.offset, t, folded.offset);
+        int64_t t = 0, offset = a.offset.ref();
+        Shape coef = refShape(a.coef);
+        bool ok = mulOk(d.stride.ref(), aff->offset, t) && addOk(offset, t, offset);
         for (size_t k = 0; ok && k < a.coef.size(); ++k)
-          ok = mulOk(d.stride, aff->coef[k], t) && addOk(folded.coef[k], t, folded.coef[k]);
+          ok = mulOk(d.stride.ref(), aff->coef[k], t) && addOk(coef[k], t, coef[k]);
         if (ok) {
-          a.offset = folded.offset;
-          a.coef = folded.coef;
+          a.offset = offset;
+          a.coef = dimsOf(coef);
           continue;
         }
       }
@@ -294,6 +294,7 @@ void shift(EAddr &a, size_t var, int64_t by) { a.offset += a.coef[var] * by; }
 bool splitIndexSets(TKernel &k) {
   if (k.kind != Kernel::Kind::Loop || k.noMerge || k.phases.size() != 1 || k.outer.size() < 2)
     return false;
+  if (hasRuntimeSizes(k)) return false; // the cuts are constants
   const TPhase &p = k.phases[0];
   if (p.isReduce() || !p.inner.empty()) return false;
   for (auto &s : p.stores)
@@ -307,7 +308,7 @@ bool splitIndexSets(TKernel &k) {
   for (auto &s : p.stores)
     for (auto &d : s.addr.dyn) checked |= d.error >= 0;
   if (checked) return false;
-  const Shape &ext = k.outer;
+  const Shape ext = refShape(k.outer);
   for (int64_t n : ext)
     if (n < 1) return false;
   // The cut points per loop variable.
@@ -352,7 +353,7 @@ bool splitIndexSets(TKernel &k) {
     }
     pieces.push_back(std::move(q));
   }
-  k.outer = outer;
+  k.outer = dimsOf(outer);
   k.phases = std::move(pieces);
   return true;
 }

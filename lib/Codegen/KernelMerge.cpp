@@ -33,14 +33,14 @@ bool splittable(const TKernel &k) {
 /// sequential (outer = []) kernel.
 constexpr int64_t kSmallDomain = 4096;
 
-bool isPrefix(const Shape &p, const Shape &s) {
+bool isPrefix(const Dims &p, const Dims &s) {
   if (p.size() >= s.size() || !std::equal(p.begin(), p.end(), s.begin())) return false;
-  return !p.empty() || numelOf(s) <= kSmallDomain;
+  return !p.empty() || numelOf(s).ref() <= kSmallDomain; // a run-time domain: at its largest
 }
 
 /// Coefficients of extent-1 loop variables are irrelevant: make them 0 so
 /// addresses compare equal whatever the view that produced them.
-ERef zeroUnitCoefs(const ERef &e, const std::vector<int64_t> &ext) {
+ERef zeroUnitCoefs(const ERef &e, const Dims &ext) {
   return mapAddrs(e, [&](EAddr &a) {
     for (size_t k = 0; k < a.coef.size() && k < ext.size(); ++k)
       if (ext[k] == 1) a.coef[k] = 0;
@@ -50,7 +50,7 @@ ERef zeroUnitCoefs(const ERef &e, const std::vector<int64_t> &ext) {
 
 void normalizeUnitDims(TKernel &k) {
   for (auto &p : k.phases) {
-    std::vector<int64_t> ext = k.outer;
+    Dims ext = k.outer;
     ext.insert(ext.end(), p.inner.begin(), p.inner.end());
     for (auto &r : p.reds) r.value = zeroUnitCoefs(r.value, ext);
     for (auto &s : p.stores) {
@@ -68,7 +68,7 @@ ERef retarget(const ERef &e, size_t no, size_t inner) {
   return mapAddrs(e, [&](EAddr &a) {
     for (size_t k = no; k < a.coef.size(); ++k)
       if (a.coef[k] != 0) return false;
-    a.coef.resize(no + inner, 0);
+    a.coef.resize(no + inner, Dim(0));
     return true;
   });
 }
@@ -126,7 +126,7 @@ bool tryMerge(TKernel &A, TKernel &B) {
         }
         const TPhase &sp = a.phases[pi];
         const TStore &st = sp.stores[si];
-        if (sp.isReduce() || numelOf(sp.inner) == 1) {
+        if (sp.isReduce() || numelOf(sp.inner).is(1)) {
           // One value per outer index (after-fold store, or a map phase with a
           // single inner iteration): B must read it at the same outer index.
           bool same = x.addr.offset == st.addr.offset && x.addr.coef.size() == nv;

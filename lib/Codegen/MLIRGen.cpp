@@ -256,10 +256,10 @@ void buildGemmFunction(OpBuilder &b, ModuleOp mod, const Kernel &k, const std::s
     Value offB = add(ci(g.offB), mul(bi, g.strideB));
     Value offC = add(ci(g.offC), mul(bi, g.strideC));
     if (gb.rows) {
-      offA = add(offA, mul(start, g.transA ? 1 : g.lda));
+      offA = add(offA, mul(start, g.transA ? int64_t(1) : (int64_t)g.lda));
       offC = add(offC, mul(start, g.ldc));
     } else {
-      offB = add(offB, mul(start, g.transB ? g.ldb : 1));
+      offB = add(offB, mul(start, g.transB ? (int64_t)g.ldb : int64_t(1)));
       offC = add(offC, start);
     }
     auto at = [&](Value base, Value off) {

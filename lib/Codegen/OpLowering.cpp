@@ -175,7 +175,7 @@ std::vector<int> identityPerm(int r) {
   return perm;
 }
 
-IndexMap permuteRule(const Node &n, const Shape &in, const Shape &out) {
+IndexMap permuteRule(const Node &n, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   std::vector<int> perm(r);
   auto &dims = n.intListArg(1);
@@ -184,14 +184,14 @@ IndexMap permuteRule(const Node &n, const Shape &in, const Shape &out) {
 }
 
 /// t(): swaps dims 0 and 1 of a 2-d tensor; a 0-d or 1-d tensor is returned as is.
-IndexMap tRule(const Node &, const Shape &in, const Shape &out) {
+IndexMap tRule(const Node &, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   std::vector<int> perm = identityPerm(r);
   if (r >= 2) std::swap(perm[0], perm[1]);
   return permutation(perm, (int)out.size());
 }
 
-IndexMap transposeRule(const Node &n, const Shape &in, const Shape &out) {
+IndexMap transposeRule(const Node &n, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   std::vector<int> perm = identityPerm(r);
   int64_t a = wrapDimOrError(n, n.intArg(1), r), b = wrapDimOrError(n, n.intArg(2), r);
@@ -199,10 +199,12 @@ IndexMap transposeRule(const Node &n, const Shape &in, const Shape &out) {
   return permutation(perm, (int)out.size());
 }
 
-IndexMap expandRule(const Node &, const Shape &in, const Shape &out) { return IndexMap::broadcast(in, out); }
+IndexMap expandRule(const Node &, const Dims &in, const Dims &out) {
+  return IndexMap::broadcast(refShape(in), refShape(out));
+}
 
 /// unsqueeze / squeeze: the non-size-1 dims match in order; size-1 old dims map to index 0.
-IndexMap squeezeRule(const Node &, const Shape &in, const Shape &out) {
+IndexMap squeezeRule(const Node &, const Dims &in, const Dims &out) {
   int r = (int)in.size(), nr = (int)out.size();
   std::vector<int> pos(r, -1);
   int k = 0;
@@ -216,14 +218,21 @@ IndexMap squeezeRule(const Node &, const Shape &in, const Shape &out) {
 }
 
 /// slice(self, dim, start, end, step): old var dim = start + step * new var dim.
-IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
+IndexMap sliceRule(const Node &n, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   int64_t dim = wrapDimOrError(n, n.intArg(1), r);
-  int64_t size = in[dim];
-  int64_t start = n.isNoneArg(2) ? 0 : n.intArg(2);
+  const Dim &size = in[dim];
   int64_t step = n.isNoneArg(4) ? 1 : n.intArg(4);
-  if (start < 0) start += size;
-  start = std::clamp<int64_t>(start, 0, size);
+  Dim start = 0;
+  if (const std::vector<std::string> *e = n.symArg(2); e && !e->empty() && !(*e)[0].empty()) {
+    // A run-time start is in range (the slice's shape function assumes so).
+    start = Dim::expr((*e)[0], n.intArg(2));
+  } else if (!n.isNoneArg(2)) {
+    int64_t s0 = n.intArg(2);
+    if (!size.symbolic()) start = std::clamp<int64_t>(s0 < 0 ? s0 + size.ref() : s0, 0, size.ref());
+    else if (s0 < 0) start = size + s0; // x[-k:] of a run-time size: the export guards k <= size
+    else start = s0;
+  }
   IndexMap m = IndexMap::select(identityPerm(r), (int)out.size());
   m.m[dim][dim] = step;
   m.c[dim] = start;
@@ -232,24 +241,32 @@ IndexMap sliceRule(const Node &n, const Shape &in, const Shape &out) {
 
 /// as_strided(self [numel], size, stride, offset) (lower() makes self 1-D): the one input
 /// var is offset + sum stride_j * out_j.
-IndexMap asStridedRule(const Node &n, const Shape &in, const Shape &out) {
+IndexMap asStridedRule(const Node &n, const Dims &in, const Dims &out) {
   if (in.size() != 1) internalError("codegen: as_strided '" + n.name + "' of a rank-" + std::to_string(in.size()) +
                                     " input (lower() views it as 1-D first)");
   const std::vector<int64_t> &stride = n.intListArg(2);
   IndexMap m;
   m.newRank = (int)out.size();
   m.m = {std::vector<int64_t>(stride.begin(), stride.end())};
-  m.c = {n.isNoneArg(3) ? 0 : n.intArg(3)};
+  m.c = {Dim(n.isNoneArg(3) ? 0 : n.intArg(3))};
   return m;
 }
 
 /// select(self, dim, index): old var dim = index; the later dims move down by one.
-IndexMap selectRule(const Node &n, const Shape &in, const Shape &out) {
+IndexMap selectRule(const Node &n, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   int64_t dim = wrapDimOrError(n, n.intArg(1), r);
-  int64_t idx = n.intArg(2);
-  if (idx < 0) idx += in[dim];
-  if (idx < 0 || idx >= in[dim]) nodeError(n, "codegen: select index out of range");
+  Dim idx = n.intArg(2);
+  if (const std::vector<std::string> *e = n.symArg(2); e && !e->empty() && !(*e)[0].empty())
+    idx = Dim::expr((*e)[0], n.intArg(2)); // in range (the shape function assumes so)
+  else if (in[dim].symbolic()) {
+    if (n.intArg(2) < 0) idx = in[dim] + n.intArg(2); // x[:, -1] of a run-time size
+  } else {
+    int64_t i = n.intArg(2);
+    if (i < 0) i += in[dim].ref();
+    if (i < 0 || i >= in[dim].ref()) nodeError(n, "codegen: select index out of range");
+    idx = i;
+  }
   std::vector<int> pos(r);
   for (int d = 0; d < r; ++d) pos[d] = d < dim ? d : (d == dim ? -1 : d - 1);
   IndexMap m = IndexMap::select(pos, (int)out.size());

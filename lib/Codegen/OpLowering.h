@@ -47,7 +47,7 @@ enum class LoweringKind {
 /// What a pointwise rule sees of its node.
 struct PointwiseArgs {
   const Node &n;
-  const Shape &shape; ///< The output's shape.
+  const Dims &shape;  ///< The output's dims.
   DType od;           ///< The output's dtype.
   /// Argument i (a tensor broadcast to `shape`, or a scalar argument as a constant) as dtype t.
   std::function<ERef(size_t i, DType t)> operand;
@@ -57,9 +57,9 @@ struct PointwiseArgs {
 /// Returns the element's value (any dtype; fusion casts it to `od`). Bad arguments: nodeError.
 using PointwiseRule = ERef (*)(const PointwiseArgs &);
 
-/// Old var d = sum_k m[d][k] * new var k + c[d], for a view node with input shape `in` and
-/// output shape `out`.
-using ViewRule = IndexMap (*)(const Node &n, const Shape &in, const Shape &out);
+/// Old var d = sum_k m[d][k] * new var k + c[d], for a view node with input dims `in` and
+/// output dims `out` (run-time sizes make c run-time: x[:, -1] of a dim of s17 is s17 - 1).
+using ViewRule = IndexMap (*)(const Node &n, const Dims &in, const Dims &out);
 
 struct OpLowering {
   LoweringKind kind = LoweringKind::Pointwise;

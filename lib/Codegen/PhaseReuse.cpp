@@ -43,12 +43,12 @@ public:
       std::ostringstream os;
       uint64_t fbits;
       std::memcpy(&fbits, &in.fconst, sizeof fbits);
-      os << (int)in.op << ' ' << (int)in.type << ' ' << fbits << ' ' << in.iconst << ' ' << in.reg;
+      os << (int)in.op << ' ' << (int)in.type << ' ' << fbits << ' ' << in.iconst << ' ' << in.reg << ' ' << in.sym;
       for (int o : {in.a, in.b, in.c}) os << ' ' << (o >= 0 ? out[o] : -1);
       if (in.op == ScalarOp::Load || in.op == ScalarOp::Index) {
         const Access &a = p.accesses[in.access];
         os << " @" << a.buffer << ' ' << a.offset;
-        for (int64_t c : a.coef) os << ',' << c;
+        for (const Dim &c : a.coef) os << ',' << c;
         for (auto &d : a.dyn) os << " d" << out[d.value] << ' ' << d.stride << ' ' << d.bound << ' ' << d.error;
       }
       auto [it, fresh] = table_.try_emplace(os.str(), (int)table_.size());
@@ -79,8 +79,8 @@ std::vector<char> cone(const Phase &p, const std::vector<int> &roots) {
 
 /// Whether address a takes a different element for every (outer, inner) point: the strides
 /// of the dims longer than 1, sorted, each exceed the span of the smaller ones.
-bool injective(const Access &a, const Shape &outer, const Shape &inner) {
-  if (!a.dyn.empty()) return false;
+bool injective(const Access &a, const Dims &outer, const Dims &inner) {
+  if (!a.dyn.empty() || anySymbolic(a.coef) || anySymbolic(outer) || anySymbolic(inner)) return false;
   std::vector<std::pair<int64_t, int64_t>> dims; // |stride|, extent
   for (size_t k = 0; k < a.coef.size(); ++k) {
     const int64_t e = k < outer.size() ? outer[k] : inner[k - outer.size()];

@@ -125,7 +125,8 @@ ExternCall gemmCall(const GemmDesc &g) {
 
 bool ExternCall::empty() const {
   switch (fn) {
-  case ExternFn::Gemm: return gemm.m <= 0 || gemm.n <= 0 || gemm.batch <= 0;
+  case ExternFn::Gemm: // a run-time size is at least 1
+    return gemm.m.ref() <= 0 || gemm.n.ref() <= 0 || gemm.batch.ref() <= 0;
   case ExternFn::Conv: // empty tensors never reach codegen as calls (defineConv, defineFft)
   case ExternFn::Fft:
   case ExternFn::Linalg: return false;
@@ -343,7 +344,10 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   for (auto &k : kg.kernels) {
     os << "kernel " << k.name << ":";
     if (k.kind == Kernel::Kind::Extern) os << " " << externFnName(k.call.fn);
-    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv) os << " " << convRoleName(k.call.conv.role);
+    if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Conv) {
+      os << " " << convRoleName(k.call.conv.role);
+      if (k.call.conv.batch.symbolic()) os << " batch=" << k.call.conv.batch;
+    }
     if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Fft) {
       const FftDesc &f = k.call.fft;
       os << " " << fftKindName(f.kind) << (f.kind == FftDesc::Kind::C2C ? (f.forward ? " forward" : " backward") : "")
@@ -365,8 +369,8 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
     os << " ops=[";
     for (size_t i = 0; i < k.ops.size(); ++i) os << (i ? ", " : "") << k.ops[i];
     os << "] reads=" << joinNames(kg, shared, k.reads) << " writes=" << joinNames(kg, shared, k.writes);
-    Shape dom = k.outer;
-    Shape inner;
+    Dims dom = k.outer;
+    Dims inner;
     bool common = true;
     for (auto &p : k.phases) {
       if (p.inner.empty()) continue;
@@ -374,7 +378,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
       else if (inner != p.inner) common = false;
     }
     if (common) dom.insert(dom.end(), inner.begin(), inner.end());
-    os << " domain=" << shapeStr(k.kind == Kernel::Kind::Extern ? k.outer : dom);
+    os << " domain=" << dimsStr(k.kind == Kernel::Kind::Extern ? k.outer : dom);
     if (k.kind == Kernel::Kind::Loop && (k.phases.size() > 1 || !common ||
                                          (k.phases.size() == 1 && !k.phases[0].reductions.empty()))) {
       os << " phases=[";
@@ -388,14 +392,14 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
             os << (r ? "," : "") << reduceKindName(p.reductions[r].kind);
           os << ")";
         }
-        os << shapeStr(p.inner);
+        os << dimsStr(p.inner);
       }
       os << "]";
     }
     if (k.kind == Kernel::Kind::Extern && k.call.fn == ExternFn::Gemm) {
       auto &g = k.call.gemm;
       os << " m=" << g.m << " n=" << g.n << " k=" << g.k;
-      if (g.batch > 1) os << " batch=" << g.batch;
+      if (g.batch.symbolic() || g.batch.ref() > 1) os << " batch=" << g.batch;
       if (g.transA) os << " transA";
       if (g.transB) os << " transB";
       if (g.beta != 0.0) os << " beta=" << g.beta;
@@ -415,7 +419,7 @@ std::string printKernelGraph(const KernelGraph &kg, const std::string &title, co
   int n = 0;
   for (auto &b : kg.buffers)
     if (b.kind == BufferKind::Scratch && b.offset >= 0)
-      os << (n++ ? ", " : " ") << b.name << " " << dtypeAbbr(b.type.dtype) << shapeStr(b.type.shape);
+      os << (n++ ? ", " : " ") << b.name << " " << b.type.str();
   if (n == 0) os << " none";
   os << "\n";
   // Where every buffer lives, in buffer-id order (= the order of a kernel's pointer arguments).
@@ -432,7 +436,10 @@ std::string printKernels(const KernelProgram &in) {
   const KernelProgram &kp = scheduledProgram(in, cpuTargetInfo("multi"), storage);
   const TargetInfo &target = kp.target;
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
-                  " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
+                  " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";  for (const std::string &z : kp.specializedSizes)
+    if (z.find("run time") != std::string::npos)
+      s += "# run-time size " + z + ": the sizes below are expressions over it; the saved area and the arenas "
+           "are planned at its largest value\n";
   // The legend (docs/cli.md "Reading --emit output" says more).
   s += "# legend: one line per kernel, in call order. ops= the graph ops fused into it (their base names);\n"
        "#   reads= / writes= its buffers (NAME_contig: a strided view copied to a dense buffer first);\n"

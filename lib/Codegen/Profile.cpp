@@ -68,9 +68,10 @@ ProfileRow rowOf(const KernelGraph &kg, const Kernel &k, const std::string &tag)
     r.trans = (g.transA ? 1 : 0) | (g.transB ? 2 : 0);
     r.m = g.m, r.n = g.n, r.k = g.k, r.batch = g.batch;
     // The operands it touches (a view of a larger buffer moves only its part), C twice with beta.
-    double elems = (double)g.batch * ((double)g.m * g.k + (double)g.k * g.n + (g.beta != 0 ? 2.0 : 1.0) * g.m * g.n);
+    const double m = (double)r.m, n = (double)r.n, kk = (double)r.k;
+    double elems = (double)r.batch * (m * kk + kk * n + (g.beta != 0 ? 2.0 : 1.0) * m * n);
     r.bytes = (int64_t)elems * itemSize(g.dtype);
-    r.flops += 2.0 * (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
+    r.flops += 2.0 * (double)r.batch * m * n * kk;
     break;
   }
   case ExternFn::Conv: {

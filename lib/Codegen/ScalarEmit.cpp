@@ -632,7 +632,7 @@ SmallVector<Value> ScalarEmitter::emitFold(const Phase &p, const std::vector<std
       init.push_back(reduceInit(r));
       if (r.kind == ReduceKind::ArgMax) init.push_back(cI64(0));
     }
-  std::vector<int64_t> innerStrides = contiguousStrides(p.inner);
+  std::vector<int64_t> innerStrides = contiguousStrides(constShape(p.inner));
   hoistInvariants(p, laneOuter, laneRegs); // (a split's chunks are never empty)
   auto nest = scf::buildLoopNest(
       b_, loc_, lbs, ubs, steps, init,

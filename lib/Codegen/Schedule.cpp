@@ -49,9 +49,11 @@ TargetInfo cudaTargetInfo() {
 
 GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t) {
   GemmBlocks b;
-  b.rows = g.m >= g.n;
-  int64_t d = b.rows ? g.m : g.n;
-  int64_t macs = g.m * g.n * std::max<int64_t>(g.k, 1);
+  // Planned at the reference sizes (the largest) for a run-time size.
+  const int64_t m = g.m.ref(), n = g.n.ref(), kk = g.k.ref(), batch = g.batch.ref();
+  b.rows = m >= n;
+  int64_t d = b.rows ? m : n;
+  int64_t macs = m * n * std::max<int64_t>(kk, 1);
   // A power of two (balanced on 2, 4, 8... threads) with >= 2^22 multiply-adds
   // per block: every block re-packs the operand it shares with the others, so
   // blocks cost single-thread time (MLP fc1: 2 blocks +1%, 8 blocks +11%).
@@ -64,7 +66,7 @@ GemmBlocks gemmBlocks(const GemmDesc &g, const TargetInfo &t) {
   b.size = std::max<int64_t>(alignUp((d + want - 1) / want, t.gemmUnit), 1);
   if (b.size >= d) b.size = std::max<int64_t>(d, 1);
   b.count = d == 0 ? 1 : (d + b.size - 1) / b.size;
-  b.parallel = b.count * g.batch > 1 && macs * g.batch >= t.gemmParallelMacs;
+  b.parallel = b.count * batch > 1 && macs * batch >= t.gemmParallelMacs;
   const int64_t tail = d - (b.count - 1) * b.size;
   b.tailAlone = b.count > 1 && tail < b.size && tail * (macs / std::max<int64_t>(d, 1)) < t.gemmBlockMacs;
   if (!t.gpu) b.library = chooseGemmLibrary(g, t);
@@ -122,12 +124,12 @@ bool isColumnScatter(const Kernel &k) {
 
 int splitDimOf(const Phase &p) {
   for (size_t d = 0; d < p.inner.size(); ++d)
-    if (p.inner[d] > 1) return (int)d;
+    if (p.inner[d].symbolic() || p.inner[d].ref() > 1) return (int)d;
   return -1;
 }
 
 int64_t splitChunks(const Phase &p, int64_t rows) {
-  const int64_t extent = p.inner[splitDimOf(p)];
+  const int64_t extent = p.inner[splitDimOf(p)].ref();
   return (extent + rows - 1) / rows;
 }
 
@@ -142,8 +144,8 @@ namespace {
 int64_t loopCost(const Kernel &k) {
   int64_t cost = 0;
   for (auto &ph : k.phases)
-    cost += std::max<int64_t>(numelOf(ph.inner), 1) * std::max<int64_t>((int64_t)ph.insts.size(), 1);
-  return cost * std::max<int64_t>(numelOf(k.outer), 1);
+    cost += std::max<int64_t>(numelOf(ph.inner).ref(), 1) * std::max<int64_t>((int64_t)ph.insts.size(), 1);
+  return cost * std::max<int64_t>(numelOf(k.outer).ref(), 1);
 }
 
 /// Bits of the widest value the kernel computes (f32 sums accumulate in f64: 64).
@@ -160,18 +162,20 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   // All outer dims on the thread team when the work pays for a parallel region. Serial or
   // parallel, the bits are the same: outer iterations are independent.
   int64_t inner = 1;
-  for (auto &ph : k.phases) inner = std::max(inner, numelOf(ph.inner));
-  if (!k.outer.empty() && numelOf(k.outer) > 1 && loopCost(k) >= t.parallelMinCost &&
-      numelOf(k.outer) * inner >= t.parallelMinElems)
+  for (auto &ph : k.phases) inner = std::max(inner, numelOf(ph.inner).ref());
+  const int64_t outerN = numelOf(k.outer).ref(); // at the reference sizes for a run-time size
+  if (!k.outer.empty() && (outerN > 1 || anySymbolic(k.outer)) && loopCost(k) >= t.parallelMinCost &&
+      outerN * inner >= t.parallelMinElems)
     s.parallelDims = (int)k.outer.size();
   // Column reductions: one loop body runs `columnLanes` neighbouring outer iterations
   // (ScalarEmitter::emitLanesBody), so an inner step loads a vector of neighbouring columns
   // instead of that many cache lines in separate passes.
-  if (!k.outer.empty() && k.outer.back() % t.columnLanes == 0 && isColumnReduction(k))
+  auto divides = [](const Dim &d, int64_t by) { return !d.symbolic() && d.ref() % by == 0; };
+  if (!k.outer.empty() && divides(k.outer.back(), t.columnLanes) && isColumnReduction(k))
     s.lanes = t.columnLanes;
   // ... or, when every phase is a fold (or its after-fold stores) without argmax, in blocks of
   // columnBlock columns whose loop runs innermost, accumulators on the stack.
-  if (s.lanes > 1 && t.columnBlock > 0 && k.outer.back() % t.columnBlock == 0) {
+  if (s.lanes > 1 && t.columnBlock > 0 && divides(k.outer.back(), t.columnBlock)) {
     bool folds = true;
     for (auto &ph : k.phases) {
       folds = folds && (!ph.reductions.empty() || ph.inner.empty());
@@ -190,7 +194,7 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   // added into its target row) runs columnBlock columns innermost per token, so a step reads
   // and updates a contiguous row segment instead of one element in a cache line of its own.
   if (accumulates && s.lanes == 1 && s.block == 0 && t.columnBlock > 0 && !k.outer.empty() &&
-      k.outer.back() % t.columnBlock == 0 && numelOf(k.outer) * inner >= t.columnScatterMinElems &&
+      divides(k.outer.back(), t.columnBlock) && outerN * inner >= t.columnScatterMinElems &&
       isColumnScatter(k))
     s.block = t.columnBlock;
   const Phase *last = nullptr; // the last phase with an inner loop
@@ -200,7 +204,7 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
   // enough elements in chunks of whole rows of its split dim on the team, its partials combined
   // in chunk order. Not for checked kernels (the status pair has one writer), accumulating
   // stores, nor argmax (its ties need the positions).
-  if (numelOf(k.outer) == 1 && !accumulates && !k.mayFail()) {
+  if (numelOf(k.outer).is(1) && !accumulates && !k.mayFail()) {
     std::vector<int64_t> rows(k.phases.size(), 0);
     bool any = false;
     for (size_t i = 0; i < k.phases.size(); ++i) {
@@ -208,11 +212,11 @@ void scheduleCpuLoop(const KernelGraph &kg, const Kernel &k, const TargetInfo &t
       const int d = splitDimOf(p);
       bool ok = !p.reductions.empty() && d >= 0;
       for (auto &r : p.reductions) ok = ok && r.kind != ReduceKind::ArgMax;
-      const int64_t n = numelOf(p.inner);
+      const int64_t n = numelOf(p.inner).ref();
       if (!ok || n < t.splitMinElems) continue;
-      const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[d]});
+      const int64_t parts = std::min({t.splitMaxParts, n / t.splitChunkElems, p.inner[d].ref()});
       if (parts < 2) continue;
-      rows[i] = (p.inner[d] + parts - 1) / parts; // splitChunks(p, rows) <= parts
+      rows[i] = (p.inner[d].ref() + parts - 1) / parts; // splitChunks(p, rows) <= parts
       any = true;
     }
     if (any) s.splitRows = rows;

@@ -27,12 +27,12 @@ namespace aotc::fusion {
 
 namespace {
 
-ERef i64c(int64_t v) { return mkIntConst(DType::I64, v); }
+ERef i64c(const Dim &v) { return mkSizeConst(DType::I64, v); }
 
 /// i_dim of an index space of rank `rank`.
 ERef indexOf(int rank, int64_t dim) {
   EAddr a;
-  a.coef.assign(rank, 0);
+  a.coef.assign(rank, Dim(0));
   a.coef[dim] = 1;
   return mkIndex(std::move(a));
 }
@@ -45,16 +45,29 @@ int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank) {
   return *w;
 }
 
-ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Shape &shape) {
+/// Argument i as a size: its run-time expression when it has one.
+Dim sizeArg(const Node &n, size_t i) {
+  if (const std::vector<std::string> *e = n.symArg(i); e && !e->empty() && !(*e)[0].empty())
+    return Dim::expr((*e)[0], n.intArg(i));
+  return n.intArg(i);
+}
+
+ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Dims &shape) {
   int r = (int)shape.size();
   if (r == 0) nodeError(n, "codegen: " + n.target + " of a 0-dim tensor");
   DType t = n.type().dtype;
   ERef s = mkCast(src, t), x = mkCast(self, t);
   if (n.target == "aten.select_scatter.default") {
     int64_t dim = wrapDimOrError(n, n.intArg(2), r);
-    int64_t idx = n.intArg(3);
-    if (idx < 0) idx += shape[dim];
-    if (idx < 0 || idx >= shape[dim]) nodeError(n, "codegen: select_scatter index out of range");
+    Dim idx = sizeArg(n, 3);
+    if (shape[dim].symbolic() || idx.symbolic()) {
+      if (!idx.symbolic() && idx.ref() < 0) idx = shape[dim] + idx; // in range (as select's)
+    } else {
+      int64_t i = idx.ref();
+      if (i < 0) i += shape[dim].ref();
+      if (i < 0 || i >= shape[dim].ref()) nodeError(n, "codegen: select_scatter index out of range");
+      idx = i;
+    }
     // src var k is out var k (k < dim) or k + 1.
     std::vector<int> pos(r - 1);
     for (int k = 0; k < r - 1; ++k) pos[k] = k < dim ? k : k + 1;
@@ -63,11 +76,19 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Sh
     return mkOp(ScalarOp::Select, t, {inside, sv, x});
   }
   AOTC_ASSERT(n.target == "aten.slice_scatter.default", "codegen: not a view scatter: " + n.target);
-  const SliceRange sr = sliceRange(n, shape, 2, "slice_scatter");
-  const int64_t dim = sr.dim, start = sr.start, len = sr.len, step = sr.step, size = shape[dim];
-  if (len == 0) return x;
-  if (start == 0 && step == 1 && len == size) return s; // the slice is all of self
-  int64_t last = start + (len - 1) * step;
+  const SliceRange sr = sliceRange(n, refShape(shape), 2, "slice_scatter");
+  const int64_t dim = sr.dim, step = sr.step;
+  Dim start = sr.start, len = sr.len;
+  const Dim size = shape[dim];
+  if (n.runtimeSized()) {
+    // The slice is in range (the shape function assumes so): src's size is its length.
+    len = dimsOf(n.tensorArg(1)->type())[dim];
+    start = n.isNoneArg(3) ? Dim(0) : sizeArg(n, 3);
+    if (!start.symbolic() && start.ref() < 0) start = size + start;
+  }
+  if (len.is(0)) return x;
+  if (start.is(0) && step == 1 && len == size) return s; // the slice is all of self
+  Dim last = start + (len - 1) * step;
   ERef i = indexOf(r, dim);
   ERef rel = mkOp(ScalarOp::Sub, DType::I64, {i, i64c(start)});
   ERef inside = mkOp(ScalarOp::And, DType::Bool,
@@ -82,9 +103,9 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Sh
   ERef qc = mkOp(ScalarOp::Select, DType::I64, {inside, q, i64c(0)});
   // src var dim = qc (data-dependent, unchecked: 0 <= qc < len); the other vars are out's.
   ERef sv = mapAddrs(s, [&](EAddr &a) {
-    int64_t c = a.coef[dim];
+    Dim c = a.coef[dim];
     a.coef[dim] = 0;
-    if (c != 0) {
+    if (!c.is(0)) {
       EDyn d;
       d.value = qc;
       d.stride = c;

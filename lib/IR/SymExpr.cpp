@@ -597,6 +597,26 @@ SymExpr SymExpr::canonical() const {
   return c.build(c.poly(*this));
 }
 
+bool SymExpr::atLeastForSizes(const SymExpr &b) const {
+  try {
+    SymExprCanon c;
+    Poly d = c.poly(*this);
+    for (auto &[m, k] : c.poly(b)) addTerm(d, m, checkedMul(k, -1));
+    // Every symbol is a size >= 1: monomials of symbols with coefficients >= 0 grow with them, so
+    // the difference is smallest with every symbol at 1.
+    int64_t atOnes = 0;
+    for (auto &[m, k] : d) {
+      for (const std::string &atom : m)
+        if (atom.empty() || atom[0] == '(') return false; // //, Mod, Max, ...: not decided here
+      if (!m.empty() && k < 0) return false;
+      atOnes = checkedAdd(atOnes, k);
+    }
+    return atOnes >= 0;
+  } catch (const SymExprError &) {
+    return false;
+  }
+}
+
 bool isSizeSymbolName(const std::string &name) {
   static const std::set<std::string> taken = {"True", "False", "None", "inf", "nan", "torch", "self"};
   bool ident = !name.empty() && !std::isdigit((unsigned char)name[0]);

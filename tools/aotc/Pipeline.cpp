@@ -43,7 +43,7 @@ namespace {
 
 /// The last stage that carries run-time sizes (issue 30, docs/dynamic-shapes.md); the pipeline
 /// refuses them after it.
-constexpr const char *kLastRuntimeSizeStage = "partition";
+constexpr const char *kLastRuntimeSizeStage = "kernels";
 
 /// Position of a stage in pipeline order (capture = 0 .. llvm = 8, ptx = 9, fatbin = 10).
 int stageIndex(const std::string &s) {
@@ -266,17 +266,6 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))
     return r;
 
-  // Run-time sizes go no further than partition yet (issue 30, docs/dynamic-shapes.md).
-  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
-    std::string list;
-    for (const Program::SpecializedSize &z : p.specializedSizes)
-      if (z.dynamic) list += "\n  " + z.str();
-    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
-                                      "\nonly capture, functionalize, decompose, joint, lower and partition carry run-time "
-                                      "sizes so far (--emit=" + std::string(kLastRuntimeSizeStage) + "); the later stages compile static sizes: give each symbol a "
-                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
-  }
-
   // 5c. optimizer: with --optimizer, the update and accumulate graphs of the train step.
   std::optional<TrainStep> train;
   if (optim && !o.f64) { // gradcheck checks the forward and backward only
@@ -298,6 +287,10 @@ CompileResult runPipeline(const CompileOptions &o) {
   cg.fusion.checkedArena = o.sanitize == "address";
   cg.fusion = fusionOptionsFor(cg.fusion, o.target);
   checkTargetSupport(p, o.target);
+  if (o.target != "cpu" && !p.dynamicSymbols().empty())
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + p.dynamicSymbols() +
+                                      "): the " + o.target + " target plans static sizes only; give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
   KernelProgram kp = planProgram(p, cg.fusion);
   if (train) planTrainStep(kp, *train, cg.fusion);
   {
@@ -314,6 +307,18 @@ CompileResult runPipeline(const CompileOptions &o) {
   scheduleProgram(kp, targetInfoOf(cg));
   if (stopsAfter("kernels", printKernels(kp)))
     return r;
+
+  // Run-time sizes go no further than the kernels yet (issue 30, docs/dynamic-shapes.md).
+  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nevery stage up to the kernels carries run-time sizes (--emit=" +
+                                      std::string(kLastRuntimeSizeStage) +
+                                      "); code generation compiles static sizes so far: give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
 
   // 8-9. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
   //      lowered to the LLVM dialect, translated to LLVM IR, optimized, emitted.
