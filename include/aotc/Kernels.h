@@ -37,6 +37,7 @@
 #include "aotc/Types.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,9 @@ struct KernelProgram {
 
 struct FusionOptions {
   bool fuse = true;            ///< false: one kernel per op (for tests/debugging).
+  /// The smallest value of each run-time size symbol (Program::specializedSizes; planProgram
+  /// sets it): what fusion may assume of a size expression (a leading dimension >= 1).
+  std::map<std::string, int64_t> sizeMinimums;
   /// --sanitize=address: the checked arena (abi.h AOTC_PROGRAM_CHECKED_ARENA). Every saved and
   /// scratch buffer is followed by kArenaRedzone unused bytes, so neighbours never touch;
   /// the entry points poison what is not live.

@@ -48,10 +48,11 @@ public:
   /// every value of their symbols; different forms may still be equal (FloorDiv identities).
   /// SymExprError on int64 overflow of a coefficient.
   SymExpr canonical() const;
-  /// Whether this >= b for every value >= 1 of the symbols (sizes), as far as a simple rule
-  /// proves it: the difference's monomials over symbols have coefficients >= 0 and its value
-  /// with every symbol 1 is >= 0 (`16*s48 >= 16`). False when the rule cannot decide.
-  bool atLeastForSizes(const SymExpr &b) const;
+  /// Whether this >= b for every value of the symbols (sizes: each at least its entry of
+  /// `minimums`, 1 when it has none), as far as a simple rule proves it: the difference's
+  /// monomials over symbols have coefficients >= 0 and its value with every symbol at its
+  /// minimum is >= 0 (`16*s48 >= 16`). False when the rule cannot decide.
+  bool atLeastForSizes(const SymExpr &b, const std::map<std::string, int64_t> &minimums = {}) const;
   /// canonical().str(), or str() when the expression is too large to normalize.
   std::string normalText() const;
   /// The value when the expression has no symbols.

@@ -288,6 +288,9 @@ Artifact compileProgram(const Program &p, const CodegenOptions &optsIn) {
   if (!isCIdentifier(opts.name))
     userError("--name '" + opts.name + "' is not a valid C identifier");
   Program const *prog = &p;
+  if (std::string syms = p.dynamicSymbols(); !syms.empty())
+    userError("a program with run-time sizes (" + syms + ") is compiled at one size per symbol so far: give each "
+              "a size with --specialize (docs/dynamic-shapes.md)");
   checkTargetSupport(p, opts.target);
   KernelProgram kp = planProgram(*prog, fusionOptionsFor(opts.fusion, opts.target));
   kp.name = opts.name;

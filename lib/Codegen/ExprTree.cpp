@@ -38,9 +38,18 @@ ERef mkIntConst(DType t, int64_t v) {
   return e;
 }
 
+void refuseRuntimeArg(const Node &n, size_t i) {
+  if (const std::vector<std::string> *e = n.symArg(i))
+    for (const std::string &x : *e)
+      if (!x.empty())
+        nodeError(n, "codegen: argument " + std::to_string(i) + " is a run-time size (" + x +
+                         "), which this op takes as a constant only: give the sizes with --specialize "
+                         "(docs/dynamic-shapes.md)");
+}
+
 ERef mkSizeConst(DType t, const Dim &d) {
   if (!d.symbolic()) return isFloating(t) ? mkConst(t, (double)d.ref()) : mkIntConst(t, d.ref());
-  AOTC_ASSERT(t != DType::Bool, "codegen: a run-time size as a bool");
+  if (t == DType::Bool) return mkOp(ScalarOp::Ne, DType::Bool, {mkSizeConst(DType::I64, d), mkIntConst(DType::I64, 0)});
   auto e = std::make_shared<EExpr>();
   e->op = ScalarOp::Const;
   e->type = t;

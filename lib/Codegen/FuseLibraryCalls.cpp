@@ -21,15 +21,20 @@ static TKernel externKernel(const TensorType &out) {
   return k;
 }
 
-/// max(d, 1): a leading dimension (a run-time size is at least 1).
-static Dim atLeastOne(const Dim &d) { return d.symbolic() || d.ref() >= 1 ? d : Dim(1); }
-
-/// a >= b for every run-time size (SymExpr::atLeastForSizes). A pair the rule cannot decide
-/// counts as false: the caller copies the operand.
-static bool atLeast(const Dim &a, const Dim &b) {
+/// a >= b for every run-time size in its range (SymExpr::atLeastForSizes over the symbols'
+/// minimums). A pair the rule cannot decide counts as false: the caller copies the operand.
+static bool atLeast(const Dim &a, const Dim &b, const std::map<std::string, int64_t> &minimums) {
   if (a == b) return true;
   if (!a.symbolic() && !b.symbolic()) return a.ref() >= b.ref();
-  return a.toExpr().atLeastForSizes(b.toExpr());
+  return a.toExpr().atLeastForSizes(b.toExpr(), minimums);
+}
+
+/// max(d, 1): a leading dimension. A run-time size that may be 0 (`s17 - 1` at s17 = 1) becomes
+/// the expression Max(1, d).
+static Dim atLeastOne(const Dim &d, const std::map<std::string, int64_t> &minimums) {
+  if (!d.symbolic()) return Dim(std::max<int64_t>(d.ref(), 1));
+  if (atLeast(d, Dim(1), minimums)) return d;
+  return Dim::expr(SymExpr::binary(SymExpr::Op::Max, SymExpr::integer(1), d.toExpr()), std::max<int64_t>(d.ref(), 1));
 }
 
 /// The library calls other than GEMMs take constant sizes so far: a node over run-time sizes
@@ -43,6 +48,7 @@ static void refuseRuntimeSizes(const Node &n, const char *what) {
 GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int rank) {
   Val v = val(arg);
   const Dims S = dimsOf(v.type);
+  const std::map<std::string, int64_t> &mins = opts_.sizeMinimums;
   auto fits = [&](const Val &x, BlasOperand &o) {
     if (x.e->op != ScalarOp::Load || !x.e->addr.dyn.empty()) return false;
     const EAddr &a = x.e->addr;
@@ -51,14 +57,14 @@ GraphFuser::BlasOperand GraphFuser::blasOperand(const Node &n, Node *arg, int ra
     o.buffer = a.buffer;
     o.offset = a.offset;
     o.batchStride = rank == 3 ? a.coef[0] : Dim(0);
-    if ((s1 == 1 || cols == 1) && (rows == 1 || atLeast(s0, atLeastOne(cols)))) {
+    if ((s1 == 1 || cols == 1) && (rows == 1 || atLeast(s0, atLeastOne(cols, mins), mins))) {
       o.trans = false;
-      o.ld = rows == 1 ? atLeastOne(cols) : s0;
+      o.ld = rows == 1 ? atLeastOne(cols, mins) : s0;
       return true;
     }
-    if ((s0 == 1 || rows == 1) && (cols == 1 || atLeast(s1, atLeastOne(rows)))) {
+    if ((s0 == 1 || rows == 1) && (cols == 1 || atLeast(s1, atLeastOne(rows, mins), mins))) {
       o.trans = true;
-      o.ld = cols == 1 ? atLeastOne(rows) : s1;
+      o.ld = cols == 1 ? atLeastOne(rows, mins) : s1;
       return true;
     }
     return false;
@@ -80,6 +86,10 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   if (!isFloating(ot.dtype)) nodeError(*n, "codegen: matmul needs f32 or f64 operands");
   bool add = l.bias;
   bool batched = l.batched;
+  if (add) {
+    refuseRuntimeArg(*n, 3); // beta
+    refuseRuntimeArg(*n, 4); // alpha
+  }
   int rank = batched ? 3 : 2;
   Node *A = n->tensorArg(add ? 1 : 0);
   Node *B = n->tensorArg(add ? 2 : 1);
@@ -143,7 +153,7 @@ void GraphFuser::defineMatmul(const Node *n, const OpLowering &l) {
   gd.k = as[rank - 1];
   gd.n = os[rank - 1];
   if (tu) std::swap(gd.m, gd.n);
-  gd.ldc = atLeastOne(gd.n);
+  gd.ldc = atLeastOne(gd.n, opts_.sizeMinimums);
   gd.batch = batched ? os[0] : Dim(1);
   gd.strideA = oa.batchStride;
   gd.strideB = ob.batchStride;

@@ -188,7 +188,11 @@ void GraphFuser::defineView(const Node *n, const OpLowering &l) {
         return true;
       });
     };
-    if (numelOf(os) != numelOf(ns)) nodeError(*n, "codegen: view changes the number of elements");
+    if (numelOf(refShape(os)) != numelOf(refShape(ns))) nodeError(*n, "codegen: view changes the number of elements");
+    if (numelOf(os) != numelOf(ns))
+      nodeError(*n, "codegen: a view over run-time sizes whose element counts aotc cannot prove equal (" +
+                        numelOf(os).str() + " and " + numelOf(ns).str() + "); give the sizes with --specialize "
+                        "(docs/dynamic-shapes.md)");
     ERef e = reshape(in.e);
     if (!e) {
       // A dense copy first; into n's own output slot when it has one (the same row-major
@@ -206,6 +210,9 @@ void GraphFuser::defineView(const Node *n, const OpLowering &l) {
     }
     v.e = e;
   }
+  if (!v.e && (anySymbolic(os) || anySymbolic(ns)))
+    nodeError(*n, "codegen: a view over run-time sizes that aotc cannot express as strides (" + dimsStr(os) +
+                      " as " + dimsStr(ns) + "); give the sizes with --specialize (docs/dynamic-shapes.md)");
   if (!v.e) internalError("codegen: view rewrite failed for '" + n->name + "'");
   if (outSlots_.count(n)) v = realizeInto(v, homeFor(n));
   vals_[n] = std::move(v);
@@ -434,7 +441,7 @@ void GraphFuser::defineScatter(const Node *n) {
     if (e != dim) st.addr.coef[pos[e]] = strides[e];
   st.addr.dyn.push_back(d);
   if (scalarValue) {
-    st.value = mkConst(self.type.dtype, n->scalarArg(3));
+    st.value = mkConstArg(self.type.dtype, *n, 3);
   } else {
     if (src.type.shape.size() != I.size())
       nodeError(*n, "codegen: " + what + " src and index must have the same rank");

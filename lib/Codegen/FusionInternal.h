@@ -49,6 +49,9 @@ ERef mkConst(DType t, double v);
 /// Scalar argument i of n as a constant of dtype t: integer and bool arguments of an integer
 /// or bool dtype are taken exactly (not through double).
 ERef mkConstArg(DType t, const Node &n, size_t i);
+/// Node errors for a scalar argument that fusion takes as a constant only (a pow exponent, a
+/// diagonal, alpha / beta) when it is a run-time size (Node::symArgs).
+void refuseRuntimeArg(const Node &n, size_t i);
 /// A size as a constant of dtype t (integer or floating): a run-time size is a Const whose
 /// `sym` names it (its value at run time; the reference value in i and f).
 ERef mkSizeConst(DType t, const Dim &d);

@@ -49,6 +49,7 @@ ERef triangle(const PointwiseArgs &a, ScalarOp keepIf) {
   addr.coef[r - 1] = 1;
   addr.coef[r - 2] = -1;
   ERef colMinusRow = mkIndex(std::move(addr));
+  refuseRuntimeArg(a.n, 1);
   ERef diag = mkIntConst(DType::I64, a.n.intArg(1)); // exact: diagonal may be INT64_MAX
   ERef keep = mkOp(keepIf, DType::Bool, {colMinusRow, diag});
   return mkOp(S::Select, a.od, {keep, a.x(0), mkConst(a.od, 0.0)});
@@ -56,14 +57,18 @@ ERef triangle(const PointwiseArgs &a, ScalarOp keepIf) {
 
 /// aten/src/ATen/native/RangeFactories.cpp (CPU arange): value i = start + i * step, computed
 /// in the accumulate type (double for floating results, int64 otherwise).
-ERef arange(const PointwiseArgs &a, double start, double step) {
+/// `startArg` / `stepArg`: the argument indices (-1: 0 and 1), a run-time size taken as such.
+ERef arange(const PointwiseArgs &a, int startArg, int stepArg) {
   EAddr addr;
   addr.coef = {1};
   ERef i = mkIndex(std::move(addr));
   DType acc = isFloating(a.od) ? DType::F64 : DType::I64;
+  double start = startArg < 0 ? 0.0 : a.n.scalarArg(startArg), step = stepArg < 0 ? 1.0 : a.n.scalarArg(stepArg);
   if (acc == DType::I64 && (start != (double)(int64_t)start || step != (double)(int64_t)step))
     nodeError(a.n, "codegen: integer arange with non-integral start or step");
-  return mkOp(S::Add, acc, {mkOp(S::Mul, acc, {mkCast(i, acc), mkConst(acc, step)}), mkConst(acc, start)});
+  ERef s0 = startArg < 0 ? mkConst(acc, 0.0) : mkConstArg(acc, a.n, startArg);
+  ERef st = stepArg < 0 ? mkConst(acc, 1.0) : mkConstArg(acc, a.n, stepArg);
+  return mkOp(S::Add, acc, {mkOp(S::Mul, acc, {mkCast(i, acc), st}), s0});
 }
 
 /// aotc::philox_uniform (include/aotc/Philox.h): word 0 of element i's Philox block gives an
@@ -105,6 +110,7 @@ ERef signRule(const PointwiseArgs &a) {
 /// pow(x, p) for a scalar p: small integral and half-integral exponents as multiplications,
 /// square roots and reciprocals (exact where ATen's pow_tensor_scalar_optimized_kernel is).
 ERef powScalarRule(const PointwiseArgs &a) {
+  refuseRuntimeArg(a.n, 1);
   double p = a.n.scalarArg(1);
   ERef x = a.x(0);
   DType od = a.od;
@@ -244,6 +250,8 @@ IndexMap sliceRule(const Node &n, const Dims &in, const Dims &out) {
 IndexMap asStridedRule(const Node &n, const Dims &in, const Dims &out) {
   if (in.size() != 1) internalError("codegen: as_strided '" + n.name + "' of a rank-" + std::to_string(in.size()) +
                                     " input (lower() views it as 1-D first)");
+  refuseRuntimeArg(n, 2);
+  refuseRuntimeArg(n, 3);
   const std::vector<int64_t> &stride = n.intListArg(2);
   IndexMap m;
   m.newRank = (int)out.size();
@@ -362,8 +370,8 @@ const std::map<std::string, OpLowering> &loweringTable() {
         {"aten.zeros_like.default", pw([](A a) { return mkConst(a.od, 0.0); })},
         {"aten.ones.default", pw([](A a) { return mkConst(a.od, 1.0); })},
         {"aten.ones_like.default", pw([](A a) { return mkConst(a.od, 1.0); })},
-        {"aten.arange.default", pw([](A a) { return arange(a, 0.0, 1.0); })},
-        {"aten.arange.start_step", pw([](A a) { return arange(a, a.n.scalarArg(0), a.n.scalarArg(2)); })},
+        {"aten.arange.default", pw([](A a) { return arange(a, -1, -1); })},
+        {"aten.arange.start_step", pw([](A a) { return arange(a, 0, 2); })},
         // Views.
         {"aten.permute.default", view(permuteRule)},
         {"aten.t.default", view(tRule)},

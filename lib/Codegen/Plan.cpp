@@ -159,10 +159,14 @@ static void appendErrors(KernelProgram &kp, KernelGraph &kg, int base) {
   for (auto &e : kg.errors) kp.errors.push_back(e);
 }
 
-KernelProgram planProgram(const Program &p, const FusionOptions &opts) {
+KernelProgram planProgram(const Program &p, const FusionOptions &optsIn) {
   KernelProgram kp;
   kp.name = p.name;
-  for (const Program::SpecializedSize &s : p.specializedSizes) kp.specializedSizes.push_back(s.str());
+  FusionOptions opts = optsIn;
+  for (const Program::SpecializedSize &s : p.specializedSizes) {
+    kp.specializedSizes.push_back(s.str());
+    if (s.dynamic) opts.sizeMinimums[s.symbol] = s.min;
+  }
   auto fph = p.forward.placeholders();
   auto fouts = p.forward.outputs();
   bool hasBwd = false;
@@ -436,7 +440,8 @@ std::string printKernels(const KernelProgram &in) {
   const KernelProgram &kp = scheduledProgram(in, cpuTargetInfo("multi"), storage);
   const TargetInfo &target = kp.target;
   std::string s = "# aotc kernels for '" + kp.name + "': saved " + std::to_string(kp.savedBytes) +
-                  " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";  for (const std::string &z : kp.specializedSizes)
+                  " bytes, scratch " + std::to_string(kp.scratchBytes) + " bytes\n";
+  for (const std::string &z : kp.specializedSizes)
     if (z.find("run time") != std::string::npos)
       s += "# run-time size " + z + ": the sizes below are expressions over it; the saved area and the arenas "
            "are planned at its largest value\n";

@@ -118,12 +118,12 @@ Vals maxPool2dWithIndicesBackward(Emitter &e, Node &n) {
 
 Vals asStrided(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  if (x->type().rank() == 1) return {};
-  Node *flat = e.viewTo(x, {product(sizesOf(x->type()))});
-  SymArgs sym; // the size argument's run-time sizes (a batch of planes); strides are static
   if (n.symArg(2) || n.symArg(3))
     nodeError(n, "lower of as_strided with a run-time stride or storage offset is not supported yet: compile at one "
                  "size with --specialize SYMBOL=N (docs/dynamic-shapes.md)");
+  if (x->type().rank() == 1) return {};
+  Node *flat = e.viewTo(x, {product(sizesOf(x->type()))});
+  SymArgs sym; // the size argument's run-time sizes (a batch of planes); strides are static
   if (const std::vector<std::string> *size = n.symArg(1)) sym.push_back({1, *size});
   return {e.call("aten.as_strided.default", {flat, n.intListArg(1), n.intListArg(2),
                                              n.isNoneArg(3) ? Arg{int64_t(0)} : Arg{n.intArg(3)}}, {}, sym)};

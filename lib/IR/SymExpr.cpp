@@ -597,21 +597,27 @@ SymExpr SymExpr::canonical() const {
   return c.build(c.poly(*this));
 }
 
-bool SymExpr::atLeastForSizes(const SymExpr &b) const {
+bool SymExpr::atLeastForSizes(const SymExpr &b, const std::map<std::string, int64_t> &minimums) const {
   try {
     SymExprCanon c;
     Poly d = c.poly(*this);
     for (auto &[m, k] : c.poly(b)) addTerm(d, m, checkedMul(k, -1));
-    // Every symbol is a size >= 1: monomials of symbols with coefficients >= 0 grow with them, so
-    // the difference is smallest with every symbol at 1.
-    int64_t atOnes = 0;
+    // Every symbol is a size >= its minimum >= 0: monomials of symbols with coefficients >= 0 grow
+    // with them, so the difference is smallest with every symbol at its minimum.
+    int64_t atMinimums = 0;
     for (auto &[m, k] : d) {
-      for (const std::string &atom : m)
+      int64_t term = k;
+      for (const std::string &atom : m) {
         if (atom.empty() || atom[0] == '(') return false; // //, Mod, Max, ...: not decided here
+        auto it = minimums.find(atom);
+        const int64_t lo = it == minimums.end() ? 1 : it->second;
+        if (lo < 0) return false;
+        term = checkedMul(term, lo);
+      }
       if (!m.empty() && k < 0) return false;
-      atOnes = checkedAdd(atOnes, k);
+      atMinimums = checkedAdd(atMinimums, term);
     }
-    return atOnes >= 0;
+    return atMinimums >= 0;
   } catch (const SymExprError &) {
     return false;
   }

@@ -266,6 +266,19 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (stopsAfter("partition", printProgram(p) + partitionSummary(p)))
     return r;
 
+  // Run-time sizes go no further than the kernels yet (issue 30, docs/dynamic-shapes.md): refused
+  // before planning when the stage asked for is later.
+  if (std::string syms = p.dynamicSymbols(); !syms.empty() && (stop < 0 || stop > stageIndex(kLastRuntimeSizeStage))) {
+    std::string list;
+    for (const Program::SpecializedSize &z : p.specializedSizes)
+      if (z.dynamic) list += "\n  " + z.str();
+    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
+                                      "\nevery stage up to the kernels carries run-time sizes (--emit=" +
+                                      std::string(kLastRuntimeSizeStage) +
+                                      "); code generation compiles static sizes so far: give each symbol a "
+                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
+  }
+
   // 5c. optimizer: with --optimizer, the update and accumulate graphs of the train step.
   std::optional<TrainStep> train;
   if (optim && !o.f64) { // gradcheck checks the forward and backward only
@@ -308,17 +321,6 @@ CompileResult runPipeline(const CompileOptions &o) {
   if (stopsAfter("kernels", printKernels(kp)))
     return r;
 
-  // Run-time sizes go no further than the kernels yet (issue 30, docs/dynamic-shapes.md).
-  if (std::string syms = p.dynamicSymbols(); !syms.empty()) {
-    std::string list;
-    for (const Program::SpecializedSize &z : p.specializedSizes)
-      if (z.dynamic) list += "\n  " + z.str();
-    userError(SourceLoc{o.input}, "this dynamic export has run-time sizes (" + syms + "):" + list +
-                                      "\nevery stage up to the kernels carries run-time sizes (--emit=" +
-                                      std::string(kLastRuntimeSizeStage) +
-                                      "); code generation compiles static sizes so far: give each symbol a "
-                                      "size with --specialize SYMBOL=N or INPUT:DIM=N (docs/dynamic-shapes.md)");
-  }
 
   // 8-9. mlir -> llvm -> object: each kernel as MLIR (scf/arith/math/memref/omp),
   //      lowered to the LLVM dialect, translated to LLVM IR, optimized, emitted.
