@@ -233,8 +233,15 @@ namespace aotc::rules {
 
 namespace {
 
-/// x [N, C, *] as [N, group, C/group * HxW] (the statistics' groups).
-Node *groups(Emitter &e, Node *x, int64_t N, int64_t G) { return e.view(x, {N, G, x->type().numel() / std::max<int64_t>(N * G, 1)}); }
+/// Group norm's N: argument i, a run-time size (the batch) or a constant.
+Size batchArg(const Node &n, size_t i) {
+  const std::vector<std::string> *e = n.symArg(i);
+  return e && !e->empty() && !(*e)[0].empty() ? Size(n.intArg(i), SymExpr::parse((*e)[0])) : Size(n.intArg(i));
+}
+
+/// x [N, C, *] as [N, group, C/group * HxW] (the statistics' groups: D = C/group * HxW per
+/// sample, a constant even over a run-time batch).
+Node *groups(Emitter &e, Node *x, const Size &N, int64_t G, int64_t D) { return e.viewTo(x, {N, G, D}); }
 
 } // namespace
 
@@ -242,34 +249,36 @@ Node *groups(Emitter &e, Node *x, int64_t N, int64_t G) { return e.view(x, {N, G
 /// [N, group, D]; out = xhat [w] [+ b] with w, b per channel ([1, C, 1] against [N, C, HxW]).
 Vals nativeGroupNorm(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  int64_t N = n.intArg(3), C = n.intArg(4), S = n.intArg(5), G = n.intArg(6);
+  const Size N = batchArg(n, 3);
+  int64_t C = n.intArg(4), S = n.intArg(5), G = n.intArg(6);
   double eps = n.scalarArg(7), D = (double)(C / G * S);
-  Node *xg = groups(e, x, N, G);
+  Node *xg = groups(e, x, N, G, C / G * S);
   Node *mean = e.div(e.sum(xg, {2}, true), D);
   Node *xc = e.sub(xg, mean);
   Node *rstd = e.call("aten.rsqrt.default", {e.add(e.div(e.sum(e.mul(xc, xc), {2}, true), D), eps)});
-  Node *out = e.view(e.mul(xc, rstd), {N, C, S});
+  Node *out = e.viewTo(e.mul(xc, rstd), {N, C, S});
   if (!n.isNoneArg(1)) out = e.mul(out, e.view(n.tensorArg(1), {1, C, 1}));
   if (!n.isNoneArg(2)) out = e.add(out, e.view(n.tensorArg(2), {1, C, 1}));
-  return {e.view(out, x->type().shape), e.view(mean, {N, G}), e.view(rstd, {N, G})};
+  return {e.viewTo(out, sizesOf(x->type())), e.viewTo(mean, {N, G}), e.viewTo(rstd, {N, G})};
 }
 
 /// native_group_norm_backward(g, x, mean, rstd, w, N, C, HxW, group, output_mask).
 Vals nativeGroupNormBackward(Emitter &e, Node &n) {
   Node *g = n.tensorArg(0), *x = n.tensorArg(1), *mean = n.tensorArg(2), *rstd = n.tensorArg(3);
   Node *w = n.isNoneArg(4) ? nullptr : n.tensorArg(4);
-  int64_t N = n.intArg(5), C = n.intArg(6), S = n.intArg(7), G = n.intArg(8);
+  const Size N = batchArg(n, 5);
+  int64_t C = n.intArg(6), S = n.intArg(7), G = n.intArg(8);
   const auto &mask = std::get<std::vector<bool>>(n.args[9]);
   double D = (double)(C / G * S);
-  Node *rs = e.view(rstd, {N, G, 1});
-  Node *xhat = e.view(e.mul(e.sub(groups(e, x, N, G), e.view(mean, {N, G, 1})), rs), {N, C, S});
-  Node *gc = e.view(g, {N, C, S});
+  Node *rs = e.viewTo(rstd, {N, G, 1});
+  Node *xhat = e.viewTo(e.mul(e.sub(groups(e, x, N, G, C / G * S), e.viewTo(mean, {N, G, 1})), rs), {N, C, S});
+  Node *gc = e.viewTo(g, {N, C, S});
   Vals r(3, nullptr);
   if (mask.at(0)) {
-    Node *d = groups(e, w ? e.mul(gc, e.view(w, {1, C, 1})) : gc, N, G);
-    Node *xh = groups(e, xhat, N, G);
+    Node *d = groups(e, w ? e.mul(gc, e.view(w, {1, C, 1})) : gc, N, G, C / G * S);
+    Node *xh = groups(e, xhat, N, G, C / G * S);
     Node *inner = e.sub(e.sub(d, e.div(e.sum(d, {2}, true), D)), e.mul(xh, e.div(e.sum(e.mul(d, xh), {2}, true), D)));
-    r[0] = e.view(e.mul(rs, inner), x->type().shape);
+    r[0] = e.viewTo(e.mul(rs, inner), sizesOf(x->type()));
   }
   if (mask.at(1)) r[1] = e.sum(e.mul(gc, xhat), {0, 2}, false);
   if (mask.at(2)) r[2] = e.sum(gc, {0, 2}, false);

@@ -394,6 +394,24 @@ SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
   return r;
 }
 
+/// native_group_norm(x, w, b, N, C, HxW, group, eps) over a run-time batch: the output like x,
+/// mean and rstd [N, group].
+SymResult groupNorm(const Node &n, const std::vector<TensorType> &types) {
+  batchDimsOnly(n, {0}, 3);
+  const TensorType &in = tensorType(n, 0);
+  SymResult r{text(dimsOf(in))};
+  for (size_t k = 1; k < types.size(); ++k) r.push_back(text({dimOf(in, 0), SymExpr::integer(n.intArg(6))}));
+  return r;
+}
+/// native_group_norm_backward(g, x, mean, rstd, w, N, ...): grad_input like x; the weight's and
+/// bias's static.
+SymResult groupNormBackward(const Node &n, const std::vector<TensorType> &types) {
+  batchDimsOnly(n, {0, 1, 2, 3}, 5);
+  SymResult r(types.size());
+  r[0] = text(dimsOf(tensorType(n, 1)));
+  return r;
+}
+
 /// Factories with a `size` argument (full, empty; philox_uniform's is its
 /// third).
 SymResult sizeFactory(const Node &n, const std::vector<TensorType> &types) {
@@ -460,6 +478,8 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten._log_softmax.default", likeFirst);
   set("aten._native_batch_norm_legit_functional.default", likeFirst);
   set("aten.native_layer_norm.default", layerNorm);
+  set("aten.native_group_norm.default", groupNorm);
+  set("aten.native_group_norm_backward.default", groupNormBackward);
   for (const char *t : {"aten.full.default", "aten.empty.memory_format", "aten.rand.default", "aten.randn.default",
                         "aotc.philox_uniform.default"})
     set(t, sizeFactory);

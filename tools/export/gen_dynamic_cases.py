@@ -16,12 +16,15 @@ issue 30), each exported with torch.export.Dim and run_decompositions():
                 (statistics over B*H*W) -> ReLU -> max pool -> + avg pool of bilinear + nearest
                 upsampling -> conv 3x3 stride 2 -> ReLU -> adaptive
                 average pool -> flatten -> Linear -> cross entropy; batch Dim(1..16) shared by x and y;
+  dyn_dec.pt2   a decoder block over a run-time batch (issue 30 item 5, phase 1): conv -> GroupNorm(2, 8)
+                -> SiLU -> ConvTranspose2d stride 2 -> ReLU -> conv -> mse_loss; batch Dim(1..8)
+                shared by x and t;
   dyn_fft.pt2   complex values over a run-time batch (refused for now: test/lit/capture/dynamic.test):
                 a complex full, rfft, abs, batch Dim(1..8);
 and, for each size the lit tests run, <case>.<size>.golden.safetensors: input.<name>, param.<FQN>,
 torch's float64 loss as ref.output_0 and its gradients as ref.grad.<FQN> (float32).
 Usage: $(tools/export/torch-python.sh) tools/export/gen_dynamic_cases.py [CASE ...]  (torch 2.15.0;
-CASE: mlp, lm, ops, cnn, fft; none: all)"""
+CASE: mlp, lm, ops, cnn, fft, dec; none: all)"""
 import copy
 import os
 import sys
@@ -81,6 +84,20 @@ class DynCNN(nn.Module):
         return (F.cross_entropy(self.fc(h.flatten(1)), y),)
 
 
+class DynDecoder(nn.Module):
+    """A decoder block over a run-time batch: conv -> GroupNorm (statistics per sample and
+    group) -> SiLU -> ConvTranspose2d stride 2 -> ReLU -> conv -> mse_loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.gn = nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8)
+        self.up, self.c2 = nn.ConvTranspose2d(8, 4, 2, stride=2), nn.Conv2d(4, 3, 3, padding=1)
+
+    def forward(self, x, t):
+        h = torch.relu(self.up(F.silu(self.gn(self.c1(x)))))   # [B, 4, 12, 12]
+        return (F.mse_loss(self.c2(h), t),)
+
+
 class DynFft(nn.Module):
     def forward(self, x):
         z = torch.full((x.shape[0], 5), 1.0, dtype=torch.complex64)
@@ -110,7 +127,9 @@ def export(name, module, args, dynamic_shapes, **kw):
 
 def main():
     common.setup()
-    cases = sys.argv[1:] or ["mlp", "lm", "ops", "cnn", "fft"]
+    cases = sys.argv[1:] or ["mlp", "lm", "ops", "cnn", "fft", "dec"]
+    if "dec" in cases:
+        gen_dec()
     if "mlp" in cases:
         gen_mlp()
     if "lm" in cases:
@@ -150,6 +169,15 @@ def gen_cnn():
     export("dyn_cnn", cnn, (torch.randn(4, 3, 12, 12), torch.randint(0, 10, (4,))), {"x": {0: B}, "y": {0: B}})
     for b in (1, 5, 16):
         golden("dyn_cnn", f"b{b}", cnn, ["x", "y"], (torch.randn(b, 3, 12, 12), torch.randint(0, 10, (b,))))
+
+
+def gen_dec():
+    torch.manual_seed(0)
+    dec = DynDecoder().train()
+    B = Dim("batch", min=1, max=8)
+    export("dyn_dec", dec, (torch.randn(4, 3, 6, 6), torch.randn(4, 3, 12, 12)), {"x": {0: B}, "t": {0: B}})
+    for b in (1, 3, 8):
+        golden("dyn_dec", f"b{b}", dec, ["x", "t"], (torch.randn(b, 3, 6, 6), torch.randn(b, 3, 12, 12)))
 
 
 def gen_lm():

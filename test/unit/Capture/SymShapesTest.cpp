@@ -16,7 +16,7 @@ std::string canon(const std::string &e) { return e.empty() ? e : SymExpr::parse(
 } // namespace
 
 TEST_CASE("symbolic shape functions cover the dynamic fixtures", "[symshapes]") {
-  for (const char *name : {"dyn_mlp.pt2", "dyn_lm.pt2", "dyn_ops.pt2", "dyn_cnn.pt2"}) {
+  for (const char *name : {"dyn_mlp.pt2", "dyn_lm.pt2", "dyn_ops.pt2", "dyn_cnn.pt2", "dyn_dec.pt2"}) {
     Program p = readPt2(std::string(AOTC_SRC_ROOT) + "/test/lit/capture/Inputs/" + name, nullptr);
     REQUIRE_FALSE(p.dynamicSymbols().empty());
     int symbolic = 0;
@@ -37,7 +37,7 @@ TEST_CASE("symbolic shape functions cover the dynamic fixtures", "[symshapes]") 
         symbolic += t.symbolic();
       }
     }
-    CHECK(symbolic > 20);
+    CHECK(symbolic > (std::string(name) == "dyn_dec.pt2" ? 10 : 20)); // the decoder block is small
   }
 }
 
