@@ -279,7 +279,7 @@ Vals logsumexp(Emitter &e, Node &n) {
   Node *inf = e.call("aten.eq.Scalar", {e.call("aten.abs.default", {m}), std::numeric_limits<double>::infinity()});
   m = e.call("aten.where.self", {inf, e.scalarTensor(int64_t(0), n.types[0].dtype), m});
   Node *s = e.sum(e.exp(e.sub(x, m)), dims, keepdim);
-  Node *ms = keepdim || r == 0 ? m : e.view(m, n.types[0].shape);
+  Node *ms = keepdim || r == 0 ? m : e.view(m, n.types[0].shape, n.types[0].sym);
   return {e.add(e.call("aten.log.default", {s}), ms)};
 }
 
@@ -356,12 +356,12 @@ const std::vector<RuleEntry> &table() {
     {"aten.native_batch_norm_backward.default", nativeBatchNormBackward, "train: invstd (d - sum(d)/M - xhat sum(d xhat)/M); eval: d rsqrt(running_var + eps); sums per channel", true},
     {"aten.native_group_norm.default",      nativeGroupNorm,    "x as [N, group, D]: mean, biased var, rsqrt; w, b per channel", true, true},
     {"aten.native_group_norm_backward.default", nativeGroupNormBackward, "rstd (d - mean(d) - xhat mean(d xhat)) per group; sums per channel", true, true},
-    {"aten.any.dim",                        anyAll,             "ne(sum(ne(x, 0) as i64, dim), 0)"},
-    {"aten.any.dims",                       anyAll,             "ne(sum(ne(x, 0) as i64, dims), 0)"},
-    {"aten.any.default",                    anyAll,             "ne(sum(ne(x, 0) as i64), 0)"},
-    {"aten.all.dim",                        anyAll,             "eq(sum(eq(x, 0) as i64, dim), 0)"},
-    {"aten.all.dims",                       anyAll,             "eq(sum(eq(x, 0) as i64, dims), 0)"},
-    {"aten.all.default",                    anyAll,             "eq(sum(eq(x, 0) as i64), 0)"},
+    {"aten.any.dim",                        anyAll,             "ne(sum(ne(x, 0) as i64, dim), 0)", true},
+    {"aten.any.dims",                       anyAll,             "ne(sum(ne(x, 0) as i64, dims), 0)", true},
+    {"aten.any.default",                    anyAll,             "ne(sum(ne(x, 0) as i64), 0)", true},
+    {"aten.all.dim",                        anyAll,             "eq(sum(eq(x, 0) as i64, dim), 0)", true},
+    {"aten.all.dims",                       anyAll,             "eq(sum(eq(x, 0) as i64, dims), 0)", true},
+    {"aten.all.default",                    anyAll,             "eq(sum(eq(x, 0) as i64), 0)", true},
     {"aten.max_pool2d_with_indices.default", maxPool2dWithIndices, "-inf padding, as_strided windows, amax / argmax + gather of positions", true},
     {"aten.max_pool2d_with_indices_backward.default", maxPool2dWithIndicesBackward, "scatter_add of grad_output at indices", true},
     {"aten.as_strided.default",             asStrided,          "input rank != 1: as_strided of view(x, [numel])", true, true},
@@ -410,7 +410,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor", true},
     {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)", true},
     {"aten.var.correction",                 varCorrection,      "sum((x - mean)^2) / max(0, N - correction)"},
-    {"aten.logsumexp.default",              logsumexp,          "log(sum(exp(x - m))) + m, m = amax (0 where infinite)"},
+    {"aten.logsumexp.default",              logsumexp,          "log(sum(exp(x - m))) + m, m = amax (0 where infinite)", true},
     {"aten.elu.default",                    elu,                "where(x > 0, scale x, scale alpha expm1(input_scale x))", true},
     {"aten.softplus.default",               softplus,           "where(beta x > threshold, x, log1p(exp(beta x)) / beta)", true},
     {"aten.embedding.default",              embedding,          "index_select(weight, 0, indices.view(-1)).view(...)", true},
