@@ -248,10 +248,15 @@ Vals split(Emitter &e, Node &n) {
   return r;
 }
 
-/// unbind.int(x, dim) -> one select.int per index.
+/// unbind.int(x, dim) -> one select.int per index (the other dims may be run-time sizes; the
+/// unbound one, whose size is the number of results, may not).
 Vals unbind(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
   int64_t dim = wrapDimAt(n, n.intArg(1), x->type().rank());
+  if (dim < (int64_t)x->type().sym.size() && !x->type().sym[dim].empty())
+    nodeError(n, "unbind along a run-time size (" + x->type().sym[dim] +
+                     ": the number of results) is not supported: compile at one size with --specialize SYMBOL=N "
+                     "(docs/dynamic-shapes.md)");
   Vals r;
   for (size_t k = 0; k < n.types.size(); ++k) r.push_back(e.call("aten.select.int", {x, dim, (int64_t)k}));
   return r;
@@ -465,7 +470,7 @@ static const std::vector<RuleEntry> &table() {
     {"aten.split.Tensor",              split,        "one slice.Tensor per chunk", true},
     {"aten.split_with_sizes.default",  split,        "one slice.Tensor per piece", true},
     {"aten.chunk.default",             split,        "one slice.Tensor per chunk (ceil(size / chunks) each)", true},
-    {"aten.unbind.int",                unbind,       "one select.int per index"},
+    {"aten.unbind.int",                unbind,       "one select.int per index", true},
     {"aten.where.ScalarOther",         whereScalar,  "where.self with a 0-d tensor", true},
     {"aten.where.ScalarSelf",          whereScalar,  "where.self with a 0-d tensor", true},
     {"aten.masked_fill.Scalar",        whereScalar,  "where.self(mask, value, x)", true},

@@ -405,7 +405,7 @@ const std::vector<RuleEntry> &table() {
     {"aten.cat.default",                    cat,                "slice_scatter of each input into zeros, as decompose", true},
     {"aten.split.Tensor",                   split,              "one slice.Tensor per chunk, as decompose", true},
     {"aten.split_with_sizes.default",       split,              "one slice.Tensor per piece, as decompose", true},
-    {"aten.unbind.int",                     unbind,             "one select.int per index, as decompose"},
+    {"aten.unbind.int",                     unbind,             "one select.int per index, as decompose", true},
     {"aten.where.ScalarOther",              whereScalar,        "where.self with a 0-d tensor", true},
     {"aten.where.ScalarSelf",               whereScalar,        "where.self with a 0-d tensor", true},
     {"aten.masked_fill.Scalar",             whereScalar,        "where.self(mask, value, x)", true},

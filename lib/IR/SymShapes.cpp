@@ -394,6 +394,17 @@ SymResult layerNorm(const Node &n, const std::vector<TensorType> &types) {
   return r;
 }
 
+/// unbind(x, dim): every result is x without `dim`; along a run-time size (the number of
+/// results) there is none.
+SymResult unbind(const Node &n, const std::vector<TensorType> &types) {
+  const TensorType &in = tensorType(n, 0);
+  Dims d = dimsOf(in);
+  if (d.empty()) return SymResult(types.size());
+  size_t at = (size_t)wrap(n.intArg(1), in.rank());
+  if (d[at].hasSymbols()) throw SymExprError("unbind along a run-time size (the number of results)");
+  d.erase(d.begin() + at);
+  return SymResult(types.size(), text(d));
+}
 /// native_group_norm(x, w, b, N, C, HxW, group, eps) over a run-time batch: the output like x,
 /// mean and rstd [N, group].
 SymResult groupNorm(const Node &n, const std::vector<TensorType> &types) {
@@ -479,6 +490,7 @@ void registerSymbolicShapes(OpRegistry &r) {
   set("aten._native_batch_norm_legit_functional.default", likeFirst);
   set("aten.native_layer_norm.default", layerNorm);
   set("aten.native_group_norm.default", groupNorm);
+  set("aten.unbind.int", unbind);
   set("aten.native_group_norm_backward.default", groupNormBackward);
   for (const char *t : {"aten.full.default", "aten.empty.memory_format", "aten.rand.default", "aten.randn.default",
                         "aotc.philox_uniform.default"})

@@ -290,3 +290,23 @@ TEST_CASE("decompose clamp with a NaN bound gives NaN everywhere, as torch.clamp
     for (double v : out[k].data) CHECK(std::isnan(v));
   CHECK(out[2].data == std::vector<double>{-0.5, 0.0, 0.1, 0.25});
 }
+
+TEST_CASE("decompose unbind over a run-time batch: along a static dim, not along the run-time one", "[decompose]") {
+  for (int64_t dim : {1, 0}) {
+    Program p;
+    Graph &g = p.forward;
+    Node *x = g.addPlaceholder("x", TensorType(DType::F32, {4, 3}, {"s0", ""}), InputRole::UserInput);
+    if (dim == 0) { // its shape function refuses it, and decompose's rule would too
+      CHECK_THROWS_WITH(op(g, "aten.unbind.int", {x, dim}), Catch::Contains("no shape function over run-time sizes"));
+      continue;
+    }
+    Node *u = op(g, "aten.unbind.int", {x, dim});
+    g.setOutputs({op(g, "getitem", {u, int64_t(0)})});
+    {
+      decompose(p);
+      Node *out = p.forward.outputs().at(0);
+      CHECK(out->target == "aten.select.int");
+      CHECK(out->type().sym == std::vector<std::string>{"s0"}); // select's result keeps the batch
+    }
+  }
+}
