@@ -28,6 +28,7 @@
 namespace aotc {
 
 class SymExpr;
+struct Node;
 
 class Dim {
 public:
@@ -106,5 +107,7 @@ Dim numelOf(const Dims &d);
 Dims contiguousStrides(const Dims &d);
 /// "[s17, 16]".
 std::string dimsStr(const Dims &d);
+/// Int argument i of n as a size: its run-time expression (Node::symArgs) or its constant.
+Dim dimArg(const Node &n, size_t i);
 
 } // namespace aotc

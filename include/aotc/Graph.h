@@ -106,6 +106,8 @@ struct Node {
       if (k == i) return &e;
     return nullptr;
   }
+  /// Element k of argument i's expressions: "" when it is a constant (or has none).
+  const std::string &symArgText(size_t i, size_t k = 0) const;
   /// Records argument i's expressions (as read: one for a single int given for an int[N]
   /// argument, which buildCall repeated N times, is repeated as well). Both readers call it.
   void setSymArg(size_t i, std::vector<std::string> exprs);

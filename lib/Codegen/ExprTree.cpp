@@ -60,10 +60,10 @@ ERef mkSizeConst(DType t, const Dim &d) {
 }
 
 ERef mkConstArg(DType t, const Node &n, size_t i) {
-  if (const std::vector<std::string> *e = n.symArg(i); e && !e->empty() && !(*e)[0].empty()) {
+  if (const std::string &e = n.symArgText(i); !e.empty()) {
     const int64_t *iv = std::get_if<int64_t>(&n.args[i]);
     if (!iv) nodeError(n, "codegen: argument " + std::to_string(i) + " is a run-time size but not an integer");
-    return mkSizeConst(t, Dim::expr((*e)[0], *iv));
+    return mkSizeConst(t, Dim::expr(e, *iv));
   }
   if (!isFloating(t)) {
     // Integer scalars stay exact (through double, 2^53 + 1 would become 2^53).

@@ -103,6 +103,11 @@ ERef applyIndexMap(const ERef &e, const IndexMap &map);
 /// out of range: nodeError "codegen: dimension out of range". Defined in ViewScatter.cpp.
 int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank);
 
+/// select's (and select_scatter's) index, argument `arg` of n, along a dim of size `size`:
+/// a negative one counts from the end; a constant index of a constant size out of range is a
+/// node error ("codegen: <what> index out of range"); over a run-time size it is in range (the
+/// shape function assumes so). Defined in ViewScatter.cpp.
+Dim selectIndex(const Node &n, size_t arg, const Dim &size, const char *what);
 /// The value of slice_scatter / select_scatter node `n` (ViewScatter.cpp) over
 /// its output index space (`shape`): self where the element is off the slice,
 /// src (re-indexed, clamped) on it. Errors: nodeError for bad dims/indices.

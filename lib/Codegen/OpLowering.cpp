@@ -230,9 +230,8 @@ IndexMap sliceRule(const Node &n, const Dims &in, const Dims &out) {
   const Dim &size = in[dim];
   int64_t step = n.isNoneArg(4) ? 1 : n.intArg(4);
   Dim start = 0;
-  if (const std::vector<std::string> *e = n.symArg(2); e && !e->empty() && !(*e)[0].empty()) {
-    // A run-time start is in range (the slice's shape function assumes so).
-    start = Dim::expr((*e)[0], n.intArg(2));
+  if (!n.symArgText(2).empty()) {
+    start = dimArg(n, 2); // a run-time start is in range (the slice's shape function assumes so)
   } else if (!n.isNoneArg(2)) {
     int64_t s0 = n.intArg(2);
     if (!size.symbolic()) start = std::clamp<int64_t>(s0 < 0 ? s0 + size.ref() : s0, 0, size.ref());
@@ -264,17 +263,7 @@ IndexMap asStridedRule(const Node &n, const Dims &in, const Dims &out) {
 IndexMap selectRule(const Node &n, const Dims &in, const Dims &out) {
   int r = (int)in.size();
   int64_t dim = wrapDimOrError(n, n.intArg(1), r);
-  Dim idx = n.intArg(2);
-  if (const std::vector<std::string> *e = n.symArg(2); e && !e->empty() && !(*e)[0].empty())
-    idx = Dim::expr((*e)[0], n.intArg(2)); // in range (the shape function assumes so)
-  else if (in[dim].symbolic()) {
-    if (n.intArg(2) < 0) idx = in[dim] + n.intArg(2); // x[:, -1] of a run-time size
-  } else {
-    int64_t i = n.intArg(2);
-    if (i < 0) i += in[dim].ref();
-    if (i < 0 || i >= in[dim].ref()) nodeError(n, "codegen: select index out of range");
-    idx = i;
-  }
+  Dim idx = selectIndex(n, 2, in[dim], "select");
   std::vector<int> pos(r);
   for (int d = 0; d < r; ++d) pos[d] = d < dim ? d : (d == dim ? -1 : d - 1);
   IndexMap m = IndexMap::select(pos, (int)out.size());

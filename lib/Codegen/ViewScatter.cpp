@@ -45,11 +45,13 @@ int64_t wrapDimOrError(const Node &n, int64_t d, int64_t rank) {
   return *w;
 }
 
-/// Argument i as a size: its run-time expression when it has one.
-Dim sizeArg(const Node &n, size_t i) {
-  if (const std::vector<std::string> *e = n.symArg(i); e && !e->empty() && !(*e)[0].empty())
-    return Dim::expr((*e)[0], n.intArg(i));
-  return n.intArg(i);
+Dim selectIndex(const Node &n, size_t arg, const Dim &size, const char *what) {
+  Dim idx = dimArg(n, arg);
+  if (idx.symbolic()) return idx; // in range (the shape function assumes so)
+  if (size.symbolic()) return idx.ref() < 0 ? size + idx : idx; // x[:, -1] of a run-time size
+  int64_t i = idx.ref() < 0 ? idx.ref() + size.ref() : idx.ref();
+  if (i < 0 || i >= size.ref()) nodeError(n, std::string("codegen: ") + what + " index out of range");
+  return i;
 }
 
 ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Dims &shape) {
@@ -59,15 +61,7 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Di
   ERef s = mkCast(src, t), x = mkCast(self, t);
   if (n.target == "aten.select_scatter.default") {
     int64_t dim = wrapDimOrError(n, n.intArg(2), r);
-    Dim idx = sizeArg(n, 3);
-    if (shape[dim].symbolic() || idx.symbolic()) {
-      if (!idx.symbolic() && idx.ref() < 0) idx = shape[dim] + idx; // in range (as select's)
-    } else {
-      int64_t i = idx.ref();
-      if (i < 0) i += shape[dim].ref();
-      if (i < 0 || i >= shape[dim].ref()) nodeError(n, "codegen: select_scatter index out of range");
-      idx = i;
-    }
+    Dim idx = selectIndex(n, 3, shape[dim], "select_scatter");
     // src var k is out var k (k < dim) or k + 1.
     std::vector<int> pos(r - 1);
     for (int k = 0; k < r - 1; ++k) pos[k] = k < dim ? k : k + 1;
@@ -83,7 +77,7 @@ ERef viewScatterValue(const Node &n, const ERef &self, const ERef &src, const Di
   if (n.runtimeSized()) {
     // The slice is in range (the shape function assumes so): src's size is its length.
     len = dimsOf(n.tensorArg(1)->type())[dim];
-    start = n.isNoneArg(3) ? Dim(0) : sizeArg(n, 3);
+    start = n.isNoneArg(3) ? Dim(0) : dimArg(n, 3);
     if (!start.symbolic() && start.ref() < 0) start = size + start;
   }
   if (len.is(0)) return x;

@@ -233,12 +233,6 @@ namespace aotc::rules {
 
 namespace {
 
-/// Group norm's N: argument i, a run-time size (the batch) or a constant.
-Size batchArg(const Node &n, size_t i) {
-  const std::vector<std::string> *e = n.symArg(i);
-  return e && !e->empty() && !(*e)[0].empty() ? Size(n.intArg(i), SymExpr::parse((*e)[0])) : Size(n.intArg(i));
-}
-
 /// x [N, C, *] as [N, group, C/group * HxW] (the statistics' groups: D = C/group * HxW per
 /// sample, a constant even over a run-time batch).
 Node *groups(Emitter &e, Node *x, const Size &N, int64_t G, int64_t D) { return e.viewTo(x, {N, G, D}); }
@@ -249,7 +243,7 @@ Node *groups(Emitter &e, Node *x, const Size &N, int64_t G, int64_t D) { return 
 /// [N, group, D]; out = xhat [w] [+ b] with w, b per channel ([1, C, 1] against [N, C, HxW]).
 Vals nativeGroupNorm(Emitter &e, Node &n) {
   Node *x = n.tensorArg(0);
-  const Size N = batchArg(n, 3);
+  const Size N = sizeArg(n, 3);
   int64_t C = n.intArg(4), S = n.intArg(5), G = n.intArg(6);
   double eps = n.scalarArg(7), D = (double)(C / G * S);
   Node *xg = groups(e, x, N, G, C / G * S);
@@ -266,7 +260,7 @@ Vals nativeGroupNorm(Emitter &e, Node &n) {
 Vals nativeGroupNormBackward(Emitter &e, Node &n) {
   Node *g = n.tensorArg(0), *x = n.tensorArg(1), *mean = n.tensorArg(2), *rstd = n.tensorArg(3);
   Node *w = n.isNoneArg(4) ? nullptr : n.tensorArg(4);
-  const Size N = batchArg(n, 5);
+  const Size N = sizeArg(n, 5);
   int64_t C = n.intArg(6), S = n.intArg(7), G = n.intArg(8);
   const auto &mask = std::get<std::vector<bool>>(n.args[9]);
   double D = (double)(C / G * S);

@@ -69,6 +69,10 @@ Size product(const std::vector<Size> &s) {
   return p;
 }
 Size sizeOf(const TensorType &t, size_t d) { return {t.shape.at(d), SymExpr::ofSize(t.sym, d, t.shape.at(d))}; }
+Size sizeArg(const Node &n, size_t i) {
+  const std::string &e = n.symArgText(i);
+  return e.empty() ? Size(n.intArg(i)) : Size(n.intArg(i), SymExpr::parse(e));
+}
 std::vector<Size> sizesOf(const TensorType &t) {
   std::vector<Size> r;
   for (size_t d = 0; d < t.shape.size(); ++d) r.push_back(sizeOf(t, d));

@@ -49,6 +49,8 @@ struct Size {
 /// Dim d of t (TensorType::sym where run-time), and all of them.
 Size sizeOf(const TensorType &t, size_t d);
 std::vector<Size> sizesOf(const TensorType &t);
+/// Int argument i of n (group norm's N): its run-time expression (Node::symArgs) or its constant.
+Size sizeArg(const Node &n, size_t i);
 /// The values of `s` (an int[] argument) and argument i's entry of Node::symArgs for them.
 std::vector<int64_t> values(const std::vector<Size> &s);
 /// The product of `s` (an element count).

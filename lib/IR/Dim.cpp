@@ -2,6 +2,7 @@
 #include "aotc/Dim.h"
 
 #include "aotc/Diagnostics.h"
+#include "aotc/Graph.h"
 #include "aotc/SymExpr.h"
 
 namespace aotc {
@@ -115,5 +116,7 @@ std::string dimsStr(const Dims &d) {
   for (size_t k = 0; k < d.size(); ++k) s += (k ? ", " : "") + d[k].str();
   return s + "]";
 }
+
+Dim dimArg(const Node &n, size_t i) { return Dim::expr(n.symArgText(i), n.intArg(i)); }
 
 } // namespace aotc

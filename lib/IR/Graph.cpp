@@ -193,6 +193,12 @@ std::vector<Node *> Node::inputs() const {
   return r;
 }
 
+const std::string &Node::symArgText(size_t i, size_t k) const {
+  static const std::string none;
+  const std::vector<std::string> *e = symArg(i);
+  return e && k < e->size() ? (*e)[k] : none;
+}
+
 void Node::setSymArg(size_t i, std::vector<std::string> exprs) {
   if (auto *l = std::get_if<std::vector<int64_t>>(&args.at(i)); l && exprs.size() == 1 && l->size() != 1)
     exprs.assign(l->size(), exprs[0]);

@@ -33,8 +33,7 @@ Dims dimsOf(const TensorType &t) {
 }
 /// Element k of int / int-list argument i as an expression.
 SymExpr intArgExpr(const Node &n, size_t i, size_t k = 0) {
-  if (const std::vector<std::string> *e = n.symArg(i); e && k < e->size() && !(*e)[k].empty())
-    return SymExpr::parse((*e)[k]);
+  if (const std::string &e = n.symArgText(i, k); !e.empty()) return SymExpr::parse(e);
   if (auto *v = std::get_if<int64_t>(&n.args[i])) return SymExpr::integer(*v);
   if (!std::holds_alternative<std::vector<int64_t>>(n.args[i])) throw SymExprError("a size argument that is not an int");
   return SymExpr::integer(n.intListArg(i).at(k));
